@@ -1,0 +1,210 @@
+/*
+ * attn_plugin.h — the ABI between libattnreg and backend plugins.
+ *
+ * A plugin is a shared library that exports exactly one symbol,
+ * ATTN_PLUGIN_ENTRY_SYMBOL ("attn_plugin_entry"). The host calls it with its
+ * own ABI version; the plugin returns its descriptor, or NULL when it cannot
+ * serve that host. Write plugins with ATTN_PLUGIN_DEFINE(), never by hand.
+ * Plugins must not link libattnreg: everything they need from the host
+ * arrives in the attn_plugin_context (logging through its services table).
+ *
+ * ABI changelog (append-only; a minor bump only appends fields):
+ *   1.0  Initial ABI: descriptor with name, version, description,
+ *        built_archs, predicates, init/fini, create, workspace_size,
+ *        forward, destroy.
+ *   1.1  Appended attn_plugin_descriptor.probe_devices (optional device
+ *        probe). Hosts accept 1.0 plugins and treat them as having no probe.
+ *
+ * Negotiation rules (enforced by the host):
+ *   - descriptor.abi_major must equal the host's ATTN_PLUGIN_ABI_MAJOR;
+ *   - descriptor.abi_minor newer than the host's is refused;
+ *   - an older minor is accepted and only the fields that its struct_size
+ *     covers are read.
+ */
+#ifndef ATTN_PLUGIN_H
+#define ATTN_PLUGIN_H
+
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "attn_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define ATTN_PLUGIN_ABI_MAJOR 1
+#define ATTN_PLUGIN_ABI_MINOR 1
+#define ATTN_PLUGIN_ENTRY_SYMBOL "attn_plugin_entry"
+
+#if defined(_WIN32)
+#define ATTN_PLUGIN_EXPORT __declspec(dllexport)
+#else
+#define ATTN_PLUGIN_EXPORT __attribute__((visibility("default")))
+#endif
+
+/* Longest verdict sentence, including the NUL. */
+#define ATTN_VERDICT_MESSAGE_MAX 256
+
+/* What a predicate answers. The host zeroes it and sets struct_size before
+ * each call; a predicate that rejects sets reason and message. */
+typedef struct attn_verdict {
+    uint32_t struct_size;
+    int32_t accepted;                       /* 1 = accept, 0 = reject */
+    int32_t reason;                         /* attn_reason when rejected */
+    char message[ATTN_VERDICT_MESSAGE_MAX]; /* one human sentence */
+} attn_verdict;
+
+/* Services the host offers to plugins. */
+typedef struct attn_host_services {
+    uint32_t struct_size;
+    /* Log a message under the plugin's name; level is attn_log_level. */
+    void (*log)(void *host, int32_t level, const char *message);
+    void *host;
+} attn_host_services;
+
+/* One key of the INI's [params] section, passed through verbatim. */
+typedef struct attn_param {
+    const char *key;
+    const char *value;
+} attn_param;
+
+/* Handed to every plugin callback. Owned by the host; lives as long as the
+ * loaded plugin. `state` belongs to the plugin (set it in init). */
+typedef struct attn_plugin_context {
+    uint32_t struct_size;
+    const attn_host_services *services;
+    const attn_param *params;
+    uint32_t num_params;
+    const char *conf_file; /* the INI that named this plugin */
+    void *state;
+} attn_plugin_context;
+
+/* A capability predicate: fill `verdict` and return 1 to accept, 0 to reject. */
+typedef int (*attn_predicate_fn)(const attn_plugin_context *ctx, const attn_shape *shape,
+                                 attn_verdict *verdict);
+
+typedef struct attn_predicate {
+    const char *name; /* "arch", "dtypes", "gqa_ratio", "head_dims", ... */
+    attn_predicate_fn check;
+} attn_predicate;
+
+typedef struct attn_plugin_descriptor {
+    uint32_t struct_size; /* sizeof(attn_plugin_descriptor) as the plugin knows it */
+    uint32_t abi_major;
+    uint32_t abi_minor;
+    const char *name;        /* must equal the `name` of the INI that loads it */
+    const char *version;
+    const char *description;
+    /* NULL-terminated list of the archs this binary holds code for; an empty
+     * list means "built without kernels". */
+    const char *const *built_archs;
+    const attn_predicate *predicates;
+    uint32_t num_predicates;
+    /* Optional: called once after load; may set ctx->state. */
+    attn_status (*init)(attn_plugin_context *ctx);
+    /* Optional: called once before unload. */
+    void (*fini)(attn_plugin_context *ctx);
+    /* Construct a backend object for `shape` (already accepted by every
+     * predicate). Validates like a real constructor. On failure writes one
+     * sentence into err. */
+    attn_status (*create)(const attn_plugin_context *ctx, const attn_shape *shape, void **backend,
+                          char *err, size_t err_size);
+    /* Scratch bytes forward needs for batches within `limits`. */
+    attn_status (*workspace_size)(void *backend, const attn_batch_limits *limits, size_t *bytes);
+    attn_status (*forward)(void *backend, const attn_forward_args *args, char *err,
+                           size_t err_size);
+    void (*destroy)(void *backend);
+    /* ABI 1.1. Optional: list devices this plugin can run on. Writes at most
+     * `capacity` entries, sets *count to the number found. No device or no
+     * driver: return ATTN_ERR_NO_DEVICE with the runtime's message in err. */
+    attn_status (*probe_devices)(const attn_plugin_context *ctx, attn_device_info *devices,
+                                 uint32_t capacity, uint32_t *count, char *err,
+                                 size_t err_size);
+} attn_plugin_descriptor;
+
+typedef const attn_plugin_descriptor *(*attn_plugin_entry_fn)(uint32_t host_abi_major,
+                                                              uint32_t host_abi_minor);
+
+/* Helpers for predicates. */
+static inline int attn_accept(attn_verdict *v)
+{
+    v->accepted = 1;
+    v->reason = ATTN_REASON_NONE;
+    v->message[0] = '\0';
+    return 1;
+}
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static inline int
+attn_reject(attn_verdict *v, attn_reason reason, const char *fmt, ...)
+{
+    va_list ap;
+    v->accepted = 0;
+    v->reason = (int32_t)reason;
+    va_start(ap, fmt);
+    vsnprintf(v->message, sizeof v->message, fmt, ap);
+    va_end(ap);
+    return 0;
+}
+
+/* Look up a [params] key; NULL when absent. */
+static inline const char *attn_param_get(const attn_plugin_context *ctx, const char *key)
+{
+    uint32_t i;
+    for (i = 0; i < ctx->num_params; i++) {
+        const char *a = ctx->params[i].key, *b = key;
+        while (*a && *a == *b) {
+            a++;
+            b++;
+        }
+        if (*a == *b)
+            return ctx->params[i].value;
+    }
+    return NULL;
+}
+
+/* Resolved helpers for the shape's "0 = same as" fields. */
+static inline int32_t attn_shape_kv_heads(const attn_shape *s)
+{
+    return s->num_kv_heads ? s->num_kv_heads : s->num_q_heads;
+}
+static inline int32_t attn_shape_head_dim_v(const attn_shape *s)
+{
+    return s->head_dim_v ? s->head_dim_v : s->head_dim;
+}
+
+/*
+ * ATTN_PLUGIN_DEFINE(designated initialisers...) emits the descriptor and
+ * the exported entry symbol:
+ *
+ *   ATTN_PLUGIN_DEFINE(.name = "my-backend", .version = "1.0.0",
+ *                      .predicates = my_predicates, .num_predicates = 3,
+ *                      .create = my_create, ...)
+ *
+ * The descriptor refuses hosts of another major; the host refuses plugins
+ * newer in minor than itself.
+ */
+#define ATTN_PLUGIN_DEFINE(...)                                                                \
+    static const attn_plugin_descriptor attn_plugin_descriptor_instance = {                    \
+        .struct_size = sizeof(attn_plugin_descriptor),                                         \
+        .abi_major = ATTN_PLUGIN_ABI_MAJOR,                                                    \
+        .abi_minor = ATTN_PLUGIN_ABI_MINOR,                                                    \
+        __VA_ARGS__};                                                                          \
+    ATTN_PLUGIN_EXPORT const attn_plugin_descriptor *attn_plugin_entry(uint32_t host_abi_major, \
+                                                                       uint32_t host_abi_minor); \
+    ATTN_PLUGIN_EXPORT const attn_plugin_descriptor *attn_plugin_entry(uint32_t host_abi_major, \
+                                                                       uint32_t host_abi_minor) \
+    {                                                                                          \
+        (void)host_abi_minor;                                                                  \
+        return host_abi_major == ATTN_PLUGIN_ABI_MAJOR ? &attn_plugin_descriptor_instance      \
+                                                       : NULL;                                 \
+    }
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ATTN_PLUGIN_H */

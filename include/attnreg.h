@@ -1,0 +1,260 @@
+/*
+ * attnreg.h — the host API of libattnreg, the attention-backend registry.
+ *
+ * A host opens a registry (which reads the INI files describing backend
+ * plugins), asks it to select a backend for a shape, and constructs the
+ * chosen backend:
+ *
+ *   attn_registry *reg;
+ *   attn_registry_options opt;
+ *   attn_registry_options_init(&opt);
+ *   if (attn_registry_open(&opt, &reg) != ATTN_OK) ...
+ *   attn_shape shape;
+ *   attn_shape_init(&shape);
+ *   shape.num_q_heads = 32; shape.num_kv_heads = 8; shape.head_dim = 128; ...
+ *   attn_selection sel;
+ *   attn_selection_init(&sel);
+ *   attn_status st = attn_registry_select(reg, &shape, &sel);
+ *   if (st != ATTN_OK) fprintf(stderr, "%s\n", sel.message);
+ *
+ * Ownership: every `const char *` the library hands out is owned by the
+ * library. Strings inside a selection, an explanation record, a plugin info
+ * or a diagnostic stay valid until the registry is closed (explanation
+ * strings: until the explanation is freed). attn_last_error() is valid until
+ * the next failing call on the same thread.
+ *
+ * Thread safety: attn_registry_select, attn_registry_explain and the read-only
+ * queries may be called from many threads at once on one registry. Open and
+ * close are not concurrent with anything else on that registry. A backend
+ * object is used by one thread at a time.
+ */
+#ifndef ATTNREG_H
+#define ATTNREG_H
+
+#include "attn_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(ATTNREG_BUILDING)
+#define ATTNREG_API __attribute__((visibility("default")))
+#else
+#define ATTNREG_API
+#endif
+
+#define ATTNREG_VERSION_MAJOR 0
+#define ATTNREG_VERSION_MINOR 1
+#define ATTNREG_VERSION_PATCH 0
+
+typedef struct attn_registry attn_registry;       /* opaque */
+typedef struct attn_backend attn_backend;         /* opaque: a constructed backend */
+typedef struct attn_explanation attn_explanation; /* opaque: a decision trail */
+typedef struct attn_candidate attn_candidate;     /* opaque: one registered plugin */
+
+/* ---- library, status, names ------------------------------------------ */
+
+ATTNREG_API const char *attnreg_version_string(void); /* "0.1.0" */
+ATTNREG_API void attnreg_version(int *major, int *minor, int *patch);
+ATTNREG_API uint32_t attnreg_plugin_abi_version(void); /* (major << 16) | minor */
+
+/* Stable name ("ATTN_ERR_UNSUPPORTED") and one-line message of a status. */
+ATTNREG_API const char *attn_status_name(attn_status status);
+ATTNREG_API const char *attn_status_message(attn_status status);
+/* Stable name of a reason code ("Q_LEN"); "UNKNOWN" for out-of-range codes. */
+ATTNREG_API const char *attn_reason_name(int32_t reason);
+/* Names used by the CLI and the conf files: f32 f16 bf16 fp8_e4m3fn fp8_e4m3fnuz. */
+ATTNREG_API const char *attn_dtype_name(int32_t dtype);
+ATTNREG_API attn_dtype attn_dtype_from_name(const char *name); /* INVALID if unknown */
+ATTNREG_API const char *attn_log_level_name(attn_log_level level);
+
+/* Detailed sentence of the last failure on this thread ("" if none). */
+ATTNREG_API const char *attn_last_error(void);
+
+/* ---- shapes --------------------------------------------------------- */
+
+/* Defaults: arch "cpu", 1 query head, MHA, head_dim 128, all dtypes bf16,
+ * page 16, q len 1, kv len 1, causal, no window, no softcap, no sinks. */
+ATTNREG_API void attn_shape_init(attn_shape *shape);
+/* 1 and an empty `message` when the shape is valid; otherwise 0 and the
+ * reason, e.g. "requires num_heads (32) to be a multiple of num_kv_heads (5)". */
+ATTNREG_API int attn_shape_validate(const attn_shape *shape, char *message, size_t message_size);
+/* One-line text form ("arch=gfx950 q_heads=16 kv_heads=1 ..."). */
+ATTNREG_API int attn_shape_format(const attn_shape *shape, char *buf, size_t buf_size);
+
+/* ---- opening ------------------------------------------------------- */
+
+typedef struct attn_registry_options {
+    uint32_t struct_size;
+    /* Conf folders searched first, in order; then ATTNREG_CONF_PATH
+     * (colon separated), then the installation's default folder. */
+    const char *const *conf_paths;
+    uint32_t num_conf_paths;
+    int32_t skip_env_conf_path;   /* 1 = ignore ATTNREG_CONF_PATH */
+    int32_t skip_default_conf;    /* 1 = do not search the default folder */
+    attn_log_fn log_fn;           /* NULL = stderr */
+    void *log_user;
+    int32_t log_level;            /* attn_log_level; -1 = ATTNREG_LOG or WARN */
+    int32_t strict;               /* 1 = never apply fallback rules */
+    const char *forced_backend;   /* NULL = ATTNREG_BACKEND or none */
+    const char *const *disabled_backends; /* added to ATTNREG_DISABLE */
+    uint32_t num_disabled_backends;
+    int32_t runnable;             /* 1 = reject candidates that cannot run here */
+    int32_t fail_on_conf_error;   /* 1 = open fails on any conf error */
+    int32_t skip_env;             /* 1 = ignore every ATTNREG_* variable */
+} attn_registry_options;
+
+ATTNREG_API void attn_registry_options_init(attn_registry_options *options);
+
+/* Reads every conf file; loads no plugin library. Conf errors are logged and
+ * kept as diagnostics, and the offending file is skipped (or, with
+ * fail_on_conf_error, open fails with ATTN_ERR_CONF and attn_last_error()
+ * names file:line). */
+ATTNREG_API attn_status attn_registry_open(const attn_registry_options *options,
+                                          attn_registry **registry);
+ATTNREG_API void attn_registry_close(attn_registry *registry);
+
+/* Problems found while reading conf files or loading plugins. */
+typedef struct attn_diagnostic {
+    uint32_t struct_size;
+    attn_status status;
+    const char *file;   /* NULL if no file applies */
+    int32_t line;       /* 0 if no line applies */
+    const char *plugin; /* NULL if no plugin applies */
+    const char *message;
+} attn_diagnostic;
+
+ATTNREG_API size_t attn_registry_diagnostic_count(const attn_registry *registry);
+ATTNREG_API attn_status attn_registry_diagnostic(const attn_registry *registry, size_t index,
+                                                attn_diagnostic *out);
+/* The conf folders searched, in order. */
+ATTNREG_API size_t attn_registry_conf_path_count(const attn_registry *registry);
+ATTNREG_API const char *attn_registry_conf_path(const attn_registry *registry, size_t index);
+
+/* ---- listing (INI layer; loads nothing) ------------------------------ */
+
+typedef struct attn_plugin_info {
+    uint32_t struct_size;
+    const char *name;
+    int32_t priority;
+    int32_t enabled;
+    const char *archs;          /* comma separated, as declared in the INI */
+    const char *library;        /* resolved path */
+    const char *conf_file;
+    int32_t conf_line;          /* line of the name key */
+    const attn_candidate *candidate;
+} attn_plugin_info;
+
+/* Candidates in priority order (high first, ties by name). */
+ATTNREG_API size_t attn_registry_plugin_count(const attn_registry *registry);
+ATTNREG_API attn_status attn_registry_plugin(const attn_registry *registry, size_t index,
+                                            attn_plugin_info *out);
+ATTNREG_API int attn_plugin_info_has_arch(const attn_plugin_info *info, const char *arch);
+
+/* What loading the plugin's library found. Loads it if not loaded yet. */
+typedef struct attn_plugin_load_info {
+    uint32_t struct_size;
+    attn_status status;        /* ATTN_OK when loaded and negotiated */
+    int32_t reason;            /* attn_reason of a failure */
+    const char *message;       /* sentence of a failure, "" when fine */
+    const char *version;       /* plugin's version string (NULL on failure) */
+    const char *description;
+    const char *built_archs;   /* comma separated; "" = built without kernels */
+    uint32_t abi_major;
+    uint32_t abi_minor;
+    uint32_t num_predicates;
+} attn_plugin_load_info;
+
+ATTNREG_API attn_status attn_registry_load_plugin(attn_registry *registry, size_t index,
+                                                 attn_plugin_load_info *out);
+
+/* Devices a plugin reports (loads it if needed). ATTN_ERR_NO_DEVICE with
+ * attn_last_error() carrying the runtime's message when there are none. */
+ATTNREG_API attn_status attn_registry_probe_devices(attn_registry *registry, size_t index,
+                                                   attn_device_info *devices,
+                                                   uint32_t capacity, uint32_t *count);
+
+/* ---- selection ------------------------------------------------------ */
+
+typedef struct attn_selection {
+    uint32_t struct_size;
+    const char *backend_name;     /* NULL when no backend was selected */
+    const attn_candidate *candidate;
+    attn_shape effective_shape;   /* the shape after any fallback */
+    int32_t fallback_applied;     /* 1 when a fallback rule was applied */
+    const char *fallback_rule;    /* e.g. "compute_dtype fp8_e4m3fn -> bf16" */
+    const char *fallback_backend; /* the top candidate whose rejection motivated it */
+    int32_t fallback_reason;      /* its attn_reason */
+    const char *fallback_message; /* its sentence */
+    const char *message;          /* on failure: why (invalid reason, every candidate's
+                                     reason for unsupported); on success: "" */
+} attn_selection;
+
+ATTNREG_API void attn_selection_init(attn_selection *selection);
+
+/* Select a backend for `shape`. ATTN_OK, ATTN_ERR_INVALID_SHAPE,
+ * ATTN_ERR_UNSUPPORTED or ATTN_ERR_BACKEND_REJECTED (forced backend).
+ * Repeated calls on one shape are answered from a cache. */
+ATTNREG_API attn_status attn_registry_select(attn_registry *registry, const attn_shape *shape,
+                                            attn_selection *selection);
+
+/* ---- explanation ---------------------------------------------------- */
+
+typedef struct attn_verdict_record {
+    uint32_t struct_size;
+    int32_t pass;              /* 0 = the asked shape; k = after k fallback rules */
+    const char *backend;
+    int32_t accepted;
+    int32_t selected;          /* 1 for the winner */
+    int32_t reason;            /* attn_reason */
+    const char *reason_name;   /* stable name, e.g. "Q_LEN" */
+    const char *message;       /* the human sentence */
+    const char *predicate;     /* predicate or check that decided ("conf", "load", "head_dims", ...) */
+    const char *conf_file;     /* the INI, when the conf layer decided */
+    int32_t conf_line;
+    int32_t priority;
+} attn_verdict_record;
+
+/* Evaluate every candidate (also those after the winner) for the shape and
+ * each fallback pass that was needed. The status is what select returns. */
+ATTNREG_API attn_status attn_registry_explain(attn_registry *registry, const attn_shape *shape,
+                                             attn_explanation **explanation);
+ATTNREG_API void attn_explanation_free(attn_explanation *explanation);
+ATTNREG_API attn_status attn_explanation_status(const attn_explanation *explanation);
+ATTNREG_API size_t attn_explanation_count(const attn_explanation *explanation);
+ATTNREG_API attn_status attn_explanation_record(const attn_explanation *explanation,
+                                               size_t index, attn_verdict_record *out);
+/* The decision itself (same fields as select fills). */
+ATTNREG_API attn_status attn_explanation_selection(const attn_explanation *explanation,
+                                                  attn_selection *out);
+/* Number of passes evaluated and, per pass, the rule that produced it
+ * (pass 0: NULL) and the effective shape. */
+ATTNREG_API size_t attn_explanation_pass_count(const attn_explanation *explanation);
+ATTNREG_API const char *attn_explanation_pass_rule(const attn_explanation *explanation,
+                                                  size_t pass);
+ATTNREG_API const attn_shape *attn_explanation_pass_shape(const attn_explanation *explanation,
+                                                         size_t pass);
+
+/* ---- backends ------------------------------------------------------- */
+
+/* Construct the selected backend for selection->effective_shape. Checks that
+ * the binary holds code for the arch (ATTN_ERR_ARCH_NOT_IN_BINARY, naming the
+ * archs it holds; ATTN_ERR_NO_KERNELS when it holds none) and that a device is
+ * present (ATTN_ERR_NO_DEVICE), then calls the plugin's constructor. */
+ATTNREG_API attn_status attn_backend_create(attn_registry *registry,
+                                           const attn_selection *selection,
+                                           attn_backend **backend);
+ATTNREG_API attn_status attn_backend_workspace_size(const attn_backend *backend,
+                                                   const attn_batch_limits *limits,
+                                                   size_t *bytes);
+ATTNREG_API attn_status attn_backend_forward(attn_backend *backend,
+                                            const attn_forward_args *args);
+ATTNREG_API void attn_backend_destroy(attn_backend *backend);
+ATTNREG_API const char *attn_backend_name(const attn_backend *backend);
+ATTNREG_API const attn_shape *attn_backend_shape(const attn_backend *backend);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ATTNREG_H */

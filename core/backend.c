@@ -1,0 +1,122 @@
+/* backend.c — constructing, running and destroying a selected backend. The
+ * checks of "what is really here" (code for the arch in the binary, a device)
+ * happen in create, each with its own status, because selection answers for
+ * the arch the host names even when this machine cannot run it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+struct attn_backend {
+    attn_candidate *candidate;
+    void *impl;
+    attn_shape shape;
+};
+
+ATTNREG_API attn_status attn_backend_create(attn_registry *reg, const attn_selection *sel,
+                                           attn_backend **out)
+{
+    if (!reg || !sel || !out)
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_backend_create: NULL argument");
+    *out = NULL;
+    if (!sel->candidate)
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                         "attn_backend_create: the selection holds no backend (did select fail?)");
+    attn_candidate *c = NULL;
+    for (size_t i = 0; i < reg->num_candidates; i++)
+        if (reg->candidates[i] == sel->candidate)
+            c = reg->candidates[i];
+    if (!c)
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                         "attn_backend_create: the selection comes from another registry");
+    if (!attn_candidate_ensure_loaded(c))
+        return attn_fail(c->load_status, "%s: %s", c->name, c->load_message);
+    const attn_shape *s = &sel->effective_shape;
+    if (!c->desc.built_archs || !c->desc.built_archs[0])
+        return attn_fail(ATTN_ERR_NO_KERNELS,
+                         "%s was built without kernels: its binary holds code for no arch "
+                         "(asked for %s)",
+                         c->name, s->arch);
+    if (!attn_candidate_has_built_arch(c, s->arch))
+        return attn_fail(ATTN_ERR_ARCH_NOT_IN_BINARY,
+                         "%s holds code for %s, not for %s (selection answers for any arch; "
+                         "create needs the code)",
+                         c->name, c->built_archs_text, s->arch);
+    attn_status st = attn_candidate_probe(c);
+    if (st != ATTN_OK)
+        return attn_fail(ATTN_ERR_NO_DEVICE, "%s: no device: %s", c->name,
+                         c->probe_message ? c->probe_message : attn_status_message(st));
+    int present = 0;
+    for (uint32_t i = 0; i < c->num_devices; i++)
+        present |= strcmp(c->devices[i].arch, s->arch) == 0;
+    if (!present)
+        return attn_fail(ATTN_ERR_NO_DEVICE, "%s: no %s device is present", c->name, s->arch);
+
+    attn_backend *b = calloc(1, sizeof *b);
+    if (!b)
+        return attn_fail(ATTN_ERR_NO_MEMORY, "out of memory");
+    char err[512] = "";
+    st = c->desc.create(&c->ctx, s, &b->impl, err, sizeof err);
+    if (st != ATTN_OK) {
+        free(b);
+        return attn_fail(st, "%s: create failed: %s", c->name,
+                         err[0] ? err : attn_status_message(st));
+    }
+    b->candidate = c;
+    b->shape = *s;
+    attn_log(&reg->logger, ATTN_LOG_DEBUG, "created %s", c->name);
+    *out = b;
+    return ATTN_OK;
+}
+
+ATTNREG_API attn_status attn_backend_workspace_size(const attn_backend *b,
+                                                   const attn_batch_limits *limits, size_t *bytes)
+{
+    if (!b || !limits || !bytes)
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_backend_workspace_size: NULL argument");
+    if (limits->struct_size < sizeof *limits)
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "batch limits struct_size %u too small",
+                         limits->struct_size);
+    if (limits->max_num_seqs <= 0 || limits->max_num_tokens <= 0)
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                         "batch limits must be positive (max_num_seqs %d, max_num_tokens %d)",
+                         limits->max_num_seqs, limits->max_num_tokens);
+    *bytes = 0;
+    attn_status st = b->candidate->desc.workspace_size(b->impl, limits, bytes);
+    if (st != ATTN_OK)
+        return attn_fail(st, "%s: workspace_size failed", b->candidate->name);
+    return ATTN_OK;
+}
+
+ATTNREG_API attn_status attn_backend_forward(attn_backend *b, const attn_forward_args *args)
+{
+    if (!b || !args)
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_backend_forward: NULL argument");
+    if (args->struct_size < sizeof *args)
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "forward args struct_size %u too small",
+                         args->struct_size);
+    char err[512] = "";
+    attn_status st = b->candidate->desc.forward(b->impl, args, err, sizeof err);
+    if (st != ATTN_OK)
+        return attn_fail(st, "%s: forward failed: %s", b->candidate->name,
+                         err[0] ? err : attn_status_message(st));
+    return ATTN_OK;
+}
+
+ATTNREG_API void attn_backend_destroy(attn_backend *b)
+{
+    if (!b)
+        return;
+    b->candidate->desc.destroy(b->impl);
+    free(b);
+}
+
+ATTNREG_API const char *attn_backend_name(const attn_backend *b)
+{
+    return b ? b->candidate->name : NULL;
+}
+
+ATTNREG_API const attn_shape *attn_backend_shape(const attn_backend *b)
+{
+    return b ? &b->shape : NULL;
+}

@@ -1,0 +1,759 @@
+/* conf.c — reading the INI files of a conf folder (inih), with every error
+ * naming file:line. A file is first read whole into (section, key, value,
+ * line) entries, then interpreted, so that format_version is known before any
+ * other key is judged, whatever order the file uses. */
+#include <dirent.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include <ini.h>
+
+#include "internal.h"
+
+#define CONF_FORMAT_MAJOR 1
+#define CONF_FORMAT_MINOR 0
+
+typedef struct conf_entry {
+    char *section;
+    char *key;
+    char *value;
+    int32_t line;
+} conf_entry;
+
+typedef struct conf_file {
+    const char *path;
+    conf_entry *entries;
+    size_t num_entries;
+    size_t cap_entries;
+    FILE *fp;
+    int32_t line; /* the line the reader last returned */
+    int32_t oom;
+} conf_file;
+
+/* inih calls the reader once per line, so counting calls gives the line
+ * number of the key the handler is about to see (Debian's inih is built
+ * without INI_HANDLER_LINENO). */
+static char *count_lines_reader(char *str, int num, void *stream)
+{
+    conf_file *cf = stream;
+    char *r = fgets(str, num, cf->fp);
+    if (r)
+        cf->line++;
+    return r;
+}
+
+static int collect_entry(void *user, const char *section, const char *key, const char *value)
+{
+    conf_file *cf = user;
+    if (!key)
+        return 1; /* a section header with no keys yet */
+    if (cf->num_entries == cf->cap_entries) {
+        size_t cap = cf->cap_entries ? cf->cap_entries * 2 : 16;
+        conf_entry *p = realloc(cf->entries, cap * sizeof *p);
+        if (!p) {
+            cf->oom = 1;
+            return 0;
+        }
+        cf->entries = p;
+        cf->cap_entries = cap;
+    }
+    conf_entry *e = &cf->entries[cf->num_entries++];
+    e->section = attn_strdup(section);
+    e->key = attn_strdup(key);
+    e->value = attn_strdup(value);
+    e->line = cf->line;
+    return 1;
+}
+
+static void conf_file_free(conf_file *cf)
+{
+    for (size_t i = 0; i < cf->num_entries; i++) {
+        free(cf->entries[i].section);
+        free(cf->entries[i].key);
+        free(cf->entries[i].value);
+    }
+    free(cf->entries);
+}
+
+/* ---- value parsing ----------------------------------------------------- */
+
+static int parse_int(const char *s, int32_t *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end != '\0' || v < INT32_MIN || v > INT32_MAX)
+        return 0;
+    *out = (int32_t)v;
+    return 1;
+}
+
+static int parse_bool(const char *s, int32_t *out)
+{
+    static const char *const yes[] = {"true", "yes", "on", "1"};
+    static const char *const no[] = {"false", "no", "off", "0"};
+    for (size_t i = 0; i < 4; i++) {
+        if (strcasecmp(s, yes[i]) == 0) {
+            *out = 1;
+            return 1;
+        }
+        if (strcasecmp(s, no[i]) == 0) {
+            *out = 0;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Splits "a, b c" into a NULL-terminated array of words. */
+static char **split_list(const char *s, uint32_t *count)
+{
+    size_t n = 0, cap = 4;
+    char **words = malloc(cap * sizeof *words);
+    if (!words)
+        return NULL;
+    const char *p = s;
+    while (*p) {
+        while (*p == ',' || *p == ' ' || *p == '\t')
+            p++;
+        if (!*p)
+            break;
+        const char *start = p;
+        while (*p && *p != ',' && *p != ' ' && *p != '\t')
+            p++;
+        if (n + 2 > cap) {
+            cap *= 2;
+            char **q = realloc(words, cap * sizeof *q);
+            if (!q)
+                break;
+            words = q;
+        }
+        words[n] = malloc((size_t)(p - start) + 1);
+        if (!words[n])
+            break;
+        memcpy(words[n], start, (size_t)(p - start));
+        words[n][p - start] = '\0';
+        n++;
+    }
+    words[n] = NULL;
+    *count = (uint32_t)n;
+    return words;
+}
+
+static void free_list(char **words)
+{
+    if (!words)
+        return;
+    for (char **w = words; *w; w++)
+        free(*w);
+    free(words);
+}
+
+static int parse_format_version(const char *s, int32_t *major, int32_t *minor)
+{
+    char *end;
+    long a = strtol(s, &end, 10);
+    if (end == s || *end != '.')
+        return 0;
+    const char *b = end + 1;
+    long m = strtol(b, &end, 10);
+    if (end == b || *end != '\0' || a < 0 || m < 0 || a > 1000 || m > 1000)
+        return 0;
+    *major = (int32_t)a;
+    *minor = (int32_t)m;
+    return 1;
+}
+
+/* ---- fields of a shape that conf keys can name ------------------------- */
+
+const char *attn_field_name(shape_field f)
+{
+    switch (f) {
+    case FIELD_Q_DTYPE: return "q_dtype";
+    case FIELD_KV_DTYPE: return "kv_dtype";
+    case FIELD_COMPUTE_DTYPE: return "compute_dtype";
+    case FIELD_OUT_DTYPE: return "out_dtype";
+    case FIELD_HEAD_DIM: return "head_dim";
+    case FIELD_GQA_RATIO: return "gqa_ratio";
+    case FIELD_PAGE_SIZE: return "page_size";
+    case FIELD_Q_LEN: return "max_q_len";
+    case FIELD_KV_LEN: return "max_kv_len";
+    case FIELD_WINDOW: return "window";
+    case FIELD_SOFTCAP: return "softcap";
+    case FIELD_SINKS: return "sinks";
+    case FIELD_NON_CAUSAL: return "non-causal masking";
+    }
+    return "?";
+}
+
+int32_t attn_shape_field_get(const attn_shape *s, shape_field f)
+{
+    switch (f) {
+    case FIELD_Q_DTYPE: return s->q_dtype;
+    case FIELD_KV_DTYPE: return s->kv_dtype;
+    case FIELD_COMPUTE_DTYPE: return s->compute_dtype;
+    case FIELD_OUT_DTYPE: return s->out_dtype;
+    case FIELD_HEAD_DIM: return s->head_dim;
+    case FIELD_GQA_RATIO: return s->num_q_heads / attn_shape_kv_heads(s);
+    case FIELD_PAGE_SIZE: return s->page_size;
+    case FIELD_Q_LEN: return s->max_q_len;
+    case FIELD_KV_LEN: return s->max_kv_len;
+    case FIELD_WINDOW: return s->window_left >= 0 || s->window_right >= 0;
+    case FIELD_SOFTCAP: return s->softcap != 0.0f;
+    case FIELD_SINKS: return s->has_sinks;
+    case FIELD_NON_CAUSAL: return !s->causal;
+    }
+    return 0;
+}
+
+void attn_shape_field_set(attn_shape *s, shape_field f, int32_t v)
+{
+    switch (f) {
+    case FIELD_Q_DTYPE: s->q_dtype = v; break;
+    case FIELD_KV_DTYPE: s->kv_dtype = v; break;
+    case FIELD_COMPUTE_DTYPE: s->compute_dtype = v; break;
+    case FIELD_OUT_DTYPE: s->out_dtype = v; break;
+    default: break; /* fallback rules only rewrite dtypes */
+    }
+}
+
+static const struct {
+    const char *key;
+    narrow_kind kind;
+    shape_field field;
+} narrow_keys[] = {
+    {"q_dtypes", NARROW_DTYPES, FIELD_Q_DTYPE},
+    {"kv_dtypes", NARROW_DTYPES, FIELD_KV_DTYPE},
+    {"compute_dtypes", NARROW_DTYPES, FIELD_COMPUTE_DTYPE},
+    {"out_dtypes", NARROW_DTYPES, FIELD_OUT_DTYPE},
+    {"head_dims", NARROW_INTS, FIELD_HEAD_DIM},
+    {"gqa_ratios", NARROW_INTS, FIELD_GQA_RATIO},
+    {"page_sizes", NARROW_INTS, FIELD_PAGE_SIZE},
+    {"min_q_len", NARROW_MIN, FIELD_Q_LEN},
+    {"max_q_len", NARROW_MAX, FIELD_Q_LEN},
+    {"min_kv_len", NARROW_MIN, FIELD_KV_LEN},
+    {"max_kv_len", NARROW_MAX, FIELD_KV_LEN},
+    {"allow_window", NARROW_FEATURE, FIELD_WINDOW},
+    {"allow_softcap", NARROW_FEATURE, FIELD_SOFTCAP},
+    {"allow_sinks", NARROW_FEATURE, FIELD_SINKS},
+    {"allow_non_causal", NARROW_FEATURE, FIELD_NON_CAUSAL},
+};
+
+/* ---- interpretation ---------------------------------------------------- */
+
+typedef struct interp {
+    attn_registry *reg;
+    const char *path;
+    int32_t format_minor;
+    int errors;
+} interp;
+
+#define CONF_ERROR(it, line, ...)                                                            \
+    do {                                                                                   \
+        attn_registry_add_diag((it)->reg, ATTN_ERR_CONF, (it)->path, (line), NULL, __VA_ARGS__); \
+        (it)->errors++;                                                                    \
+    } while (0)
+
+/* An unknown key is an error in a file of our own minor (a typo must not be
+ * silently ignored) and a warning in a file written for a newer minor. */
+static void unknown_key(interp *it, const conf_entry *e)
+{
+    if (it->format_minor > CONF_FORMAT_MINOR) {
+        attn_log(&it->reg->logger, ATTN_LOG_WARN,
+                 "%s:%d: ignoring key '%s' in [%s] (file is format 1.%d, newer than 1.%d)",
+                 it->path, e->line, e->key, e->section, it->format_minor, CONF_FORMAT_MINOR);
+        return;
+    }
+    CONF_ERROR(it, e->line, "%s:%d: unknown key '%s' in [%s]", it->path, e->line, e->key,
+               e->section);
+}
+
+static char *resolve_library(const char *conf_path, const char *library)
+{
+    char *joined;
+    if (library[0] == '/') {
+        joined = attn_strdup(library);
+    } else {
+        const char *slash = strrchr(conf_path, '/');
+        int dirlen = slash ? (int)(slash - conf_path) : 1;
+        joined = attn_asprintf("%.*s/%s", dirlen, slash ? conf_path : ".", library);
+    }
+    /* Show users the real path when it exists; keep the joined one otherwise
+     * so the load failure names what was looked for. */
+    char real[PATH_MAX];
+    if (joined && realpath(joined, real)) {
+        free(joined);
+        return attn_strdup(real);
+    }
+    return joined;
+}
+
+static int parse_narrow(interp *it, const conf_entry *e, narrow_rule *r)
+{
+    size_t k;
+    for (k = 0; k < sizeof narrow_keys / sizeof narrow_keys[0]; k++)
+        if (strcmp(narrow_keys[k].key, e->key) == 0)
+            break;
+    if (k == sizeof narrow_keys / sizeof narrow_keys[0]) {
+        unknown_key(it, e);
+        return 0;
+    }
+    memset(r, 0, sizeof *r);
+    r->kind = narrow_keys[k].kind;
+    r->field = narrow_keys[k].field;
+    r->line = e->line;
+    uint32_t n = 0;
+    char **words;
+    switch (r->kind) {
+    case NARROW_DTYPES:
+        words = split_list(e->value, &n);
+        if (!words || n == 0) {
+            free_list(words);
+            CONF_ERROR(it, e->line, "%s:%d: %s needs at least one dtype", it->path, e->line,
+                       e->key);
+            return 0;
+        }
+        for (uint32_t i = 0; i < n; i++) {
+            attn_dtype d = attn_dtype_from_name(words[i]);
+            if (d == ATTN_DTYPE_INVALID) {
+                CONF_ERROR(it, e->line,
+                           "%s:%d: %s: unknown dtype '%s' (known: f32 f16 bf16 fp8_e4m3fn "
+                           "fp8_e4m3fnuz)",
+                           it->path, e->line, e->key, words[i]);
+                free_list(words);
+                return 0;
+            }
+            r->dtype_mask |= 1u << d;
+        }
+        free_list(words);
+        break;
+    case NARROW_INTS:
+        words = split_list(e->value, &n);
+        if (!words || n == 0) {
+            free_list(words);
+            CONF_ERROR(it, e->line, "%s:%d: %s needs at least one integer", it->path, e->line,
+                       e->key);
+            return 0;
+        }
+        r->values = calloc(n, sizeof *r->values);
+        r->num_values = n;
+        for (uint32_t i = 0; i < n; i++) {
+            if (!r->values || !parse_int(words[i], &r->values[i]) || r->values[i] <= 0) {
+                CONF_ERROR(it, e->line, "%s:%d: %s: '%s' is not a positive integer", it->path,
+                           e->line, e->key, words[i]);
+                free_list(words);
+                free(r->values);
+                r->values = NULL;
+                return 0;
+            }
+        }
+        free_list(words);
+        break;
+    case NARROW_MIN:
+    case NARROW_MAX:
+        if (!parse_int(e->value, &r->limit) || r->limit <= 0) {
+            CONF_ERROR(it, e->line, "%s:%d: %s = '%s' is not a positive integer", it->path,
+                       e->line, e->key, e->value);
+            return 0;
+        }
+        break;
+    case NARROW_FEATURE:
+        if (!parse_bool(e->value, &r->allowed)) {
+            CONF_ERROR(it, e->line, "%s:%d: %s = '%s' is not a boolean (true/false)", it->path,
+                       e->line, e->key, e->value);
+            return 0;
+        }
+        break;
+    }
+    r->key = attn_strdup(e->key);
+    return 1;
+}
+
+void attn_conf_free_candidate(attn_candidate *c)
+{
+    if (!c)
+        return;
+    free(c->name);
+    free(c->archs_text);
+    free_list(c->archs);
+    free(c->library);
+    free(c->conf_file);
+    for (uint32_t i = 0; i < c->num_narrow; i++) {
+        free(c->narrow[i].key);
+        free(c->narrow[i].values);
+    }
+    free(c->narrow);
+    for (uint32_t i = 0; i < c->num_params; i++) {
+        free((char *)c->params[i].key);
+        free((char *)c->params[i].value);
+    }
+    free(c->params);
+    free(c->load_message);
+    free(c->built_archs_text);
+    free(c->probe_message);
+    free(c->devices);
+    pthread_mutex_destroy(&c->load_lock);
+    free(c);
+}
+
+void attn_conf_free_rule(fallback_rule *r)
+{
+    free(r->name);
+    free(r->conf_file);
+    free(r->text);
+}
+
+static attn_candidate *find_candidate(attn_registry *reg, const char *name)
+{
+    for (size_t i = 0; i < reg->num_candidates; i++)
+        if (strcmp(reg->candidates[i]->name, name) == 0)
+            return reg->candidates[i];
+    return NULL;
+}
+
+static void interpret_plugin(interp *it, const conf_file *cf)
+{
+    attn_candidate *c = calloc(1, sizeof *c);
+    if (!c) {
+        CONF_ERROR(it, 0, "%s: out of memory", it->path);
+        return;
+    }
+    pthread_mutex_init(&c->load_lock, NULL);
+    c->registry = it->reg;
+    c->enabled = 1;
+    c->conf_file = attn_strdup(it->path);
+    int32_t have_priority = 0, library_line = 0;
+    char *library = NULL;
+    size_t cap_narrow = 0, cap_params = 0;
+
+    for (size_t i = 0; i < cf->num_entries; i++) {
+        const conf_entry *e = &cf->entries[i];
+        if (strcmp(e->section, "plugin") == 0) {
+            if (strcmp(e->key, "format_version") == 0)
+                continue;
+            if (strcmp(e->key, "name") == 0) {
+                if (e->value[0] == '\0' || strpbrk(e->value, " \t,/")) {
+                    CONF_ERROR(it, e->line,
+                               "%s:%d: name '%s' must be non-empty, without spaces, commas or "
+                               "slashes",
+                               it->path, e->line, e->value);
+                    continue;
+                }
+                free(c->name);
+                c->name = attn_strdup(e->value);
+                c->name_line = e->line;
+            } else if (strcmp(e->key, "library") == 0) {
+                free(library);
+                library = attn_strdup(e->value);
+                library_line = e->line;
+            } else if (strcmp(e->key, "priority") == 0) {
+                if (!parse_int(e->value, &c->priority))
+                    CONF_ERROR(it, e->line, "%s:%d: priority = '%s' is not an integer",
+                               it->path, e->line, e->value);
+                have_priority = 1;
+            } else if (strcmp(e->key, "enabled") == 0) {
+                if (!parse_bool(e->value, &c->enabled))
+                    CONF_ERROR(it, e->line, "%s:%d: enabled = '%s' is not a boolean (true/false)",
+                               it->path, e->line, e->value);
+                c->enabled_line = e->line;
+            } else if (strcmp(e->key, "archs") == 0) {
+                free_list(c->archs);
+                free(c->archs_text);
+                c->archs = split_list(e->value, &c->num_archs);
+                c->archs_line = e->line;
+                /* Kept normalised ("a, b") so listings read the same however
+                 * the file spaced them. */
+                strbuf sb = {0};
+                for (uint32_t a = 0; c->archs && a < c->num_archs; a++)
+                    strbuf_printf(&sb, "%s%s", a ? ", " : "", c->archs[a]);
+                c->archs_text = strbuf_take(&sb);
+                for (uint32_t a = 0; c->archs && a < c->num_archs; a++)
+                    if (strlen(c->archs[a]) >= ATTN_ARCH_MAX)
+                        CONF_ERROR(it, e->line, "%s:%d: arch '%s' is longer than %d characters",
+                                   it->path, e->line, c->archs[a], ATTN_ARCH_MAX - 1);
+            } else {
+                unknown_key(it, e);
+            }
+        } else if (strcmp(e->section, "narrow") == 0) {
+            if (c->num_narrow == cap_narrow) {
+                cap_narrow = cap_narrow ? cap_narrow * 2 : 4;
+                narrow_rule *p = realloc(c->narrow, cap_narrow * sizeof *p);
+                if (!p) {
+                    CONF_ERROR(it, e->line, "%s: out of memory", it->path);
+                    break;
+                }
+                c->narrow = p;
+            }
+            if (parse_narrow(it, e, &c->narrow[c->num_narrow]))
+                c->num_narrow++;
+        } else if (strcmp(e->section, "params") == 0) {
+            if (c->num_params == cap_params) {
+                cap_params = cap_params ? cap_params * 2 : 4;
+                attn_param *p = realloc(c->params, cap_params * sizeof *p);
+                if (!p) {
+                    CONF_ERROR(it, e->line, "%s: out of memory", it->path);
+                    break;
+                }
+                c->params = p;
+            }
+            c->params[c->num_params].key = attn_strdup(e->key);
+            c->params[c->num_params].value = attn_strdup(e->value);
+            c->num_params++;
+        } else {
+            CONF_ERROR(it, e->line,
+                       "%s:%d: unknown section [%s] in a plugin file (known: plugin, narrow, "
+                       "params)",
+                       it->path, e->line, e->section);
+        }
+    }
+    if (!c->name)
+        CONF_ERROR(it, 0, "%s: [plugin] has no 'name'", it->path);
+    if (!library)
+        CONF_ERROR(it, 0, "%s: [plugin] has no 'library'", it->path);
+    else if (library[0] == '\0')
+        CONF_ERROR(it, library_line, "%s:%d: library is empty", it->path, library_line);
+    if (!have_priority)
+        CONF_ERROR(it, 0, "%s: [plugin] has no 'priority'", it->path);
+    if (!c->archs || c->num_archs == 0)
+        CONF_ERROR(it, c->archs_line, "%s:%d: [plugin] needs a non-empty 'archs' list", it->path,
+                   c->archs_line);
+    if (it->errors) {
+        free(library);
+        attn_conf_free_candidate(c);
+        return;
+    }
+    c->library = resolve_library(it->path, library);
+    free(library);
+
+    attn_registry *reg = it->reg;
+    attn_candidate *twin = find_candidate(reg, c->name);
+    if (twin) {
+        attn_registry_add_diag(reg, ATTN_ERR_CONF, it->path, c->name_line, c->name,
+                               "%s:%d: plugin name '%s' is already defined in %s:%d; this file "
+                               "is ignored",
+                               it->path, c->name_line, c->name, twin->conf_file, twin->name_line);
+        attn_conf_free_candidate(c);
+        return;
+    }
+    attn_candidate **p = realloc(reg->candidates, (reg->num_candidates + 1) * sizeof *p);
+    if (!p) {
+        attn_conf_free_candidate(c);
+        return;
+    }
+    reg->candidates = p;
+    reg->candidates[reg->num_candidates++] = c;
+}
+
+static void interpret_registry(interp *it, const conf_file *cf)
+{
+    attn_registry *reg = it->reg;
+    size_t first_new = reg->num_rules;
+    /* A rule is a [fallback:NAME] section; its keys can come in any order. */
+    for (size_t i = 0; i < cf->num_entries; i++) {
+        const conf_entry *e = &cf->entries[i];
+        if (strcmp(e->section, "registry") == 0) {
+            if (strcmp(e->key, "format_version") != 0)
+                unknown_key(it, e);
+            continue;
+        }
+        if (strncmp(e->section, "fallback:", 9) != 0 || e->section[9] == '\0') {
+            CONF_ERROR(it, e->line,
+                       "%s:%d: unknown section [%s] in a registry file (known: registry, "
+                       "fallback:NAME)",
+                       it->path, e->line, e->section);
+            continue;
+        }
+        const char *name = e->section + 9;
+        fallback_rule *r = NULL;
+        for (size_t k = first_new; k < reg->num_rules; k++)
+            if (strcmp(reg->rules[k].name, name) == 0)
+                r = &reg->rules[k];
+        if (!r) {
+            fallback_rule *p = realloc(reg->rules, (reg->num_rules + 1) * sizeof *p);
+            if (!p)
+                return;
+            reg->rules = p;
+            r = &reg->rules[reg->num_rules++];
+            memset(r, 0, sizeof *r);
+            r->name = attn_strdup(name);
+            r->conf_file = attn_strdup(it->path);
+            r->line = e->line;
+            r->field = (shape_field)-1;
+        }
+        if (strcmp(e->key, "field") == 0) {
+            static const shape_field dtype_fields[] = {FIELD_Q_DTYPE, FIELD_KV_DTYPE,
+                                                       FIELD_COMPUTE_DTYPE, FIELD_OUT_DTYPE};
+            int found = 0;
+            for (size_t k = 0; k < 4; k++)
+                if (strcmp(e->value, attn_field_name(dtype_fields[k])) == 0) {
+                    r->field = dtype_fields[k];
+                    found = 1;
+                }
+            if (!found)
+                CONF_ERROR(it, e->line,
+                           "%s:%d: field = '%s': fallback rules rewrite q_dtype, kv_dtype, "
+                           "compute_dtype or out_dtype",
+                           it->path, e->line, e->value);
+        } else if (strcmp(e->key, "from") == 0 || strcmp(e->key, "to") == 0) {
+            attn_dtype d = attn_dtype_from_name(e->value);
+            if (d == ATTN_DTYPE_INVALID)
+                CONF_ERROR(it, e->line, "%s:%d: %s = '%s' is not a known dtype", it->path,
+                           e->line, e->key, e->value);
+            if (e->key[0] == 'f')
+                r->from = d;
+            else
+                r->to = d;
+        } else {
+            unknown_key(it, e);
+        }
+    }
+    for (size_t k = first_new; k < reg->num_rules; k++) {
+        fallback_rule *r = &reg->rules[k];
+        if ((int)r->field < 0 || !r->from || !r->to)
+            CONF_ERROR(it, r->line, "%s:%d: [fallback:%s] needs field, from and to", it->path,
+                       r->line, r->name);
+    }
+    if (it->errors) {
+        /* The file is rejected whole: half a rule set would change
+         * decisions silently. */
+        for (size_t k = first_new; k < reg->num_rules; k++)
+            attn_conf_free_rule(&reg->rules[k]);
+        reg->num_rules = first_new;
+        return;
+    }
+    for (size_t k = first_new; k < reg->num_rules; k++) {
+        fallback_rule *r = &reg->rules[k];
+        r->text = attn_asprintf("%s %s -> %s", attn_field_name(r->field), attn_dtype_name(r->from),
+                                attn_dtype_name(r->to));
+    }
+}
+
+static void load_file(attn_registry *reg, const char *path)
+{
+    conf_file cf = {0};
+    cf.path = path;
+    cf.fp = fopen(path, "r");
+    if (!cf.fp) {
+        attn_registry_add_diag(reg, ATTN_ERR_IO, path, 0, NULL, "%s: cannot open: %s", path,
+                               strerror(errno));
+        return;
+    }
+    int rc = ini_parse_stream(count_lines_reader, &cf, collect_entry, &cf);
+    fclose(cf.fp);
+    if (rc != 0 || cf.oom) {
+        if (rc > 0)
+            attn_registry_add_diag(reg, ATTN_ERR_CONF, path, rc, NULL,
+                                   "%s:%d: syntax error (expected [section], key = value or a "
+                                   "comment); file ignored",
+                                   path, rc);
+        else
+            attn_registry_add_diag(reg, ATTN_ERR_CONF, path, 0, NULL, "%s: cannot parse (%s)",
+                                   path, cf.oom || rc == -2 ? "out of memory" : "read error");
+        conf_file_free(&cf);
+        return;
+    }
+
+    interp it = {reg, path, 0, 0};
+    int has_plugin = 0, has_registry = 0;
+    const conf_entry *version = NULL;
+    for (size_t i = 0; i < cf.num_entries; i++) {
+        const conf_entry *e = &cf.entries[i];
+        if (strcmp(e->section, "plugin") == 0)
+            has_plugin = 1;
+        if (strcmp(e->section, "registry") == 0)
+            has_registry = 1;
+        if ((strcmp(e->section, "plugin") == 0 || strcmp(e->section, "registry") == 0) &&
+            strcmp(e->key, "format_version") == 0)
+            version = e;
+    }
+    if (has_plugin == has_registry) {
+        CONF_ERROR(&it, 0,
+                   has_plugin ? "%s: has both [plugin] and [registry]; one file describes one "
+                                "thing"
+                              : "%s: has neither a [plugin] nor a [registry] section",
+                   path);
+        conf_file_free(&cf);
+        return;
+    }
+    int32_t major, minor;
+    if (!version) {
+        CONF_ERROR(&it, 0, "%s: [%s] has no format_version (this attnreg reads %d.%d)", path,
+                   has_plugin ? "plugin" : "registry", CONF_FORMAT_MAJOR, CONF_FORMAT_MINOR);
+    } else if (!parse_format_version(version->value, &major, &minor)) {
+        CONF_ERROR(&it, version->line, "%s:%d: format_version '%s' is not MAJOR.MINOR", path,
+                   version->line, version->value);
+    } else if (major != CONF_FORMAT_MAJOR) {
+        CONF_ERROR(&it, version->line,
+                   "%s:%d: format_version %d.%d is not supported (this attnreg reads %d.x); "
+                   "file ignored",
+                   path, version->line, major, minor, CONF_FORMAT_MAJOR);
+    } else {
+        it.format_minor = minor;
+        if (minor > CONF_FORMAT_MINOR)
+            attn_registry_add_diag(reg, ATTN_OK, path, version->line, NULL,
+                                   "%s:%d: warning: format_version %d.%d is newer than %d.%d; "
+                                   "keys this attnreg does not know are ignored",
+                                   path, version->line, major, minor, CONF_FORMAT_MAJOR,
+                                   CONF_FORMAT_MINOR);
+    }
+    if (!it.errors) {
+        if (has_plugin)
+            interpret_plugin(&it, &cf);
+        else
+            interpret_registry(&it, &cf);
+    }
+    conf_file_free(&cf);
+}
+
+static int compare_names(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+void attn_conf_load_dir(attn_registry *reg, const char *dir, int explicit_path)
+{
+    DIR *d = opendir(dir);
+    if (!d) {
+        if (explicit_path)
+            attn_registry_add_diag(reg, ATTN_ERR_IO, dir, 0, NULL,
+                                   "conf folder %s cannot be read: %s", dir, strerror(errno));
+        else
+            attn_log(&reg->logger, ATTN_LOG_DEBUG, "default conf folder %s absent: %s", dir,
+                     strerror(errno));
+        return;
+    }
+    /* Sorted, so that the order of rules and of duplicate names does not
+     * depend on the file system. */
+    char **names = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *ent;
+    while ((ent = readdir(d))) {
+        size_t len = strlen(ent->d_name);
+        if (len < 5 || strcmp(ent->d_name + len - 4, ".ini") != 0 || ent->d_name[0] == '.')
+            continue;
+        if (n == cap) {
+            cap = cap ? cap * 2 : 16;
+            char **p = realloc(names, cap * sizeof *p);
+            if (!p)
+                break;
+            names = p;
+        }
+        names[n++] = attn_strdup(ent->d_name);
+    }
+    closedir(d);
+    if (n)
+        qsort(names, n, sizeof *names, compare_names);
+    for (size_t i = 0; i < n; i++) {
+        char *path = attn_asprintf("%s/%s", dir, names[i]);
+        struct stat st;
+        if (path && stat(path, &st) == 0 && S_ISREG(st.st_mode))
+            load_file(reg, path);
+        free(path);
+        free(names[i]);
+    }
+    free(names);
+}

@@ -1,0 +1,264 @@
+/*
+ * internal.h — data structures shared by the core's modules. Nothing here is
+ * part of the ABI; hosts see only the opaque handles of attnreg.h.
+ */
+#ifndef ATTNREG_CORE_INTERNAL_H
+#define ATTNREG_CORE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+
+#include "attn_plugin.h"
+#include "attnreg.h"
+
+/* ---- small utilities (util.c) ---------------------------------------- */
+
+char *attn_strdup(const char *s);
+#if defined(__GNUC__)
+__attribute__((format(printf, 1, 2)))
+#endif
+char *attn_asprintf(const char *fmt, ...);
+char *attn_vasprintf(const char *fmt, va_list ap);
+
+/* A growable byte string. */
+typedef struct strbuf {
+    char *data;
+    size_t len;
+    size_t cap;
+} strbuf;
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+void strbuf_printf(strbuf *sb, const char *fmt, ...);
+char *strbuf_take(strbuf *sb); /* returns the string (never NULL), resets sb */
+
+/* Sets the thread's attn_last_error() text and returns status. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 2, 3)))
+#endif
+attn_status attn_fail(attn_status status, const char *fmt, ...);
+void attn_clear_error(void);
+
+/* Copy min(dst_size, src_size) bytes of a versioned struct; zero the rest. */
+void attn_copy_versioned(void *dst, uint32_t dst_size, const void *src, size_t src_size);
+
+/* ---- logging (log.c) ------------------------------------------------- */
+
+typedef struct attn_logger {
+    attn_log_fn fn; /* NULL = stderr */
+    void *user;
+    attn_log_level level;
+} attn_logger;
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+void attn_log(const attn_logger *logger, attn_log_level level, const char *fmt, ...);
+int attn_log_level_from_name(const char *name, attn_log_level *out);
+
+/* ---- shapes (shape.c) ------------------------------------------------ */
+
+/* Reads a host shape of any struct_size into a full one (missing fields get
+ * attn_shape_init's defaults) with arch zero-padded and "0 = same as" fields
+ * kept as given, so equal shapes compare equal byte for byte. */
+attn_status attn_shape_normalize(const attn_shape *in, attn_shape *out);
+uint64_t attn_shape_hash(const attn_shape *shape);
+
+/* ---- conf (conf.c) --------------------------------------------------- */
+
+typedef enum narrow_kind {
+    NARROW_DTYPES,  /* field must be one of a dtype mask */
+    NARROW_INTS,    /* field must be one of a list of ints */
+    NARROW_MIN,     /* field >= value */
+    NARROW_MAX,     /* field <= value */
+    NARROW_FEATURE  /* a feature (window, softcap, sinks, non-causal) allowed or not */
+} narrow_kind;
+
+typedef enum shape_field {
+    FIELD_Q_DTYPE,
+    FIELD_KV_DTYPE,
+    FIELD_COMPUTE_DTYPE,
+    FIELD_OUT_DTYPE,
+    FIELD_HEAD_DIM,
+    FIELD_GQA_RATIO,
+    FIELD_PAGE_SIZE,
+    FIELD_Q_LEN,
+    FIELD_KV_LEN,
+    FIELD_WINDOW,
+    FIELD_SOFTCAP,
+    FIELD_SINKS,
+    FIELD_NON_CAUSAL
+} shape_field;
+
+typedef struct narrow_rule {
+    char *key;
+    int32_t line;
+    narrow_kind kind;
+    shape_field field;
+    uint32_t dtype_mask;
+    int32_t *values;
+    uint32_t num_values;
+    int32_t limit;
+    int32_t allowed;
+} narrow_rule;
+
+typedef struct fallback_rule {
+    char *name;
+    char *conf_file;
+    int32_t line;
+    shape_field field; /* one of the dtype fields */
+    int32_t from;
+    int32_t to;
+    char *text; /* "compute_dtype fp8_e4m3fn -> bf16" */
+} fallback_rule;
+
+typedef enum load_state { LOAD_NOT_TRIED = 0, LOAD_OK = 1, LOAD_FAILED = 2 } load_state;
+
+struct attn_registry;
+
+struct attn_candidate {
+    struct attn_registry *registry;
+    char *name;
+    int32_t priority;
+    int32_t enabled;
+    char *archs_text;
+    char **archs;
+    uint32_t num_archs;
+    char *library;
+    char *conf_file;
+    int32_t name_line;
+    int32_t enabled_line;
+    int32_t archs_line;
+    narrow_rule *narrow;
+    uint32_t num_narrow;
+    attn_param *params;
+    uint32_t num_params;
+    int32_t host_disabled; /* option or ATTNREG_DISABLE */
+
+    /* Lazy loading: state is read lock-free (acquire); everything below is
+     * written once under load_lock before state becomes LOAD_OK/FAILED. */
+    pthread_mutex_t load_lock;
+    _Atomic int load_state;
+    void *dl_handle;
+    attn_plugin_descriptor desc; /* zero-filled copy of the plugin's descriptor */
+    attn_plugin_context ctx;
+    attn_host_services services;
+    attn_status load_status;
+    int32_t load_reason;
+    char *load_message;
+    char *built_archs_text;
+    int32_t initialised;
+
+    /* Device probe, done once (under load_lock). */
+    int32_t probed;
+    attn_status probe_status;
+    char *probe_message;
+    attn_device_info *devices;
+    uint32_t num_devices;
+};
+
+typedef struct conf_diag {
+    attn_status status;
+    char *file;
+    int32_t line;
+    char *plugin;
+    char *message;
+} conf_diag;
+
+/* ---- decisions, cache (select.c) ------------------------------------- */
+
+typedef struct verdict_rec {
+    int32_t pass;
+    const attn_candidate *candidate;
+    int32_t accepted;
+    int32_t selected;
+    int32_t reason;
+    char *message;
+    const char *predicate; /* static string or descriptor-owned */
+    const char *conf_file;
+    int32_t conf_line;
+} verdict_rec;
+
+/* The outcome of one selection; immutable once built. */
+typedef struct decision {
+    attn_status status;
+    const attn_candidate *winner;
+    attn_shape effective;
+    int32_t fallback_applied;
+    char *fallback_rule;
+    const char *fallback_backend;
+    int32_t fallback_reason;
+    char *fallback_message;
+    char *message;
+} decision;
+
+struct attn_explanation {
+    verdict_rec *records;
+    size_t num_records;
+    size_t cap_records;
+    attn_shape *pass_shapes;
+    char **pass_rules;
+    size_t num_passes;
+    decision result;
+};
+
+#define ATTN_CACHE_BUCKETS 1024
+
+typedef struct cache_node {
+    attn_shape key;
+    uint64_t hash;
+    decision result;
+    struct cache_node *next;
+} cache_node;
+
+/* ---- the registry (registry.c) --------------------------------------- */
+
+struct attn_registry {
+    attn_logger logger;
+    int32_t strict;
+    int32_t runnable;
+    char *forced_backend;
+    char **conf_paths;
+    size_t num_conf_paths;
+
+    attn_candidate **candidates; /* sorted: priority desc, name asc */
+    size_t num_candidates;
+    fallback_rule *rules;
+    size_t num_rules;
+
+    conf_diag *diags;
+    size_t num_diags;
+    pthread_mutex_t diag_lock;
+
+    _Atomic(cache_node *) cache[ATTN_CACHE_BUCKETS];
+    pthread_mutex_t cache_lock;
+};
+
+void attn_registry_add_diag(struct attn_registry *reg, attn_status status, const char *file,
+                            int32_t line, const char *plugin, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 6, 7)))
+#endif
+    ;
+
+/* conf.c -- read every INI of one folder into the registry. */
+void attn_conf_load_dir(struct attn_registry *reg, const char *dir, int explicit_path);
+void attn_conf_free_candidate(attn_candidate *c);
+void attn_conf_free_rule(fallback_rule *r);
+const char *attn_field_name(shape_field field);
+int32_t attn_shape_field_get(const attn_shape *s, shape_field field);
+void attn_shape_field_set(attn_shape *s, shape_field field, int32_t value);
+
+/* plugin.c: lazy loading */
+int attn_candidate_ensure_loaded(attn_candidate *c); /* 1 when LOAD_OK */
+void attn_candidate_unload(attn_candidate *c);
+int attn_candidate_has_built_arch(const attn_candidate *c, const char *arch);
+/* Probe once; returns the status and fills the candidate-owned device list. */
+attn_status attn_candidate_probe(attn_candidate *c);
+
+/* select.c: decisions */
+void attn_decision_free(decision *d);
+void attn_cache_free(struct attn_registry *reg);
+
+#endif /* ATTNREG_CORE_INTERNAL_H */

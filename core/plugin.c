@@ -1,0 +1,207 @@
+/* plugin.c — loading a plugin library on first need: dlopen, the entry
+ * symbol, ABI negotiation, descriptor checks, init. Every failure becomes a
+ * recorded reason on the candidate (a rejection in selection), never a crash.
+ * Loading happens once per candidate, under its lock; readers check the
+ * state lock-free. */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "internal.h"
+
+/* The oldest descriptor layout we accept: ABI 1.0 ended before probe_devices. */
+#define DESCRIPTOR_1_0_SIZE offsetof(attn_plugin_descriptor, probe_devices)
+
+static void plugin_log(void *host, int32_t level, const char *message)
+{
+    attn_candidate *c = host;
+    if (level < ATTN_LOG_DEBUG || level > ATTN_LOG_ERROR)
+        level = ATTN_LOG_INFO;
+    attn_log(&c->registry->logger, (attn_log_level)level, "%s: %s", c->name, message ? message : "");
+}
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 4, 5)))
+#endif
+static int
+load_fail(attn_candidate *c, attn_status status, attn_reason reason, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    free(c->load_message);
+    c->load_message = attn_vasprintf(fmt, ap);
+    va_end(ap);
+    c->load_status = status;
+    c->load_reason = reason;
+    attn_registry_add_diag(c->registry, status, c->conf_file, c->name_line, c->name, "%s: %s",
+                           c->name, c->load_message ? c->load_message : "");
+    if (c->dl_handle) {
+        dlclose(c->dl_handle);
+        c->dl_handle = NULL;
+    }
+    return 0;
+}
+
+static int load_now(attn_candidate *c)
+{
+    struct stat st;
+    if (stat(c->library, &st) != 0)
+        return load_fail(c, ATTN_ERR_LOAD, ATTN_REASON_LOAD_FAILED,
+                         "library %s (from %s:%d) cannot be found: %s", c->library, c->conf_file,
+                         c->name_line, strerror(errno));
+    dlerror();
+    /* RTLD_LOCAL: two plugins may define the same internal symbols. */
+    c->dl_handle = dlopen(c->library, RTLD_NOW | RTLD_LOCAL);
+    if (!c->dl_handle) {
+        const char *err = dlerror();
+        return load_fail(c, ATTN_ERR_LOAD, ATTN_REASON_LOAD_FAILED, "dlopen failed: %s",
+                         err ? err : "unknown error");
+    }
+    dlerror();
+    void *sym = dlsym(c->dl_handle, ATTN_PLUGIN_ENTRY_SYMBOL);
+    if (!sym)
+        return load_fail(c, ATTN_ERR_LOAD, ATTN_REASON_NO_ENTRY_SYMBOL,
+                         "%s does not export %s (write the plugin with ATTN_PLUGIN_DEFINE)",
+                         c->library, ATTN_PLUGIN_ENTRY_SYMBOL);
+    attn_plugin_entry_fn entry;
+    memcpy(&entry, &sym, sizeof entry); /* object pointer to function pointer, POSIX-style */
+    const attn_plugin_descriptor *d = entry(ATTN_PLUGIN_ABI_MAJOR, ATTN_PLUGIN_ABI_MINOR);
+    if (!d)
+        return load_fail(c, ATTN_ERR_ABI, ATTN_REASON_BAD_DESCRIPTOR,
+                         "%s returned no descriptor for host ABI %d.%d (built for another ABI "
+                         "major?)",
+                         ATTN_PLUGIN_ENTRY_SYMBOL, ATTN_PLUGIN_ABI_MAJOR, ATTN_PLUGIN_ABI_MINOR);
+    if (d->struct_size < offsetof(attn_plugin_descriptor, abi_minor) + sizeof(uint32_t))
+        return load_fail(c, ATTN_ERR_ABI, ATTN_REASON_BAD_DESCRIPTOR,
+                         "descriptor struct_size %u is too small to be a descriptor",
+                         d->struct_size);
+    if (d->abi_major != ATTN_PLUGIN_ABI_MAJOR)
+        return load_fail(c, ATTN_ERR_ABI, ATTN_REASON_ABI_MISMATCH,
+                         "plugin ABI %u.%u has another major than this host's %d.%d",
+                         d->abi_major, d->abi_minor, ATTN_PLUGIN_ABI_MAJOR, ATTN_PLUGIN_ABI_MINOR);
+    if (d->abi_minor > ATTN_PLUGIN_ABI_MINOR)
+        return load_fail(c, ATTN_ERR_ABI, ATTN_REASON_ABI_MISMATCH,
+                         "plugin ABI %u.%u is newer than this host's %d.%d; upgrade attnreg",
+                         d->abi_major, d->abi_minor, ATTN_PLUGIN_ABI_MAJOR, ATTN_PLUGIN_ABI_MINOR);
+    if (d->struct_size < DESCRIPTOR_1_0_SIZE)
+        return load_fail(c, ATTN_ERR_ABI, ATTN_REASON_BAD_DESCRIPTOR,
+                         "descriptor struct_size %u is smaller than ABI 1.0's %zu",
+                         d->struct_size, (size_t)DESCRIPTOR_1_0_SIZE);
+    /* Read only what the plugin's struct_size covers; newer fields stay
+     * zero, which every optional field treats as "absent". */
+    attn_copy_versioned(&c->desc, sizeof c->desc, d, d->struct_size);
+    const attn_plugin_descriptor *cd = &c->desc;
+    if (!cd->name || !cd->version)
+        return load_fail(c, ATTN_ERR_ABI, ATTN_REASON_BAD_DESCRIPTOR,
+                         "descriptor lacks a name or a version");
+    if (strcmp(cd->name, c->name) != 0)
+        return load_fail(c, ATTN_ERR_ABI, ATTN_REASON_BAD_DESCRIPTOR,
+                         "the library calls itself '%s' but %s:%d names it '%s'", cd->name,
+                         c->conf_file, c->name_line, c->name);
+    if (!cd->create || !cd->forward || !cd->destroy || !cd->workspace_size)
+        return load_fail(c, ATTN_ERR_ABI, ATTN_REASON_BAD_DESCRIPTOR,
+                         "descriptor lacks create, forward, destroy or workspace_size");
+    if (cd->num_predicates == 0 || !cd->predicates)
+        return load_fail(c, ATTN_ERR_ABI, ATTN_REASON_BAD_DESCRIPTOR,
+                         "descriptor declares no capability predicates");
+    for (uint32_t i = 0; i < cd->num_predicates; i++)
+        if (!cd->predicates[i].check || !cd->predicates[i].name)
+            return load_fail(c, ATTN_ERR_ABI, ATTN_REASON_BAD_DESCRIPTOR,
+                             "predicate %u has no name or no check function", i);
+
+    strbuf sb = {0};
+    for (const char *const *a = cd->built_archs; a && *a; a++)
+        strbuf_printf(&sb, "%s%s", a == cd->built_archs ? "" : ", ", *a);
+    c->built_archs_text = strbuf_take(&sb);
+
+    c->services.struct_size = sizeof c->services;
+    c->services.log = plugin_log;
+    c->services.host = c;
+    c->ctx.struct_size = sizeof c->ctx;
+    c->ctx.services = &c->services;
+    c->ctx.params = c->params;
+    c->ctx.num_params = c->num_params;
+    c->ctx.conf_file = c->conf_file;
+    if (cd->init) {
+        attn_status init_status = cd->init(&c->ctx);
+        if (init_status != ATTN_OK)
+            return load_fail(c, ATTN_ERR_INIT_FAILED, ATTN_REASON_INIT_FAILED,
+                             "init failed with %s", attn_status_name(init_status));
+    }
+    c->initialised = 1;
+    c->load_status = ATTN_OK;
+    c->load_reason = ATTN_REASON_NONE;
+    attn_log(&c->registry->logger, ATTN_LOG_DEBUG, "loaded %s %s (ABI %u.%u) from %s", cd->name,
+             cd->version, cd->abi_major, cd->abi_minor, c->library);
+    return 1;
+}
+
+int attn_candidate_ensure_loaded(attn_candidate *c)
+{
+    int state = atomic_load_explicit(&c->load_state, memory_order_acquire);
+    if (state != LOAD_NOT_TRIED)
+        return state == LOAD_OK;
+    pthread_mutex_lock(&c->load_lock);
+    state = atomic_load_explicit(&c->load_state, memory_order_relaxed);
+    if (state == LOAD_NOT_TRIED) {
+        state = load_now(c) ? LOAD_OK : LOAD_FAILED;
+        atomic_store_explicit(&c->load_state, state, memory_order_release);
+    }
+    pthread_mutex_unlock(&c->load_lock);
+    return state == LOAD_OK;
+}
+
+void attn_candidate_unload(attn_candidate *c)
+{
+    if (c->initialised && c->desc.fini)
+        c->desc.fini(&c->ctx);
+    c->initialised = 0;
+    if (c->dl_handle) {
+        dlclose(c->dl_handle);
+        c->dl_handle = NULL;
+    }
+}
+
+int attn_candidate_has_built_arch(const attn_candidate *c, const char *arch)
+{
+    for (const char *const *a = c->desc.built_archs; a && *a; a++)
+        if (strcmp(*a, arch) == 0)
+            return 1;
+    return 0;
+}
+
+attn_status attn_candidate_probe(attn_candidate *c)
+{
+    if (!attn_candidate_ensure_loaded(c))
+        return c->load_status;
+    pthread_mutex_lock(&c->load_lock);
+    if (!c->probed) {
+        c->probed = 1;
+        if (!c->desc.probe_devices) {
+            c->probe_status = ATTN_ERR_NO_DEVICE;
+            c->probe_message = attn_asprintf("%s offers no device probe (ABI 1.0 plugin)", c->name);
+        } else {
+            enum { MAX_DEVICES = 64 };
+            char err[256] = "";
+            uint32_t count = 0;
+            c->devices = calloc(MAX_DEVICES, sizeof *c->devices);
+            for (uint32_t i = 0; c->devices && i < MAX_DEVICES; i++)
+                c->devices[i].struct_size = sizeof c->devices[i];
+            c->probe_status = c->devices ? c->desc.probe_devices(&c->ctx, c->devices, MAX_DEVICES,
+                                                                 &count, err, sizeof err)
+                                         : ATTN_ERR_NO_MEMORY;
+            c->num_devices = count > MAX_DEVICES ? MAX_DEVICES : count;
+            if (c->probe_status == ATTN_OK && c->num_devices == 0) {
+                c->probe_status = ATTN_ERR_NO_DEVICE;
+                if (!err[0])
+                    snprintf(err, sizeof err, "no device found");
+            }
+            c->probe_message = attn_strdup(err);
+        }
+    }
+    attn_status st = c->probe_status;
+    pthread_mutex_unlock(&c->load_lock);
+    return st;
+}

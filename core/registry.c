@@ -1,0 +1,353 @@
+/* registry.c — opening (options, environment, conf search path), listing,
+ * diagnostics, closing. */
+#define _GNU_SOURCE /* dladdr */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#ifndef ATTNREG_FALLBACK_CONF_DIR
+#define ATTNREG_FALLBACK_CONF_DIR "/usr/local/share/attnreg/conf"
+#endif
+
+ATTNREG_API void attn_registry_options_init(attn_registry_options *o)
+{
+    if (!o)
+        return;
+    memset(o, 0, sizeof *o);
+    o->struct_size = sizeof *o;
+    o->log_level = -1;
+}
+
+void attn_registry_add_diag(attn_registry *reg, attn_status status, const char *file,
+                            int32_t line, const char *plugin, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    char *message = attn_vasprintf(fmt, ap);
+    va_end(ap);
+    attn_log(&reg->logger, status == ATTN_OK ? ATTN_LOG_WARN : ATTN_LOG_ERROR, "%s",
+             message ? message : "");
+    pthread_mutex_lock(&reg->diag_lock);
+    conf_diag *p = realloc(reg->diags, (reg->num_diags + 1) * sizeof *p);
+    if (p) {
+        reg->diags = p;
+        conf_diag *dg = &reg->diags[reg->num_diags++];
+        dg->status = status;
+        dg->file = attn_strdup(file);
+        dg->line = line;
+        dg->plugin = attn_strdup(plugin);
+        dg->message = message;
+        message = NULL;
+    }
+    pthread_mutex_unlock(&reg->diag_lock);
+    free(message);
+}
+
+/* The default conf folder is found from this library's own location, so the
+ * build tree and any installation prefix work alike:
+ * <libdir>/libattnreg.so -> <libdir>/../share/attnreg/conf. */
+static char *default_conf_dir(void)
+{
+    Dl_info info;
+    if (dladdr((void *)attn_registry_open, &info) && info.dli_fname) {
+        const char *slash = strrchr(info.dli_fname, '/');
+        if (slash)
+            return attn_asprintf("%.*s/../share/attnreg/conf", (int)(slash - info.dli_fname),
+                                 info.dli_fname);
+    }
+    return attn_strdup(ATTNREG_FALLBACK_CONF_DIR);
+}
+
+static int add_conf_path(attn_registry *reg, const char *path)
+{
+    char **p = realloc(reg->conf_paths, (reg->num_conf_paths + 1) * sizeof *p);
+    if (!p)
+        return 0;
+    reg->conf_paths = p;
+    reg->conf_paths[reg->num_conf_paths++] = attn_strdup(path);
+    return 1;
+}
+
+static int compare_candidates(const void *a, const void *b)
+{
+    const attn_candidate *x = *(const attn_candidate *const *)a;
+    const attn_candidate *y = *(const attn_candidate *const *)b;
+    if (x->priority != y->priority)
+        return x->priority > y->priority ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+static void disable_backend(attn_registry *reg, const char *name, const char *source)
+{
+    for (size_t i = 0; i < reg->num_candidates; i++) {
+        if (strcmp(reg->candidates[i]->name, name) == 0) {
+            reg->candidates[i]->host_disabled = 1;
+            return;
+        }
+    }
+    attn_log(&reg->logger, ATTN_LOG_WARN, "%s names unknown backend '%s'", source, name);
+}
+
+ATTNREG_API attn_status attn_registry_open(const attn_registry_options *options,
+                                          attn_registry **out)
+{
+    attn_clear_error();
+    if (!out)
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_registry_open: registry is NULL");
+    *out = NULL;
+    attn_registry_options opt;
+    attn_registry_options_init(&opt);
+    if (options) {
+        if (options->struct_size < offsetof(attn_registry_options, skip_env))
+            return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                             "options struct_size %u too small; call attn_registry_options_init()",
+                             options->struct_size);
+        attn_copy_versioned(&opt, sizeof opt, options,
+                            options->struct_size < sizeof opt ? options->struct_size : sizeof opt);
+    }
+    attn_registry *reg = calloc(1, sizeof *reg);
+    if (!reg)
+        return attn_fail(ATTN_ERR_NO_MEMORY, "out of memory");
+    pthread_mutex_init(&reg->diag_lock, NULL);
+    pthread_mutex_init(&reg->cache_lock, NULL);
+    for (size_t b = 0; b < ATTN_CACHE_BUCKETS; b++)
+        atomic_init(&reg->cache[b], NULL);
+
+    const int use_env = !opt.skip_env;
+    reg->logger.fn = opt.log_fn;
+    reg->logger.user = opt.log_user;
+    reg->logger.level = ATTN_LOG_WARN;
+    const char *env_log = use_env ? getenv("ATTNREG_LOG") : NULL;
+    if (opt.log_level >= ATTN_LOG_DEBUG && opt.log_level <= ATTN_LOG_OFF) {
+        reg->logger.level = (attn_log_level)opt.log_level;
+    } else if (env_log && *env_log) {
+        if (!attn_log_level_from_name(env_log, &reg->logger.level))
+            attn_log(&reg->logger, ATTN_LOG_WARN,
+                     "ATTNREG_LOG=%s is not one of debug, info, warn, error, off; using warn",
+                     env_log);
+    }
+    reg->strict = opt.strict != 0;
+    reg->runnable = opt.runnable != 0;
+    const char *forced = opt.forced_backend;
+    if (!forced && use_env) {
+        const char *env = getenv("ATTNREG_BACKEND");
+        if (env && *env)
+            forced = env;
+    }
+    reg->forced_backend = attn_strdup(forced);
+
+    for (uint32_t i = 0; i < opt.num_conf_paths && opt.conf_paths; i++)
+        if (opt.conf_paths[i] && add_conf_path(reg, opt.conf_paths[i]))
+            attn_conf_load_dir(reg, opt.conf_paths[i], 1);
+    const char *env_path = use_env && !opt.skip_env_conf_path ? getenv("ATTNREG_CONF_PATH") : NULL;
+    if (env_path && *env_path) {
+        char *copy = attn_strdup(env_path), *save = NULL;
+        for (char *dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save))
+            if (add_conf_path(reg, dir))
+                attn_conf_load_dir(reg, dir, 1);
+        free(copy);
+    }
+    if (!opt.skip_default_conf) {
+        char *dir = default_conf_dir();
+        if (dir && add_conf_path(reg, dir))
+            attn_conf_load_dir(reg, dir, 0);
+        free(dir);
+    }
+    if (reg->num_candidates)
+        qsort(reg->candidates, reg->num_candidates, sizeof *reg->candidates,
+              compare_candidates);
+
+    for (uint32_t i = 0; i < opt.num_disabled_backends && opt.disabled_backends; i++)
+        if (opt.disabled_backends[i])
+            disable_backend(reg, opt.disabled_backends[i], "the disabled_backends option");
+    const char *env_disable = use_env ? getenv("ATTNREG_DISABLE") : NULL;
+    if (env_disable && *env_disable) {
+        char *copy = attn_strdup(env_disable), *save = NULL;
+        for (char *n = strtok_r(copy, ", ", &save); n; n = strtok_r(NULL, ", ", &save))
+            disable_backend(reg, n, "ATTNREG_DISABLE");
+        free(copy);
+    }
+    if (reg->forced_backend) {
+        int known = 0;
+        for (size_t i = 0; i < reg->num_candidates; i++)
+            known |= strcmp(reg->candidates[i]->name, reg->forced_backend) == 0;
+        if (!known)
+            attn_log(&reg->logger, ATTN_LOG_WARN,
+                     "forced backend '%s' is not registered; every select will fail",
+                     reg->forced_backend);
+    }
+
+    if (opt.fail_on_conf_error) {
+        for (size_t i = 0; i < reg->num_diags; i++) {
+            if (reg->diags[i].status != ATTN_OK) {
+                attn_status st = reg->diags[i].status == ATTN_ERR_IO ? ATTN_ERR_IO : ATTN_ERR_CONF;
+                attn_fail(st, "%s", reg->diags[i].message);
+                attn_registry_close(reg);
+                return st;
+            }
+        }
+    }
+    *out = reg;
+    return ATTN_OK;
+}
+
+ATTNREG_API void attn_registry_close(attn_registry *reg)
+{
+    if (!reg)
+        return;
+    attn_cache_free(reg);
+    for (size_t i = 0; i < reg->num_candidates; i++) {
+        attn_candidate_unload(reg->candidates[i]);
+        attn_conf_free_candidate(reg->candidates[i]);
+    }
+    free(reg->candidates);
+    for (size_t i = 0; i < reg->num_rules; i++)
+        attn_conf_free_rule(&reg->rules[i]);
+    free(reg->rules);
+    for (size_t i = 0; i < reg->num_diags; i++) {
+        free(reg->diags[i].file);
+        free(reg->diags[i].plugin);
+        free(reg->diags[i].message);
+    }
+    free(reg->diags);
+    for (size_t i = 0; i < reg->num_conf_paths; i++)
+        free(reg->conf_paths[i]);
+    free(reg->conf_paths);
+    free(reg->forced_backend);
+    pthread_mutex_destroy(&reg->diag_lock);
+    pthread_mutex_destroy(&reg->cache_lock);
+    free(reg);
+}
+
+ATTNREG_API size_t attn_registry_diagnostic_count(const attn_registry *reg)
+{
+    if (!reg)
+        return 0;
+    pthread_mutex_lock((pthread_mutex_t *)&reg->diag_lock);
+    size_t n = reg->num_diags;
+    pthread_mutex_unlock((pthread_mutex_t *)&reg->diag_lock);
+    return n;
+}
+
+ATTNREG_API attn_status attn_registry_diagnostic(const attn_registry *reg, size_t index,
+                                                attn_diagnostic *out)
+{
+    if (!reg || !out || out->struct_size == 0)
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_registry_diagnostic: bad argument");
+    attn_diagnostic full;
+    memset(&full, 0, sizeof full);
+    full.struct_size = out->struct_size;
+    pthread_mutex_lock((pthread_mutex_t *)&reg->diag_lock);
+    if (index >= reg->num_diags) {
+        pthread_mutex_unlock((pthread_mutex_t *)&reg->diag_lock);
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "diagnostic index %zu out of range", index);
+    }
+    const conf_diag *d = &reg->diags[index];
+    full.status = d->status;
+    full.file = d->file;
+    full.line = d->line;
+    full.plugin = d->plugin;
+    full.message = d->message;
+    pthread_mutex_unlock((pthread_mutex_t *)&reg->diag_lock);
+    attn_copy_versioned(out, out->struct_size, &full, sizeof full);
+    return ATTN_OK;
+}
+
+ATTNREG_API size_t attn_registry_conf_path_count(const attn_registry *reg)
+{
+    return reg ? reg->num_conf_paths : 0;
+}
+
+ATTNREG_API const char *attn_registry_conf_path(const attn_registry *reg, size_t index)
+{
+    return reg && index < reg->num_conf_paths ? reg->conf_paths[index] : NULL;
+}
+
+ATTNREG_API size_t attn_registry_plugin_count(const attn_registry *reg)
+{
+    return reg ? reg->num_candidates : 0;
+}
+
+ATTNREG_API attn_status attn_registry_plugin(const attn_registry *reg, size_t index,
+                                            attn_plugin_info *out)
+{
+    if (!reg || !out || out->struct_size == 0 || index >= reg->num_candidates)
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_registry_plugin: bad argument");
+    const attn_candidate *c = reg->candidates[index];
+    attn_plugin_info full;
+    memset(&full, 0, sizeof full);
+    full.struct_size = out->struct_size;
+    full.name = c->name;
+    full.priority = c->priority;
+    full.enabled = c->enabled && !c->host_disabled;
+    full.archs = c->archs_text;
+    full.library = c->library;
+    full.conf_file = c->conf_file;
+    full.conf_line = c->name_line;
+    full.candidate = c;
+    attn_copy_versioned(out, out->struct_size, &full, sizeof full);
+    return ATTN_OK;
+}
+
+ATTNREG_API int attn_plugin_info_has_arch(const attn_plugin_info *info, const char *arch)
+{
+    if (!info || !info->candidate || !arch)
+        return 0;
+    const attn_candidate *c = info->candidate;
+    for (uint32_t i = 0; i < c->num_archs; i++)
+        if (strcmp(c->archs[i], arch) == 0)
+            return 1;
+    return 0;
+}
+
+ATTNREG_API attn_status attn_registry_load_plugin(attn_registry *reg, size_t index,
+                                                 attn_plugin_load_info *out)
+{
+    if (!reg || !out || out->struct_size == 0 || index >= reg->num_candidates)
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_registry_load_plugin: bad argument");
+    attn_candidate *c = reg->candidates[index];
+    int ok = attn_candidate_ensure_loaded(c);
+    attn_plugin_load_info full;
+    memset(&full, 0, sizeof full);
+    full.struct_size = out->struct_size;
+    full.status = ok ? ATTN_OK : c->load_status;
+    full.reason = ok ? ATTN_REASON_NONE : c->load_reason;
+    full.message = ok ? "" : (c->load_message ? c->load_message : "");
+    if (ok) {
+        full.version = c->desc.version;
+        full.description = c->desc.description ? c->desc.description : "";
+        full.built_archs = c->built_archs_text ? c->built_archs_text : "";
+        full.abi_major = c->desc.abi_major;
+        full.abi_minor = c->desc.abi_minor;
+        full.num_predicates = c->desc.num_predicates;
+    }
+    attn_copy_versioned(out, out->struct_size, &full, sizeof full);
+    if (!ok)
+        return attn_fail(full.status, "%s: %s", c->name, full.message);
+    return ATTN_OK;
+}
+
+ATTNREG_API attn_status attn_registry_probe_devices(attn_registry *reg, size_t index,
+                                                   attn_device_info *devices, uint32_t capacity,
+                                                   uint32_t *count)
+{
+    if (!reg || !count || index >= reg->num_candidates || (capacity && !devices))
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_registry_probe_devices: bad argument");
+    *count = 0;
+    attn_candidate *c = reg->candidates[index];
+    attn_status st = attn_candidate_probe(c);
+    if (st != ATTN_OK) {
+        const char *msg = c->probe_message ? c->probe_message : c->load_message;
+        return attn_fail(st, "%s: %s", c->name, msg ? msg : attn_status_message(st));
+    }
+    for (uint32_t i = 0; i < c->num_devices && i < capacity; i++) {
+        uint32_t size = devices[i].struct_size ? devices[i].struct_size : sizeof devices[i];
+        attn_copy_versioned(&devices[i], size, &c->devices[i], sizeof c->devices[i]);
+        devices[i].struct_size = size;
+    }
+    *count = c->num_devices;
+    return ATTN_OK;
+}

@@ -1,0 +1,623 @@
+/* select.c — the decision: validate, walk the candidates in priority order
+ * through the conf layer, the plugin's predicates and (runnable mode) the
+ * binary/device checks, apply fallback rules when none accepts, and keep every
+ * verdict as a record. Decisions are cached per shape; cache reads take no
+ * lock. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ---- records ----------------------------------------------------------- */
+
+static verdict_rec *add_record(attn_explanation *ex, int32_t pass, const attn_candidate *c)
+{
+    if (ex->num_records == ex->cap_records) {
+        size_t cap = ex->cap_records ? ex->cap_records * 2 : 8;
+        verdict_rec *p = realloc(ex->records, cap * sizeof *p);
+        if (!p)
+            return NULL;
+        ex->records = p;
+        ex->cap_records = cap;
+    }
+    verdict_rec *r = &ex->records[ex->num_records++];
+    memset(r, 0, sizeof *r);
+    r->pass = pass;
+    r->candidate = c;
+    return r;
+}
+
+#if defined(__GNUC__)
+__attribute__((format(printf, 6, 7)))
+#endif
+static int
+reject(verdict_rec *r, int32_t reason, const char *predicate, const char *conf_file,
+       int32_t conf_line, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    r->message = attn_vasprintf(fmt, ap);
+    va_end(ap);
+    r->accepted = 0;
+    r->reason = reason;
+    r->predicate = predicate;
+    r->conf_file = conf_file;
+    r->conf_line = conf_line;
+    return 0;
+}
+
+static void dtype_mask_text(uint32_t mask, char *buf, size_t size)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (int d = 1; d < ATTN_DTYPE_COUNT && used < size; d++)
+        if (mask & (1u << d))
+            used += (size_t)snprintf(buf + used, size - used, "%s%s", used ? ", " : "",
+                                     attn_dtype_name(d));
+}
+
+static void int_list_text(const int32_t *v, uint32_t n, char *buf, size_t size)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    for (uint32_t i = 0; i < n && used < size; i++)
+        used += (size_t)snprintf(buf + used, size - used, "%s%d", i ? ", " : "", v[i]);
+}
+
+/* ---- the three layers -------------------------------------------------- */
+
+static int check_narrowing(const attn_candidate *c, const attn_shape *s, verdict_rec *r)
+{
+    for (uint32_t i = 0; i < c->num_narrow; i++) {
+        const narrow_rule *n = &c->narrow[i];
+        int32_t v = attn_shape_field_get(s, n->field);
+        const char *field = attn_field_name(n->field);
+        char list[256];
+        switch (n->kind) {
+        case NARROW_DTYPES:
+            if (!(n->dtype_mask & (1u << v))) {
+                dtype_mask_text(n->dtype_mask, list, sizeof list);
+                return reject(r, ATTN_REASON_NARROWED, "conf", c->conf_file, n->line,
+                              "%s %s not in %s = {%s} (%s:%d)", field, attn_dtype_name(v), n->key,
+                              list, c->conf_file, n->line);
+            }
+            break;
+        case NARROW_INTS: {
+            int found = 0;
+            for (uint32_t k = 0; k < n->num_values; k++)
+                found |= n->values[k] == v;
+            if (!found) {
+                int_list_text(n->values, n->num_values, list, sizeof list);
+                return reject(r, ATTN_REASON_NARROWED, "conf", c->conf_file, n->line,
+                              "%s %d not in %s = {%s} (%s:%d)", field, v, n->key, list,
+                              c->conf_file, n->line);
+            }
+            break;
+        }
+        case NARROW_MIN:
+            if (v < n->limit)
+                return reject(r, ATTN_REASON_NARROWED, "conf", c->conf_file, n->line,
+                              "%s %d below %s = %d (%s:%d)", field, v, n->key, n->limit,
+                              c->conf_file, n->line);
+            break;
+        case NARROW_MAX:
+            if (v > n->limit)
+                return reject(r, ATTN_REASON_NARROWED, "conf", c->conf_file, n->line,
+                              "%s %d above %s = %d (%s:%d)", field, v, n->key, n->limit,
+                              c->conf_file, n->line);
+            break;
+        case NARROW_FEATURE:
+            if (v && !n->allowed)
+                return reject(r, ATTN_REASON_NARROWED, "conf", c->conf_file, n->line,
+                              "%s turned off by %s = false (%s:%d)", field, n->key, c->conf_file,
+                              n->line);
+            break;
+        }
+    }
+    return 1;
+}
+
+static int check_conf_layer(const attn_candidate *c, const attn_shape *s, verdict_rec *r)
+{
+    if (!c->enabled)
+        return reject(r, ATTN_REASON_DISABLED, "conf", c->conf_file, c->enabled_line,
+                      "disabled by enabled = false (%s:%d)", c->conf_file, c->enabled_line);
+    if (c->host_disabled)
+        return reject(r, ATTN_REASON_DISABLED_BY_HOST, "host", NULL, 0,
+                      "disabled by the host (registry option or ATTNREG_DISABLE)");
+    int listed = 0;
+    for (uint32_t i = 0; i < c->num_archs; i++)
+        listed |= strcmp(c->archs[i], s->arch) == 0;
+    if (!listed)
+        return reject(r, ATTN_REASON_ARCH_NOT_LISTED, "conf", c->conf_file, c->archs_line,
+                      "arch %s not in its archs = %s (%s:%d)", s->arch, c->archs_text,
+                      c->conf_file, c->archs_line);
+    return check_narrowing(c, s, r);
+}
+
+static int check_plugin_layer(attn_candidate *c, const attn_shape *s, verdict_rec *r)
+{
+    if (!attn_candidate_ensure_loaded(c))
+        return reject(r, c->load_reason, "load", c->conf_file, c->name_line, "%s",
+                      c->load_message ? c->load_message : "load failed");
+    for (uint32_t i = 0; i < c->desc.num_predicates; i++) {
+        const attn_predicate *p = &c->desc.predicates[i];
+        attn_verdict v;
+        memset(&v, 0, sizeof v);
+        v.struct_size = sizeof v;
+        if (p->check(&c->ctx, s, &v))
+            continue;
+        /* A plugin that rejects without saying why still gets a record that
+         * names the predicate, so the trail is never blank. */
+        v.message[sizeof v.message - 1] = '\0';
+        int32_t reason = v.reason > ATTN_REASON_NONE && v.reason < ATTN_REASON_COUNT
+                             ? v.reason
+                             : ATTN_REASON_OTHER;
+        return reject(r, reason, p->name, NULL, 0, "%s",
+                      v.message[0] ? v.message : "rejected without a reason");
+    }
+    return 1;
+}
+
+static int check_runnable_layer(attn_candidate *c, const attn_shape *s, verdict_rec *r)
+{
+    if (!attn_candidate_has_built_arch(c, s->arch)) {
+        if (!c->built_archs_text || !c->built_archs_text[0])
+            return reject(r, ATTN_REASON_ARCH_NOT_IN_BINARY, "runnable", NULL, 0,
+                          "built without kernels: the binary holds code for no arch");
+        return reject(r, ATTN_REASON_ARCH_NOT_IN_BINARY, "runnable", NULL, 0,
+                      "the binary holds code for %s, not %s", c->built_archs_text, s->arch);
+    }
+    attn_status st = attn_candidate_probe(c);
+    if (st != ATTN_OK)
+        return reject(r, ATTN_REASON_NO_DEVICE, "runnable", NULL, 0, "no device: %s",
+                      c->probe_message ? c->probe_message : attn_status_message(st));
+    for (uint32_t i = 0; i < c->num_devices; i++)
+        if (strcmp(c->devices[i].arch, s->arch) == 0)
+            return 1;
+    strbuf sb = {0};
+    for (uint32_t i = 0; i < c->num_devices; i++)
+        strbuf_printf(&sb, "%s%s", i ? ", " : "", c->devices[i].arch);
+    char *found = strbuf_take(&sb);
+    reject(r, ATTN_REASON_NO_DEVICE, "runnable", NULL, 0, "no %s device present (found: %s)",
+           s->arch, found);
+    free(found);
+    return 0;
+}
+
+/* ---- passes ------------------------------------------------------------ */
+
+/* Evaluates one pass; returns the winner's index in `list` or -1. */
+static long evaluate_pass(attn_registry *reg, attn_candidate *const *list, size_t n,
+                          const attn_shape *s, int32_t pass, int evaluate_all,
+                          attn_explanation *ex)
+{
+    long winner = -1;
+    for (size_t i = 0; i < n; i++) {
+        attn_candidate *c = list[i];
+        verdict_rec *r = add_record(ex, pass, c);
+        if (!r)
+            return winner;
+        if (check_conf_layer(c, s, r) && check_plugin_layer(c, s, r) &&
+            (!reg->runnable || check_runnable_layer(c, s, r))) {
+            r->accepted = 1;
+            r->reason = ATTN_REASON_NONE;
+            r->message = attn_strdup("accepted");
+            r->predicate = "all";
+            if (winner < 0) {
+                winner = (long)i;
+                r->selected = 1;
+                if (!evaluate_all)
+                    return winner;
+            }
+        }
+    }
+    return winner;
+}
+
+static int is_conf_only_rejection(int32_t reason)
+{
+    return reason == ATTN_REASON_ARCH_NOT_LISTED || reason == ATTN_REASON_DISABLED ||
+           reason == ATTN_REASON_DISABLED_BY_HOST;
+}
+
+/* The rejection that motivates a fallback: that of the highest-priority
+ * candidate that was really in the running for this arch (one that the arch
+ * list or an enabled switch turned away says nothing about the shape). */
+static const verdict_rec *motivating_rejection(const attn_explanation *ex, int32_t pass)
+{
+    const verdict_rec *first = NULL;
+    for (size_t i = 0; i < ex->num_records; i++) {
+        const verdict_rec *r = &ex->records[i];
+        if (r->pass != pass || r->accepted)
+            continue;
+        if (!first)
+            first = r;
+        if (!is_conf_only_rejection(r->reason))
+            return r;
+    }
+    return first;
+}
+
+static int add_pass(attn_explanation *ex, const attn_shape *s, const char *rule)
+{
+    attn_shape *ps = realloc(ex->pass_shapes, (ex->num_passes + 1) * sizeof *ps);
+    if (!ps)
+        return 0;
+    ex->pass_shapes = ps;
+    char **pr = realloc(ex->pass_rules, (ex->num_passes + 1) * sizeof *pr);
+    if (!pr)
+        return 0;
+    ex->pass_rules = pr;
+    ex->pass_shapes[ex->num_passes] = *s;
+    ex->pass_rules[ex->num_passes] = rule ? attn_strdup(rule) : NULL;
+    ex->num_passes++;
+    return 1;
+}
+
+static char *rejection_list(const attn_explanation *ex)
+{
+    strbuf sb = {0};
+    for (size_t p = 0; p < ex->num_passes; p++) {
+        char shape_text[512];
+        attn_shape_format(&ex->pass_shapes[p], shape_text, sizeof shape_text);
+        if (p == 0)
+            strbuf_printf(&sb, "no backend accepts %s", shape_text);
+        else
+            strbuf_printf(&sb, "\nafter fallback %s:", ex->pass_rules[p]);
+        for (size_t i = 0; i < ex->num_records; i++) {
+            const verdict_rec *r = &ex->records[i];
+            if (r->pass == (int32_t)p && !r->accepted)
+                strbuf_printf(&sb, "\n  %s: %s: %s", r->candidate->name,
+                              attn_reason_name(r->reason), r->message);
+        }
+    }
+    return strbuf_take(&sb);
+}
+
+static attn_candidate *find_by_name(attn_registry *reg, const char *name)
+{
+    for (size_t i = 0; i < reg->num_candidates; i++)
+        if (strcmp(reg->candidates[i]->name, name) == 0)
+            return reg->candidates[i];
+    return NULL;
+}
+
+/* Builds the whole decision for a normalised shape into `ex`. */
+static attn_status decide(attn_registry *reg, const attn_shape *shape, int evaluate_all,
+                          attn_explanation *ex)
+{
+    decision *d = &ex->result;
+    memset(d, 0, sizeof *d);
+    d->effective = *shape;
+    char why[512];
+    if (!attn_shape_validate(shape, why, sizeof why)) {
+        d->status = ATTN_ERR_INVALID_SHAPE;
+        d->message = attn_strdup(why);
+        return d->status;
+    }
+    attn_candidate *const *list = reg->candidates;
+    size_t n = reg->num_candidates;
+    attn_candidate *forced = NULL;
+    if (reg->forced_backend) {
+        forced = find_by_name(reg, reg->forced_backend);
+        if (!forced) {
+            strbuf sb = {0};
+            strbuf_printf(&sb, "forced backend '%s' is not registered (known:",
+                          reg->forced_backend);
+            for (size_t i = 0; i < reg->num_candidates; i++)
+                strbuf_printf(&sb, " %s", reg->candidates[i]->name);
+            strbuf_printf(&sb, "%s)", reg->num_candidates ? "" : " none");
+            d->status = ATTN_ERR_NOT_FOUND;
+            d->message = strbuf_take(&sb);
+            return d->status;
+        }
+        list = &forced;
+        n = 1;
+    }
+
+    attn_shape current = *shape;
+    add_pass(ex, &current, NULL);
+    long winner = evaluate_pass(reg, list, n, &current, 0, evaluate_all, ex);
+    int32_t pass = 0;
+    strbuf rules_text = {0};
+    /* Fallback never applies to a forced backend: the host asked for that
+     * backend on that shape, and a substitute answer would be silent. */
+    for (size_t k = 0; winner < 0 && !reg->strict && !forced && k < reg->num_rules; k++) {
+        const fallback_rule *rule = &reg->rules[k];
+        if (attn_shape_field_get(&current, rule->field) != rule->from)
+            continue;
+        attn_shape_field_set(&current, rule->field, rule->to);
+        pass++;
+        add_pass(ex, &current, rule->text);
+        strbuf_printf(&rules_text, "%s%s", rules_text.len ? ", then " : "", rule->text);
+        winner = evaluate_pass(reg, list, n, &current, pass, evaluate_all, ex);
+    }
+    char *rules = strbuf_take(&rules_text);
+
+    if (winner >= 0) {
+        d->status = ATTN_OK;
+        d->winner = list[winner];
+        d->effective = current;
+        d->message = attn_strdup("");
+        if (pass > 0) {
+            const verdict_rec *m = motivating_rejection(ex, 0);
+            d->fallback_applied = 1;
+            d->fallback_rule = rules;
+            rules = NULL;
+            if (m) {
+                d->fallback_backend = m->candidate->name;
+                d->fallback_reason = m->reason;
+                d->fallback_message = attn_strdup(m->message);
+            }
+        }
+        free(rules);
+        return ATTN_OK;
+    }
+    free(rules);
+    if (forced) {
+        const verdict_rec *r = &ex->records[0];
+        d->status = ATTN_ERR_BACKEND_REJECTED;
+        d->message = attn_asprintf("forced backend %s rejects the shape: %s: %s", forced->name,
+                                   attn_reason_name(r->reason), r->message);
+        return d->status;
+    }
+    d->status = ATTN_ERR_UNSUPPORTED;
+    d->message = reg->num_candidates ? rejection_list(ex)
+                                     : attn_strdup("no backend is registered (no plugin INI "
+                                                   "found on the conf path)");
+    return d->status;
+}
+
+/* ---- decisions, explanations ----------------------------------------- */
+
+void attn_decision_free(decision *d)
+{
+    free(d->fallback_rule);
+    free(d->fallback_message);
+    free(d->message);
+    memset(d, 0, sizeof *d);
+}
+
+static void explanation_free_parts(attn_explanation *ex)
+{
+    for (size_t i = 0; i < ex->num_records; i++)
+        free(ex->records[i].message);
+    free(ex->records);
+    for (size_t p = 0; p < ex->num_passes; p++)
+        free(ex->pass_rules[p]);
+    free(ex->pass_rules);
+    free(ex->pass_shapes);
+    attn_decision_free(&ex->result);
+}
+
+static void fill_selection(const decision *d, attn_selection *out)
+{
+    attn_selection full;
+    memset(&full, 0, sizeof full);
+    full.struct_size = out->struct_size;
+    full.backend_name = d->winner ? d->winner->name : NULL;
+    full.candidate = d->winner;
+    full.effective_shape = d->effective;
+    full.fallback_applied = d->fallback_applied;
+    full.fallback_rule = d->fallback_rule;
+    full.fallback_backend = d->fallback_backend;
+    full.fallback_reason = d->fallback_reason;
+    full.fallback_message = d->fallback_message;
+    full.message = d->message ? d->message : "";
+    attn_copy_versioned(out, out->struct_size, &full, sizeof full);
+}
+
+/* The smallest selection a host may pass: up to and including `message`. */
+#define SELECTION_MIN_SIZE (offsetof(attn_selection, message) + sizeof(const char *))
+
+ATTNREG_API void attn_selection_init(attn_selection *sel)
+{
+    if (!sel)
+        return;
+    memset(sel, 0, sizeof *sel);
+    sel->struct_size = sizeof *sel;
+    sel->message = "";
+}
+
+static void log_decision(attn_registry *reg, const attn_explanation *ex)
+{
+    const decision *d = &ex->result;
+    if (reg->logger.level <= ATTN_LOG_DEBUG)
+        for (size_t i = 0; i < ex->num_records; i++) {
+            const verdict_rec *r = &ex->records[i];
+            if (!r->accepted)
+                attn_log(&reg->logger, ATTN_LOG_DEBUG, "%s skipped: %s", r->candidate->name,
+                         r->message);
+        }
+    char shape_text[512];
+    attn_shape_format(&d->effective, shape_text, sizeof shape_text);
+    if (d->status != ATTN_OK) {
+        attn_log(&reg->logger, ATTN_LOG_INFO, "%s: %s", attn_status_name(d->status), d->message);
+        return;
+    }
+    if (d->fallback_applied)
+        attn_log(&reg->logger, ATTN_LOG_WARN,
+                 "fallback %s applied: %s rejected the shape as asked (%s: %s); selected %s for "
+                 "%s",
+                 d->fallback_rule, d->fallback_backend ? d->fallback_backend : "?",
+                 attn_reason_name(d->fallback_reason),
+                 d->fallback_message ? d->fallback_message : "", d->winner->name, shape_text);
+    attn_log(&reg->logger, ATTN_LOG_INFO, "selected %s for %s", d->winner->name, shape_text);
+}
+
+/* ---- the cache ---------------------------------------------------------- */
+
+static const cache_node *cache_find(attn_registry *reg, const attn_shape *key, uint64_t hash)
+{
+    const cache_node *n = atomic_load_explicit(&reg->cache[hash % ATTN_CACHE_BUCKETS],
+                                               memory_order_acquire);
+    for (; n; n = n->next)
+        if (n->hash == hash && memcmp(&n->key, key, sizeof *key) == 0)
+            return n;
+    return NULL;
+}
+
+/* Inserts a decision built by this thread; another thread may have won the
+ * race, in which case its node is returned and ours discarded. *inserted says
+ * whether ours went in (only then is the decision logged: once per shape). */
+static const cache_node *cache_insert(attn_registry *reg, const attn_shape *key, uint64_t hash,
+                                      decision *d, int *inserted)
+{
+    *inserted = 0;
+    pthread_mutex_lock(&reg->cache_lock);
+    const cache_node *existing = cache_find(reg, key, hash);
+    if (existing) {
+        pthread_mutex_unlock(&reg->cache_lock);
+        attn_decision_free(d);
+        return existing;
+    }
+    cache_node *n = malloc(sizeof *n);
+    if (!n) {
+        pthread_mutex_unlock(&reg->cache_lock);
+        return NULL;
+    }
+    n->key = *key;
+    n->hash = hash;
+    n->result = *d;
+    memset(d, 0, sizeof *d);
+    _Atomic(cache_node *) *bucket = &reg->cache[hash % ATTN_CACHE_BUCKETS];
+    n->next = atomic_load_explicit(bucket, memory_order_relaxed);
+    atomic_store_explicit(bucket, n, memory_order_release);
+    pthread_mutex_unlock(&reg->cache_lock);
+    *inserted = 1;
+    return n;
+}
+
+void attn_cache_free(attn_registry *reg)
+{
+    for (size_t b = 0; b < ATTN_CACHE_BUCKETS; b++) {
+        cache_node *n = atomic_load_explicit(&reg->cache[b], memory_order_relaxed);
+        while (n) {
+            cache_node *next = n->next;
+            attn_decision_free(&n->result);
+            free(n);
+            n = next;
+        }
+        atomic_store_explicit(&reg->cache[b], NULL, memory_order_relaxed);
+    }
+}
+
+ATTNREG_API attn_status attn_registry_select(attn_registry *reg, const attn_shape *shape,
+                                            attn_selection *sel)
+{
+    if (!reg || !shape || !sel)
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_registry_select: NULL argument");
+    if (sel->struct_size < SELECTION_MIN_SIZE)
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                         "selection struct_size %u too small; call attn_selection_init()",
+                         sel->struct_size);
+    attn_shape key;
+    attn_status st = attn_shape_normalize(shape, &key);
+    if (st != ATTN_OK)
+        return st;
+    uint64_t hash = attn_shape_hash(&key);
+    const cache_node *n = cache_find(reg, &key, hash);
+    if (!n) {
+        attn_explanation ex;
+        memset(&ex, 0, sizeof ex);
+        decide(reg, &key, 0, &ex);
+        int inserted;
+        n = cache_insert(reg, &key, hash, &ex.result, &inserted);
+        if (inserted)
+            log_decision(reg, &ex);
+        explanation_free_parts(&ex);
+        if (!n)
+            return attn_fail(ATTN_ERR_NO_MEMORY, "out of memory caching a decision");
+    }
+    fill_selection(&n->result, sel);
+    if (n->result.status != ATTN_OK)
+        return attn_fail(n->result.status, "%s", n->result.message);
+    return ATTN_OK;
+}
+
+ATTNREG_API attn_status attn_registry_explain(attn_registry *reg, const attn_shape *shape,
+                                             attn_explanation **out)
+{
+    if (!reg || !shape || !out)
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_registry_explain: NULL argument");
+    *out = NULL;
+    attn_shape key;
+    attn_status st = attn_shape_normalize(shape, &key);
+    if (st != ATTN_OK)
+        return st;
+    attn_explanation *ex = calloc(1, sizeof *ex);
+    if (!ex)
+        return attn_fail(ATTN_ERR_NO_MEMORY, "out of memory");
+    st = decide(reg, &key, 1, ex);
+    *out = ex;
+    if (st != ATTN_OK)
+        attn_fail(st, "%s", ex->result.message);
+    return st;
+}
+
+ATTNREG_API void attn_explanation_free(attn_explanation *ex)
+{
+    if (!ex)
+        return;
+    explanation_free_parts(ex);
+    free(ex);
+}
+
+ATTNREG_API attn_status attn_explanation_status(const attn_explanation *ex)
+{
+    return ex ? ex->result.status : ATTN_ERR_INVALID_ARGUMENT;
+}
+
+ATTNREG_API size_t attn_explanation_count(const attn_explanation *ex)
+{
+    return ex ? ex->num_records : 0;
+}
+
+ATTNREG_API attn_status attn_explanation_record(const attn_explanation *ex, size_t i,
+                                               attn_verdict_record *out)
+{
+    if (!ex || !out || i >= ex->num_records || out->struct_size == 0)
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_explanation_record: bad argument");
+    const verdict_rec *r = &ex->records[i];
+    attn_verdict_record full;
+    memset(&full, 0, sizeof full);
+    full.struct_size = out->struct_size;
+    full.pass = r->pass;
+    full.backend = r->candidate->name;
+    full.accepted = r->accepted;
+    full.selected = r->selected;
+    full.reason = r->reason;
+    full.reason_name = attn_reason_name(r->reason);
+    full.message = r->message ? r->message : "";
+    full.predicate = r->predicate ? r->predicate : "";
+    full.conf_file = r->conf_file;
+    full.conf_line = r->conf_line;
+    full.priority = r->candidate->priority;
+    attn_copy_versioned(out, out->struct_size, &full, sizeof full);
+    return ATTN_OK;
+}
+
+ATTNREG_API attn_status attn_explanation_selection(const attn_explanation *ex,
+                                                  attn_selection *out)
+{
+    if (!ex || !out || out->struct_size < SELECTION_MIN_SIZE)
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_explanation_selection: bad argument");
+    fill_selection(&ex->result, out);
+    return ex->result.status;
+}
+
+ATTNREG_API size_t attn_explanation_pass_count(const attn_explanation *ex)
+{
+    return ex ? ex->num_passes : 0;
+}
+
+ATTNREG_API const char *attn_explanation_pass_rule(const attn_explanation *ex, size_t pass)
+{
+    return ex && pass < ex->num_passes ? ex->pass_rules[pass] : NULL;
+}
+
+ATTNREG_API const attn_shape *attn_explanation_pass_shape(const attn_explanation *ex, size_t pass)
+{
+    return ex && pass < ex->num_passes ? &ex->pass_shapes[pass] : NULL;
+}

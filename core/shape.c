@@ -1,0 +1,175 @@
+/* shape.c — shape defaults, validation (the "invalid" verdicts given before
+ * any plugin is asked), text form, and the normal form used as cache key. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* The oldest attn_shape a host can pass: everything up to has_sinks. */
+#define SHAPE_MIN_SIZE (offsetof(attn_shape, has_sinks) + sizeof(int32_t))
+
+ATTNREG_API void attn_shape_init(attn_shape *s)
+{
+    if (!s)
+        return;
+    memset(s, 0, sizeof *s);
+    s->struct_size = sizeof *s;
+    strcpy(s->arch, "cpu");
+    s->num_q_heads = 1;
+    s->num_kv_heads = 0;
+    s->head_dim = 128;
+    s->head_dim_v = 0;
+    s->q_dtype = ATTN_DTYPE_BF16;
+    s->kv_dtype = ATTN_DTYPE_BF16;
+    s->compute_dtype = ATTN_DTYPE_BF16;
+    s->out_dtype = ATTN_DTYPE_BF16;
+    s->page_size = 16;
+    s->max_q_len = 1;
+    s->max_kv_len = 1;
+    s->causal = 1;
+    s->window_left = -1;
+    s->window_right = -1;
+    s->softcap = 0.0f;
+    s->has_sinks = 0;
+}
+
+attn_status attn_shape_normalize(const attn_shape *in, attn_shape *out)
+{
+    if (!in || !out)
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "shape is NULL");
+    if (in->struct_size < SHAPE_MIN_SIZE)
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                         "shape struct_size %u is smaller than the oldest known layout (%zu); "
+                         "call attn_shape_init() first",
+                         in->struct_size, (size_t)SHAPE_MIN_SIZE);
+    attn_shape_init(out);
+    attn_copy_versioned(out, sizeof *out, in,
+                        in->struct_size < sizeof *in ? in->struct_size : sizeof *in);
+    out->struct_size = sizeof *out;
+    /* Bytes after the arch's NUL must not make equal shapes hash apart. */
+    size_t n = strnlen(out->arch, ATTN_ARCH_MAX);
+    if (n < ATTN_ARCH_MAX)
+        memset(out->arch + n, 0, ATTN_ARCH_MAX - n);
+    if (out->softcap == 0.0f)
+        out->softcap = 0.0f; /* folds -0.0 into +0.0 */
+    return ATTN_OK;
+}
+
+uint64_t attn_shape_hash(const attn_shape *s)
+{
+    /* FNV-1a over 8-byte words with a final avalanche: fast, and the
+     * normal form guarantees no uninitialised padding (all fields are
+     * 4 bytes wide and the struct has no holes). */
+    const unsigned char *p = (const unsigned char *)s;
+    uint64_t h = 1469598103934665603ull;
+    size_t words = sizeof *s / 8;
+    for (size_t i = 0; i < words; i++) {
+        uint64_t w;
+        memcpy(&w, p + i * 8, 8);
+        h = (h ^ w) * 1099511628211ull;
+    }
+    for (size_t i = words * 8; i < sizeof *s; i++)
+        h = (h ^ p[i]) * 1099511628211ull;
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    return h;
+}
+
+static int dtype_known(int32_t d)
+{
+    return d > ATTN_DTYPE_INVALID && d < ATTN_DTYPE_COUNT;
+}
+
+static int invalid(char *msg, size_t size, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+static int invalid(char *msg, size_t size, const char *fmt, ...)
+{
+    if (msg && size) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, size, fmt, ap);
+        va_end(ap);
+    }
+    return 0;
+}
+
+ATTNREG_API int attn_shape_validate(const attn_shape *in, char *msg, size_t size)
+{
+    attn_shape s;
+    if (msg && size)
+        msg[0] = '\0';
+    if (attn_shape_normalize(in, &s) != ATTN_OK)
+        return invalid(msg, size, "%s", attn_last_error());
+    if (strnlen(in->arch, ATTN_ARCH_MAX) == ATTN_ARCH_MAX)
+        return invalid(msg, size, "arch is not NUL-terminated within %d bytes", ATTN_ARCH_MAX);
+    if (s.arch[0] == '\0')
+        return invalid(msg, size, "arch is empty");
+    if (s.num_q_heads <= 0)
+        return invalid(msg, size, "num_q_heads must be positive (got %d)", s.num_q_heads);
+    if (s.num_kv_heads < 0)
+        return invalid(msg, size, "num_kv_heads must be positive, or 0 for MHA (got %d)",
+                       s.num_kv_heads);
+    int32_t kv = attn_shape_kv_heads(&s);
+    if (s.num_q_heads % kv != 0)
+        return invalid(msg, size, "requires num_heads (%d) to be a multiple of num_kv_heads (%d)",
+                       s.num_q_heads, kv);
+    if (s.head_dim <= 0)
+        return invalid(msg, size, "head_dim must be positive (got %d)", s.head_dim);
+    if (s.head_dim_v < 0)
+        return invalid(msg, size, "head_dim_v must be positive, or 0 for head_dim (got %d)",
+                       s.head_dim_v);
+    static const char *const dtype_fields[] = {"q_dtype", "kv_dtype", "compute_dtype",
+                                               "out_dtype"};
+    const int32_t dtypes[] = {s.q_dtype, s.kv_dtype, s.compute_dtype, s.out_dtype};
+    for (int i = 0; i < 4; i++)
+        if (!dtype_known(dtypes[i]))
+            return invalid(msg, size, "%s %d is not a known dtype", dtype_fields[i], dtypes[i]);
+    if (s.page_size <= 0)
+        return invalid(msg, size, "page_size must be positive (got %d)", s.page_size);
+    if (s.max_q_len <= 0)
+        return invalid(msg, size, "max_q_len must be positive (got %d)", s.max_q_len);
+    if (s.max_kv_len <= 0)
+        return invalid(msg, size, "max_kv_len must be positive (got %d)", s.max_kv_len);
+    if (s.max_q_len > s.max_kv_len)
+        return invalid(msg, size,
+                       "max_q_len (%d) exceeds max_kv_len (%d): the new tokens are among the keys",
+                       s.max_q_len, s.max_kv_len);
+    if (s.causal != 0 && s.causal != 1)
+        return invalid(msg, size, "causal must be 0 or 1 (got %d)", s.causal);
+    if (s.window_left < -1)
+        return invalid(msg, size, "window_left must be -1 (unbounded) or >= 0 (got %d)",
+                       s.window_left);
+    if (s.window_right < -1)
+        return invalid(msg, size, "window_right must be -1 (unbounded) or >= 0 (got %d)",
+                       s.window_right);
+    if (!isfinite(s.softcap) || s.softcap < 0.0f)
+        return invalid(msg, size, "softcap must be 0 (none) or a positive finite number (got %g)",
+                       (double)s.softcap);
+    if (s.has_sinks != 0 && s.has_sinks != 1)
+        return invalid(msg, size, "has_sinks must be 0 or 1 (got %d)", s.has_sinks);
+    return 1;
+}
+
+ATTNREG_API int attn_shape_format(const attn_shape *in, char *buf, size_t size)
+{
+    attn_shape s;
+    if (!buf || !size)
+        return -1;
+    if (attn_shape_normalize(in, &s) != ATTN_OK)
+        return snprintf(buf, size, "(invalid shape struct)");
+    return snprintf(buf, size,
+                    "arch=%s q_heads=%d kv_heads=%d head_dim=%d head_dim_v=%d q=%s kv=%s "
+                    "compute=%s out=%s page=%d q_len=%d kv_len=%d causal=%d window=%d,%d "
+                    "softcap=%g sinks=%d",
+                    s.arch, s.num_q_heads, attn_shape_kv_heads(&s), s.head_dim,
+                    attn_shape_head_dim_v(&s), attn_dtype_name(s.q_dtype),
+                    attn_dtype_name(s.kv_dtype), attn_dtype_name(s.compute_dtype),
+                    attn_dtype_name(s.out_dtype), s.page_size, s.max_q_len, s.max_kv_len, s.causal,
+                    s.window_left, s.window_right, (double)s.softcap, s.has_sinks);
+}

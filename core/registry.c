@@ -2,6 +2,7 @@
  * diagnostics, closing. */
 #define _GNU_SOURCE /* dladdr */
 #include <dlfcn.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,9 +55,17 @@ static char *default_conf_dir(void)
     Dl_info info;
     if (dladdr((void *)attn_registry_open, &info) && info.dli_fname) {
         const char *slash = strrchr(info.dli_fname, '/');
-        if (slash)
-            return attn_asprintf("%.*s/../share/attnreg/conf", (int)(slash - info.dli_fname),
-                                 info.dli_fname);
+        if (slash) {
+            char *dir = attn_asprintf("%.*s/../share/attnreg/conf",
+                                      (int)(slash - info.dli_fname), info.dli_fname);
+            /* Shown in listings and messages: the short real path reads better. */
+            char real[PATH_MAX];
+            if (dir && realpath(dir, real)) {
+                free(dir);
+                return attn_strdup(real);
+            }
+            return dir;
+        }
     }
     return attn_strdup(ATTNREG_FALLBACK_CONF_DIR);
 }

@@ -78,8 +78,7 @@ static int check_narrowing(const attn_candidate *c, const attn_shape *s, verdict
             if (!(n->dtype_mask & (1u << v))) {
                 dtype_mask_text(n->dtype_mask, list, sizeof list);
                 return reject(r, ATTN_REASON_NARROWED, "conf", c->conf_file, n->line,
-                              "%s %s not in %s = {%s} (%s:%d)", field, attn_dtype_name(v), n->key,
-                              list, c->conf_file, n->line);
+                              "%s %s not in %s = {%s}", field, attn_dtype_name(v), n->key, list);
             }
             break;
         case NARROW_INTS: {
@@ -89,39 +88,37 @@ static int check_narrowing(const attn_candidate *c, const attn_shape *s, verdict
             if (!found) {
                 int_list_text(n->values, n->num_values, list, sizeof list);
                 return reject(r, ATTN_REASON_NARROWED, "conf", c->conf_file, n->line,
-                              "%s %d not in %s = {%s} (%s:%d)", field, v, n->key, list,
-                              c->conf_file, n->line);
+                              "%s %d not in %s = {%s}", field, v, n->key, list);
             }
             break;
         }
         case NARROW_MIN:
             if (v < n->limit)
                 return reject(r, ATTN_REASON_NARROWED, "conf", c->conf_file, n->line,
-                              "%s %d below %s = %d (%s:%d)", field, v, n->key, n->limit,
-                              c->conf_file, n->line);
+                              "%s %d below %s = %d", field, v, n->key, n->limit);
             break;
         case NARROW_MAX:
             if (v > n->limit)
                 return reject(r, ATTN_REASON_NARROWED, "conf", c->conf_file, n->line,
-                              "%s %d above %s = %d (%s:%d)", field, v, n->key, n->limit,
-                              c->conf_file, n->line);
+                              "%s %d above %s = %d", field, v, n->key, n->limit);
             break;
         case NARROW_FEATURE:
             if (v && !n->allowed)
                 return reject(r, ATTN_REASON_NARROWED, "conf", c->conf_file, n->line,
-                              "%s turned off by %s = false (%s:%d)", field, n->key, c->conf_file,
-                              n->line);
+                              "%s turned off by %s = false", field, n->key);
             break;
         }
     }
     return 1;
 }
 
+/* Conf-layer sentences leave out file:line: the record carries them, and
+ * the unsupported list and the CLI print them beside the sentence. */
 static int check_conf_layer(const attn_candidate *c, const attn_shape *s, verdict_rec *r)
 {
     if (!c->enabled)
         return reject(r, ATTN_REASON_DISABLED, "conf", c->conf_file, c->enabled_line,
-                      "disabled by enabled = false (%s:%d)", c->conf_file, c->enabled_line);
+                      "disabled by enabled = false");
     if (c->host_disabled)
         return reject(r, ATTN_REASON_DISABLED_BY_HOST, "host", NULL, 0,
                       "disabled by the host (registry option or ATTNREG_DISABLE)");
@@ -130,8 +127,7 @@ static int check_conf_layer(const attn_candidate *c, const attn_shape *s, verdic
         listed |= strcmp(c->archs[i], s->arch) == 0;
     if (!listed)
         return reject(r, ATTN_REASON_ARCH_NOT_LISTED, "conf", c->conf_file, c->archs_line,
-                      "arch %s not in its archs = %s (%s:%d)", s->arch, c->archs_text,
-                      c->conf_file, c->archs_line);
+                      "arch %s not in its archs (%s)", s->arch, c->archs_text);
     return check_narrowing(c, s, r);
 }
 
@@ -267,9 +263,12 @@ static char *rejection_list(const attn_explanation *ex)
             strbuf_printf(&sb, "\nafter fallback %s:", ex->pass_rules[p]);
         for (size_t i = 0; i < ex->num_records; i++) {
             const verdict_rec *r = &ex->records[i];
-            if (r->pass == (int32_t)p && !r->accepted)
-                strbuf_printf(&sb, "\n  %s: %s: %s", r->candidate->name,
-                              attn_reason_name(r->reason), r->message);
+            if (r->pass != (int32_t)p || r->accepted)
+                continue;
+            strbuf_printf(&sb, "\n  %s: %s: %s", r->candidate->name, attn_reason_name(r->reason),
+                          r->message);
+            if (r->conf_file)
+                strbuf_printf(&sb, " (%s:%d)", r->conf_file, r->conf_line);
         }
     }
     return strbuf_take(&sb);
@@ -420,9 +419,9 @@ ATTNREG_API void attn_selection_init(attn_selection *sel)
     sel->message = "";
 }
 
-static void log_decision(attn_registry *reg, const attn_explanation *ex)
+/* `d` is passed apart from `ex` because the cache took ex->result over. */
+static void log_decision(attn_registry *reg, const attn_explanation *ex, const decision *d)
 {
-    const decision *d = &ex->result;
     if (reg->logger.level <= ATTN_LOG_DEBUG)
         for (size_t i = 0; i < ex->num_records; i++) {
             const verdict_rec *r = &ex->records[i];
@@ -525,7 +524,7 @@ ATTNREG_API attn_status attn_registry_select(attn_registry *reg, const attn_shap
         int inserted;
         n = cache_insert(reg, &key, hash, &ex.result, &inserted);
         if (inserted)
-            log_decision(reg, &ex);
+            log_decision(reg, &ex, &n->result);
         explanation_free_parts(&ex);
         if (!n)
             return attn_fail(ATTN_ERR_NO_MEMORY, "out of memory caching a decision");

@@ -14,7 +14,7 @@ struct attn_backend {
 };
 
 ATTNREG_API attn_status attn_backend_create(attn_registry *reg, const attn_selection *sel,
-                                           attn_backend **out)
+                                            attn_backend **out)
 {
     if (!reg || !sel || !out)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_backend_create: NULL argument");
@@ -70,7 +70,7 @@ ATTNREG_API attn_status attn_backend_create(attn_registry *reg, const attn_selec
 }
 
 ATTNREG_API attn_status attn_backend_workspace_size(const attn_backend *b,
-                                                   const attn_batch_limits *limits, size_t *bytes)
+                                                    const attn_batch_limits *limits, size_t *bytes)
 {
     if (!b || !limits || !bytes)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_backend_workspace_size: NULL argument");

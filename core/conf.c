@@ -173,19 +173,32 @@ static int parse_format_version(const char *s, int32_t *major, int32_t *minor)
 const char *attn_field_name(shape_field f)
 {
     switch (f) {
-    case FIELD_Q_DTYPE: return "q_dtype";
-    case FIELD_KV_DTYPE: return "kv_dtype";
-    case FIELD_COMPUTE_DTYPE: return "compute_dtype";
-    case FIELD_OUT_DTYPE: return "out_dtype";
-    case FIELD_HEAD_DIM: return "head_dim";
-    case FIELD_GQA_RATIO: return "gqa_ratio";
-    case FIELD_PAGE_SIZE: return "page_size";
-    case FIELD_Q_LEN: return "max_q_len";
-    case FIELD_KV_LEN: return "max_kv_len";
-    case FIELD_WINDOW: return "window";
-    case FIELD_SOFTCAP: return "softcap";
-    case FIELD_SINKS: return "sinks";
-    case FIELD_NON_CAUSAL: return "non-causal masking";
+    case FIELD_Q_DTYPE:
+        return "q_dtype";
+    case FIELD_KV_DTYPE:
+        return "kv_dtype";
+    case FIELD_COMPUTE_DTYPE:
+        return "compute_dtype";
+    case FIELD_OUT_DTYPE:
+        return "out_dtype";
+    case FIELD_HEAD_DIM:
+        return "head_dim";
+    case FIELD_GQA_RATIO:
+        return "gqa_ratio";
+    case FIELD_PAGE_SIZE:
+        return "page_size";
+    case FIELD_Q_LEN:
+        return "max_q_len";
+    case FIELD_KV_LEN:
+        return "max_kv_len";
+    case FIELD_WINDOW:
+        return "window";
+    case FIELD_SOFTCAP:
+        return "softcap";
+    case FIELD_SINKS:
+        return "sinks";
+    case FIELD_NON_CAUSAL:
+        return "non-causal masking";
     }
     return "?";
 }
@@ -193,19 +206,32 @@ const char *attn_field_name(shape_field f)
 int32_t attn_shape_field_get(const attn_shape *s, shape_field f)
 {
     switch (f) {
-    case FIELD_Q_DTYPE: return s->q_dtype;
-    case FIELD_KV_DTYPE: return s->kv_dtype;
-    case FIELD_COMPUTE_DTYPE: return s->compute_dtype;
-    case FIELD_OUT_DTYPE: return s->out_dtype;
-    case FIELD_HEAD_DIM: return s->head_dim;
-    case FIELD_GQA_RATIO: return s->num_q_heads / attn_shape_kv_heads(s);
-    case FIELD_PAGE_SIZE: return s->page_size;
-    case FIELD_Q_LEN: return s->max_q_len;
-    case FIELD_KV_LEN: return s->max_kv_len;
-    case FIELD_WINDOW: return s->window_left >= 0 || s->window_right >= 0;
-    case FIELD_SOFTCAP: return s->softcap != 0.0f;
-    case FIELD_SINKS: return s->has_sinks;
-    case FIELD_NON_CAUSAL: return !s->causal;
+    case FIELD_Q_DTYPE:
+        return s->q_dtype;
+    case FIELD_KV_DTYPE:
+        return s->kv_dtype;
+    case FIELD_COMPUTE_DTYPE:
+        return s->compute_dtype;
+    case FIELD_OUT_DTYPE:
+        return s->out_dtype;
+    case FIELD_HEAD_DIM:
+        return s->head_dim;
+    case FIELD_GQA_RATIO:
+        return s->num_q_heads / attn_shape_kv_heads(s);
+    case FIELD_PAGE_SIZE:
+        return s->page_size;
+    case FIELD_Q_LEN:
+        return s->max_q_len;
+    case FIELD_KV_LEN:
+        return s->max_kv_len;
+    case FIELD_WINDOW:
+        return s->window_left >= 0 || s->window_right >= 0;
+    case FIELD_SOFTCAP:
+        return s->softcap != 0.0f;
+    case FIELD_SINKS:
+        return s->has_sinks;
+    case FIELD_NON_CAUSAL:
+        return !s->causal;
     }
     return 0;
 }
@@ -213,11 +239,20 @@ int32_t attn_shape_field_get(const attn_shape *s, shape_field f)
 void attn_shape_field_set(attn_shape *s, shape_field f, int32_t v)
 {
     switch (f) {
-    case FIELD_Q_DTYPE: s->q_dtype = v; break;
-    case FIELD_KV_DTYPE: s->kv_dtype = v; break;
-    case FIELD_COMPUTE_DTYPE: s->compute_dtype = v; break;
-    case FIELD_OUT_DTYPE: s->out_dtype = v; break;
-    default: break; /* fallback rules only rewrite dtypes */
+    case FIELD_Q_DTYPE:
+        s->q_dtype = v;
+        break;
+    case FIELD_KV_DTYPE:
+        s->kv_dtype = v;
+        break;
+    case FIELD_COMPUTE_DTYPE:
+        s->compute_dtype = v;
+        break;
+    case FIELD_OUT_DTYPE:
+        s->out_dtype = v;
+        break;
+    default:
+        break; /* fallback rules only rewrite dtypes */
     }
 }
 
@@ -252,10 +287,10 @@ typedef struct interp {
     int errors;
 } interp;
 
-#define CONF_ERROR(it, line, ...)                                                            \
-    do {                                                                                   \
-        attn_registry_add_diag((it)->reg, ATTN_ERR_CONF, (it)->path, (line), NULL, __VA_ARGS__); \
-        (it)->errors++;                                                                    \
+#define CONF_ERROR(it, line, ...)                                                                  \
+    do {                                                                                           \
+        attn_registry_add_diag((it)->reg, ATTN_ERR_CONF, (it)->path, (line), NULL, __VA_ARGS__);   \
+        (it)->errors++;                                                                            \
     } while (0)
 
 /* An unknown key is an error in a file of our own minor (a typo must not be
@@ -356,8 +391,8 @@ static int parse_narrow(interp *it, const conf_entry *e, narrow_rule *r)
     case NARROW_MIN:
     case NARROW_MAX:
         if (!parse_int(e->value, &r->limit) || r->limit <= 0) {
-            CONF_ERROR(it, e->line, "%s:%d: %s = '%s' is not a positive integer", it->path,
-                       e->line, e->key, e->value);
+            CONF_ERROR(it, e->line, "%s:%d: %s = '%s' is not a positive integer", it->path, e->line,
+                       e->key, e->value);
             return 0;
         }
         break;
@@ -452,8 +487,8 @@ static void interpret_plugin(interp *it, const conf_file *cf)
                 library_line = e->line;
             } else if (strcmp(e->key, "priority") == 0) {
                 if (!parse_int(e->value, &c->priority))
-                    CONF_ERROR(it, e->line, "%s:%d: priority = '%s' is not an integer",
-                               it->path, e->line, e->value);
+                    CONF_ERROR(it, e->line, "%s:%d: priority = '%s' is not an integer", it->path,
+                               e->line, e->value);
                 have_priority = 1;
             } else if (strcmp(e->key, "enabled") == 0) {
                 if (!parse_bool(e->value, &c->enabled))
@@ -601,8 +636,8 @@ static void interpret_registry(interp *it, const conf_file *cf)
         } else if (strcmp(e->key, "from") == 0 || strcmp(e->key, "to") == 0) {
             attn_dtype d = attn_dtype_from_name(e->value);
             if (d == ATTN_DTYPE_INVALID)
-                CONF_ERROR(it, e->line, "%s:%d: %s = '%s' is not a known dtype", it->path,
-                           e->line, e->key, e->value);
+                CONF_ERROR(it, e->line, "%s:%d: %s = '%s' is not a known dtype", it->path, e->line,
+                           e->key, e->value);
             if (e->key[0] == 'f')
                 r->from = d;
             else
@@ -651,8 +686,8 @@ static void load_file(attn_registry *reg, const char *path)
                                    "comment); file ignored",
                                    path, rc);
         else
-            attn_registry_add_diag(reg, ATTN_ERR_CONF, path, 0, NULL, "%s: cannot parse (%s)",
-                                   path, cf.oom || rc == -2 ? "out of memory" : "read error");
+            attn_registry_add_diag(reg, ATTN_ERR_CONF, path, 0, NULL, "%s: cannot parse (%s)", path,
+                                   cf.oom || rc == -2 ? "out of memory" : "read error");
         conf_file_free(&cf);
         return;
     }

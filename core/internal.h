@@ -18,7 +18,8 @@ char *attn_strdup(const char *s);
 #if defined(__GNUC__)
 __attribute__((format(printf, 1, 2)))
 #endif
-char *attn_asprintf(const char *fmt, ...);
+char *
+attn_asprintf(const char *fmt, ...);
 char *attn_vasprintf(const char *fmt, va_list ap);
 
 /* A growable byte string. */
@@ -37,7 +38,8 @@ char *strbuf_take(strbuf *sb); /* returns the string (never NULL), resets sb */
 #if defined(__GNUC__)
 __attribute__((format(printf, 2, 3)))
 #endif
-attn_status attn_fail(attn_status status, const char *fmt, ...);
+attn_status
+attn_fail(attn_status status, const char *fmt, ...);
 void attn_clear_error(void);
 
 /* Copy min(dst_size, src_size) bytes of a versioned struct; zero the rest. */
@@ -68,11 +70,11 @@ uint64_t attn_shape_hash(const attn_shape *shape);
 /* ---- conf (conf.c) --------------------------------------------------- */
 
 typedef enum narrow_kind {
-    NARROW_DTYPES,  /* field must be one of a dtype mask */
-    NARROW_INTS,    /* field must be one of a list of ints */
-    NARROW_MIN,     /* field >= value */
-    NARROW_MAX,     /* field <= value */
-    NARROW_FEATURE  /* a feature (window, softcap, sinks, non-causal) allowed or not */
+    NARROW_DTYPES, /* field must be one of a dtype mask */
+    NARROW_INTS,   /* field must be one of a list of ints */
+    NARROW_MIN,    /* field >= value */
+    NARROW_MAX,    /* field <= value */
+    NARROW_FEATURE /* a feature (window, softcap, sinks, non-causal) allowed or not */
 } narrow_kind;
 
 typedef enum shape_field {

@@ -19,7 +19,8 @@ static void plugin_log(void *host, int32_t level, const char *message)
     attn_candidate *c = host;
     if (level < ATTN_LOG_DEBUG || level > ATTN_LOG_ERROR)
         level = ATTN_LOG_INFO;
-    attn_log(&c->registry->logger, (attn_log_level)level, "%s: %s", c->name, message ? message : "");
+    attn_log(&c->registry->logger, (attn_log_level)level, "%s: %s", c->name,
+             message ? message : "");
 }
 
 #if defined(__GNUC__)
@@ -49,8 +50,7 @@ static int load_now(attn_candidate *c)
     struct stat st;
     if (stat(c->library, &st) != 0)
         return load_fail(c, ATTN_ERR_LOAD, ATTN_REASON_LOAD_FAILED,
-                         "library %s (from %s:%d) cannot be found: %s", c->library, c->conf_file,
-                         c->name_line, strerror(errno));
+                         "library %s cannot be found: %s", c->library, strerror(errno));
     dlerror();
     /* RTLD_LOCAL: two plugins may define the same internal symbols. */
     c->dl_handle = dlopen(c->library, RTLD_NOW | RTLD_LOCAL);
@@ -79,16 +79,16 @@ static int load_now(attn_candidate *c)
                          d->struct_size);
     if (d->abi_major != ATTN_PLUGIN_ABI_MAJOR)
         return load_fail(c, ATTN_ERR_ABI, ATTN_REASON_ABI_MISMATCH,
-                         "plugin ABI %u.%u has another major than this host's %d.%d",
-                         d->abi_major, d->abi_minor, ATTN_PLUGIN_ABI_MAJOR, ATTN_PLUGIN_ABI_MINOR);
+                         "plugin ABI %u.%u has another major than this host's %d.%d", d->abi_major,
+                         d->abi_minor, ATTN_PLUGIN_ABI_MAJOR, ATTN_PLUGIN_ABI_MINOR);
     if (d->abi_minor > ATTN_PLUGIN_ABI_MINOR)
         return load_fail(c, ATTN_ERR_ABI, ATTN_REASON_ABI_MISMATCH,
                          "plugin ABI %u.%u is newer than this host's %d.%d; upgrade attnreg",
                          d->abi_major, d->abi_minor, ATTN_PLUGIN_ABI_MAJOR, ATTN_PLUGIN_ABI_MINOR);
     if (d->struct_size < DESCRIPTOR_1_0_SIZE)
         return load_fail(c, ATTN_ERR_ABI, ATTN_REASON_BAD_DESCRIPTOR,
-                         "descriptor struct_size %u is smaller than ABI 1.0's %zu",
-                         d->struct_size, (size_t)DESCRIPTOR_1_0_SIZE);
+                         "descriptor struct_size %u is smaller than ABI 1.0's %zu", d->struct_size,
+                         (size_t)DESCRIPTOR_1_0_SIZE);
     /* Read only what the plugin's struct_size covers; newer fields stay
      * zero, which every optional field treats as "absent". */
     attn_copy_versioned(&c->desc, sizeof c->desc, d, d->struct_size);

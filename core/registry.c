@@ -22,8 +22,8 @@ ATTNREG_API void attn_registry_options_init(attn_registry_options *o)
     o->log_level = -1;
 }
 
-void attn_registry_add_diag(attn_registry *reg, attn_status status, const char *file,
-                            int32_t line, const char *plugin, const char *fmt, ...)
+void attn_registry_add_diag(attn_registry *reg, attn_status status, const char *file, int32_t line,
+                            const char *plugin, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -56,8 +56,8 @@ static char *default_conf_dir(void)
     if (dladdr((void *)attn_registry_open, &info) && info.dli_fname) {
         const char *slash = strrchr(info.dli_fname, '/');
         if (slash) {
-            char *dir = attn_asprintf("%.*s/../share/attnreg/conf",
-                                      (int)(slash - info.dli_fname), info.dli_fname);
+            char *dir = attn_asprintf("%.*s/../share/attnreg/conf", (int)(slash - info.dli_fname),
+                                      info.dli_fname);
             /* Shown in listings and messages: the short real path reads better. */
             char real[PATH_MAX];
             if (dir && realpath(dir, real)) {
@@ -101,7 +101,7 @@ static void disable_backend(attn_registry *reg, const char *name, const char *so
 }
 
 ATTNREG_API attn_status attn_registry_open(const attn_registry_options *options,
-                                          attn_registry **out)
+                                           attn_registry **out)
 {
     attn_clear_error();
     if (!out)
@@ -166,8 +166,7 @@ ATTNREG_API attn_status attn_registry_open(const attn_registry_options *options,
         free(dir);
     }
     if (reg->num_candidates)
-        qsort(reg->candidates, reg->num_candidates, sizeof *reg->candidates,
-              compare_candidates);
+        qsort(reg->candidates, reg->num_candidates, sizeof *reg->candidates, compare_candidates);
 
     for (uint32_t i = 0; i < opt.num_disabled_backends && opt.disabled_backends; i++)
         if (opt.disabled_backends[i])
@@ -242,7 +241,7 @@ ATTNREG_API size_t attn_registry_diagnostic_count(const attn_registry *reg)
 }
 
 ATTNREG_API attn_status attn_registry_diagnostic(const attn_registry *reg, size_t index,
-                                                attn_diagnostic *out)
+                                                 attn_diagnostic *out)
 {
     if (!reg || !out || out->struct_size == 0)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_registry_diagnostic: bad argument");
@@ -281,7 +280,7 @@ ATTNREG_API size_t attn_registry_plugin_count(const attn_registry *reg)
 }
 
 ATTNREG_API attn_status attn_registry_plugin(const attn_registry *reg, size_t index,
-                                            attn_plugin_info *out)
+                                             attn_plugin_info *out)
 {
     if (!reg || !out || out->struct_size == 0 || index >= reg->num_candidates)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_registry_plugin: bad argument");
@@ -313,7 +312,7 @@ ATTNREG_API int attn_plugin_info_has_arch(const attn_plugin_info *info, const ch
 }
 
 ATTNREG_API attn_status attn_registry_load_plugin(attn_registry *reg, size_t index,
-                                                 attn_plugin_load_info *out)
+                                                  attn_plugin_load_info *out)
 {
     if (!reg || !out || out->struct_size == 0 || index >= reg->num_candidates)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_registry_load_plugin: bad argument");
@@ -340,8 +339,8 @@ ATTNREG_API attn_status attn_registry_load_plugin(attn_registry *reg, size_t ind
 }
 
 ATTNREG_API attn_status attn_registry_probe_devices(attn_registry *reg, size_t index,
-                                                   attn_device_info *devices, uint32_t capacity,
-                                                   uint32_t *count)
+                                                    attn_device_info *devices, uint32_t capacity,
+                                                    uint32_t *count)
 {
     if (!reg || !count || index >= reg->num_candidates || (capacity && !devices))
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_registry_probe_devices: bad argument");

@@ -185,8 +185,7 @@ static int check_runnable_layer(attn_candidate *c, const attn_shape *s, verdict_
 
 /* Evaluates one pass; returns the winner's index in `list` or -1. */
 static long evaluate_pass(attn_registry *reg, attn_candidate *const *list, size_t n,
-                          const attn_shape *s, int32_t pass, int evaluate_all,
-                          attn_explanation *ex)
+                          const attn_shape *s, int32_t pass, int evaluate_all, attn_explanation *ex)
 {
     long winner = -1;
     for (size_t i = 0; i < n; i++) {
@@ -302,8 +301,8 @@ static attn_status decide(attn_registry *reg, const attn_shape *shape, int evalu
         forced = find_by_name(reg, reg->forced_backend);
         if (!forced) {
             strbuf sb = {0};
-            strbuf_printf(&sb, "forced backend '%s' is not registered (known:",
-                          reg->forced_backend);
+            strbuf_printf(&sb,
+                          "forced backend '%s' is not registered (known:", reg->forced_backend);
             for (size_t i = 0; i < reg->num_candidates; i++)
                 strbuf_printf(&sb, " %s", reg->candidates[i]->name);
             strbuf_printf(&sb, "%s)", reg->num_candidates ? "" : " none");
@@ -449,8 +448,8 @@ static void log_decision(attn_registry *reg, const attn_explanation *ex, const d
 
 static const cache_node *cache_find(attn_registry *reg, const attn_shape *key, uint64_t hash)
 {
-    const cache_node *n = atomic_load_explicit(&reg->cache[hash % ATTN_CACHE_BUCKETS],
-                                               memory_order_acquire);
+    const cache_node *n =
+        atomic_load_explicit(&reg->cache[hash % ATTN_CACHE_BUCKETS], memory_order_acquire);
     for (; n; n = n->next)
         if (n->hash == hash && memcmp(&n->key, key, sizeof *key) == 0)
             return n;
@@ -503,7 +502,7 @@ void attn_cache_free(attn_registry *reg)
 }
 
 ATTNREG_API attn_status attn_registry_select(attn_registry *reg, const attn_shape *shape,
-                                            attn_selection *sel)
+                                             attn_selection *sel)
 {
     if (!reg || !shape || !sel)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_registry_select: NULL argument");
@@ -536,7 +535,7 @@ ATTNREG_API attn_status attn_registry_select(attn_registry *reg, const attn_shap
 }
 
 ATTNREG_API attn_status attn_registry_explain(attn_registry *reg, const attn_shape *shape,
-                                             attn_explanation **out)
+                                              attn_explanation **out)
 {
     if (!reg || !shape || !out)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_registry_explain: NULL argument");
@@ -574,7 +573,7 @@ ATTNREG_API size_t attn_explanation_count(const attn_explanation *ex)
 }
 
 ATTNREG_API attn_status attn_explanation_record(const attn_explanation *ex, size_t i,
-                                               attn_verdict_record *out)
+                                                attn_verdict_record *out)
 {
     if (!ex || !out || i >= ex->num_records || out->struct_size == 0)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_explanation_record: bad argument");
@@ -597,8 +596,7 @@ ATTNREG_API attn_status attn_explanation_record(const attn_explanation *ex, size
     return ATTN_OK;
 }
 
-ATTNREG_API attn_status attn_explanation_selection(const attn_explanation *ex,
-                                                  attn_selection *out)
+ATTNREG_API attn_status attn_explanation_selection(const attn_explanation *ex, attn_selection *out)
 {
     if (!ex || !out || out->struct_size < SELECTION_MIN_SIZE)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_explanation_selection: bad argument");

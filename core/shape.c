@@ -124,8 +124,7 @@ ATTNREG_API int attn_shape_validate(const attn_shape *in, char *msg, size_t size
     if (s.head_dim_v < 0)
         return invalid(msg, size, "head_dim_v must be positive, or 0 for head_dim (got %d)",
                        s.head_dim_v);
-    static const char *const dtype_fields[] = {"q_dtype", "kv_dtype", "compute_dtype",
-                                               "out_dtype"};
+    static const char *const dtype_fields[] = {"q_dtype", "kv_dtype", "compute_dtype", "out_dtype"};
     const int32_t dtypes[] = {s.q_dtype, s.kv_dtype, s.compute_dtype, s.out_dtype};
     for (int i = 0; i < 4; i++)
         if (!dtype_known(dtypes[i]))

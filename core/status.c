@@ -13,8 +13,7 @@ static const struct {
                                    "an argument is invalid (NULL pointer or bad struct_size)"},
     [ATTN_ERR_INVALID_SHAPE] = {"ATTN_ERR_INVALID_SHAPE",
                                 "the shape is invalid: no backend could ever run it"},
-    [ATTN_ERR_UNSUPPORTED] = {"ATTN_ERR_UNSUPPORTED",
-                              "no enabled backend supports the shape"},
+    [ATTN_ERR_UNSUPPORTED] = {"ATTN_ERR_UNSUPPORTED", "no enabled backend supports the shape"},
     [ATTN_ERR_BACKEND_REJECTED] = {"ATTN_ERR_BACKEND_REJECTED",
                                    "the forced backend rejects the shape"},
     [ATTN_ERR_NOT_FOUND] = {"ATTN_ERR_NOT_FOUND", "no backend of that name is registered"},
@@ -90,9 +89,12 @@ ATTNREG_API const char *attn_reason_name(int32_t reason)
 }
 
 static const char *const dtype_names[ATTN_DTYPE_COUNT] = {
-    [ATTN_DTYPE_INVALID] = "invalid",     [ATTN_DTYPE_F32] = "f32",
-    [ATTN_DTYPE_F16] = "f16",             [ATTN_DTYPE_BF16] = "bf16",
-    [ATTN_DTYPE_FP8_E4M3FN] = "fp8_e4m3fn", [ATTN_DTYPE_FP8_E4M3FNUZ] = "fp8_e4m3fnuz",
+    [ATTN_DTYPE_INVALID] = "invalid",
+    [ATTN_DTYPE_F32] = "f32",
+    [ATTN_DTYPE_F16] = "f16",
+    [ATTN_DTYPE_BF16] = "bf16",
+    [ATTN_DTYPE_FP8_E4M3FN] = "fp8_e4m3fn",
+    [ATTN_DTYPE_FP8_E4M3FNUZ] = "fp8_e4m3fnuz",
 };
 
 ATTNREG_API const char *attn_dtype_name(int32_t dtype)

@@ -93,7 +93,7 @@ typedef struct attn_plugin_descriptor {
     uint32_t struct_size; /* sizeof(attn_plugin_descriptor) as the plugin knows it */
     uint32_t abi_major;
     uint32_t abi_minor;
-    const char *name;        /* must equal the `name` of the INI that loads it */
+    const char *name; /* must equal the `name` of the INI that loads it */
     const char *version;
     const char *description;
     /* NULL-terminated list of the archs this binary holds code for; an empty
@@ -119,8 +119,7 @@ typedef struct attn_plugin_descriptor {
      * `capacity` entries, sets *count to the number found. No device or no
      * driver: return ATTN_ERR_NO_DEVICE with the runtime's message in err. */
     attn_status (*probe_devices)(const attn_plugin_context *ctx, attn_device_info *devices,
-                                 uint32_t capacity, uint32_t *count, char *err,
-                                 size_t err_size);
+                                 uint32_t capacity, uint32_t *count, char *err, size_t err_size);
 } attn_plugin_descriptor;
 
 typedef const attn_plugin_descriptor *(*attn_plugin_entry_fn)(uint32_t host_abi_major,
@@ -187,20 +186,19 @@ static inline int32_t attn_shape_head_dim_v(const attn_shape *s)
  * The descriptor refuses hosts of another major; the host refuses plugins
  * newer in minor than itself.
  */
-#define ATTN_PLUGIN_DEFINE(...)                                                                \
-    static const attn_plugin_descriptor attn_plugin_descriptor_instance = {                    \
-        .struct_size = sizeof(attn_plugin_descriptor),                                         \
-        .abi_major = ATTN_PLUGIN_ABI_MAJOR,                                                    \
-        .abi_minor = ATTN_PLUGIN_ABI_MINOR,                                                    \
-        __VA_ARGS__};                                                                          \
-    ATTN_PLUGIN_EXPORT const attn_plugin_descriptor *attn_plugin_entry(uint32_t host_abi_major, \
-                                                                       uint32_t host_abi_minor); \
-    ATTN_PLUGIN_EXPORT const attn_plugin_descriptor *attn_plugin_entry(uint32_t host_abi_major, \
-                                                                       uint32_t host_abi_minor) \
-    {                                                                                          \
-        (void)host_abi_minor;                                                                  \
-        return host_abi_major == ATTN_PLUGIN_ABI_MAJOR ? &attn_plugin_descriptor_instance      \
-                                                       : NULL;                                 \
+#define ATTN_PLUGIN_DEFINE(...)                                                                    \
+    static const attn_plugin_descriptor attn_plugin_descriptor_instance = {                        \
+        .struct_size = sizeof(attn_plugin_descriptor),                                             \
+        .abi_major = ATTN_PLUGIN_ABI_MAJOR,                                                        \
+        .abi_minor = ATTN_PLUGIN_ABI_MINOR,                                                        \
+        __VA_ARGS__};                                                                              \
+    ATTN_PLUGIN_EXPORT const attn_plugin_descriptor *attn_plugin_entry(uint32_t host_abi_major,    \
+                                                                       uint32_t host_abi_minor);   \
+    ATTN_PLUGIN_EXPORT const attn_plugin_descriptor *attn_plugin_entry(uint32_t host_abi_major,    \
+                                                                       uint32_t host_abi_minor)    \
+    {                                                                                              \
+        (void)host_abi_minor;                                                                      \
+        return host_abi_major == ATTN_PLUGIN_ABI_MAJOR ? &attn_plugin_descriptor_instance : NULL;  \
     }
 
 #ifdef __cplusplus

@@ -22,23 +22,23 @@ extern "C" {
  * attn_status_name() never change. */
 typedef enum attn_status {
     ATTN_OK = 0,
-    ATTN_ERR_INVALID_ARGUMENT = 1,   /* a NULL pointer, a bad struct_size, ... */
-    ATTN_ERR_INVALID_SHAPE = 2,      /* no backend could ever run this shape */
-    ATTN_ERR_UNSUPPORTED = 3,        /* valid shape, no enabled backend accepts it */
-    ATTN_ERR_BACKEND_REJECTED = 4,   /* the forced backend rejects the shape */
-    ATTN_ERR_NOT_FOUND = 5,          /* no backend of that name */
-    ATTN_ERR_CONF = 6,               /* a conf file is malformed */
-    ATTN_ERR_LOAD = 7,               /* a plugin library could not be loaded */
-    ATTN_ERR_ABI = 8,                /* a plugin's ABI is incompatible */
+    ATTN_ERR_INVALID_ARGUMENT = 1, /* a NULL pointer, a bad struct_size, ... */
+    ATTN_ERR_INVALID_SHAPE = 2,    /* no backend could ever run this shape */
+    ATTN_ERR_UNSUPPORTED = 3,      /* valid shape, no enabled backend accepts it */
+    ATTN_ERR_BACKEND_REJECTED = 4, /* the forced backend rejects the shape */
+    ATTN_ERR_NOT_FOUND = 5,        /* no backend of that name */
+    ATTN_ERR_CONF = 6,             /* a conf file is malformed */
+    ATTN_ERR_LOAD = 7,             /* a plugin library could not be loaded */
+    ATTN_ERR_ABI = 8,              /* a plugin's ABI is incompatible */
     ATTN_ERR_NO_MEMORY = 9,
-    ATTN_ERR_NO_DEVICE = 10,         /* no device (or no driver) for this arch */
-    ATTN_ERR_ARCH_NOT_IN_BINARY = 11,/* the plugin binary holds no code for the arch */
-    ATTN_ERR_NO_KERNELS = 12,        /* the plugin was built without GPU kernels */
-    ATTN_ERR_CREATE_FAILED = 13,     /* the plugin's constructor refused */
-    ATTN_ERR_RUNTIME = 14,           /* a device runtime call failed */
+    ATTN_ERR_NO_DEVICE = 10,          /* no device (or no driver) for this arch */
+    ATTN_ERR_ARCH_NOT_IN_BINARY = 11, /* the plugin binary holds no code for the arch */
+    ATTN_ERR_NO_KERNELS = 12,         /* the plugin was built without GPU kernels */
+    ATTN_ERR_CREATE_FAILED = 13,      /* the plugin's constructor refused */
+    ATTN_ERR_RUNTIME = 14,            /* a device runtime call failed */
     ATTN_ERR_WORKSPACE_TOO_SMALL = 15,
-    ATTN_ERR_INIT_FAILED = 16,       /* the plugin's init hook failed */
-    ATTN_ERR_IO = 17,                /* a file could not be read or written */
+    ATTN_ERR_INIT_FAILED = 16, /* the plugin's init hook failed */
+    ATTN_ERR_IO = 17,          /* a file could not be read or written */
     ATTN_ERR_INTERNAL = 18
 } attn_status;
 #define ATTN_STATUS_COUNT 19
@@ -49,25 +49,25 @@ typedef enum attn_dtype {
     ATTN_DTYPE_F32 = 1,
     ATTN_DTYPE_F16 = 2,
     ATTN_DTYPE_BF16 = 3,
-    ATTN_DTYPE_FP8_E4M3FN = 4,   /* OCP e4m3: NVIDIA sm_89+, gfx950 */
-    ATTN_DTYPE_FP8_E4M3FNUZ = 5  /* e4m3 without negative zero: gfx942 */
+    ATTN_DTYPE_FP8_E4M3FN = 4,  /* OCP e4m3: NVIDIA sm_89+, gfx950 */
+    ATTN_DTYPE_FP8_E4M3FNUZ = 5 /* e4m3 without negative zero: gfx942 */
 } attn_dtype;
 #define ATTN_DTYPE_COUNT 6
 
 /* Why a candidate was rejected. Stable codes; attn_reason_name() gives the
  * stable machine-readable name ("Q_LEN", ...). */
 typedef enum attn_reason {
-    ATTN_REASON_NONE = 0,              /* accepted */
+    ATTN_REASON_NONE = 0, /* accepted */
     /* conf (INI) layer, decided without loading the library */
-    ATTN_REASON_DISABLED = 1,          /* enabled = false in its INI */
-    ATTN_REASON_DISABLED_BY_HOST = 2,  /* host option or ATTNREG_DISABLE */
-    ATTN_REASON_ARCH_NOT_LISTED = 3,   /* arch not in the INI's archs list */
-    ATTN_REASON_NARROWED = 4,          /* an INI narrowing key excludes the shape */
+    ATTN_REASON_DISABLED = 1,         /* enabled = false in its INI */
+    ATTN_REASON_DISABLED_BY_HOST = 2, /* host option or ATTNREG_DISABLE */
+    ATTN_REASON_ARCH_NOT_LISTED = 3,  /* arch not in the INI's archs list */
+    ATTN_REASON_NARROWED = 4,         /* an INI narrowing key excludes the shape */
     /* loading */
-    ATTN_REASON_LOAD_FAILED = 5,       /* file missing, dlopen error */
+    ATTN_REASON_LOAD_FAILED = 5, /* file missing, dlopen error */
     ATTN_REASON_NO_ENTRY_SYMBOL = 6,
-    ATTN_REASON_ABI_MISMATCH = 7,      /* major differs or minor newer than host */
-    ATTN_REASON_BAD_DESCRIPTOR = 8,    /* NULL or malformed descriptor */
+    ATTN_REASON_ABI_MISMATCH = 7,   /* major differs or minor newer than host */
+    ATTN_REASON_BAD_DESCRIPTOR = 8, /* NULL or malformed descriptor */
     ATTN_REASON_INIT_FAILED = 9,
     /* plugin predicates */
     ATTN_REASON_ARCH = 10,
@@ -100,24 +100,24 @@ typedef enum attn_reason {
  * run a call, known before any tensor exists. Fill it with attn_shape_init()
  * (host API) or ATTN_SHAPE_DEFAULTS, then set what differs. */
 typedef struct attn_shape {
-    uint32_t struct_size;      /* sizeof(attn_shape) as the writer knows it */
-    char arch[ATTN_ARCH_MAX];  /* "gfx950", "gfx942", "sm_90", "cpu" */
+    uint32_t struct_size;     /* sizeof(attn_shape) as the writer knows it */
+    char arch[ATTN_ARCH_MAX]; /* "gfx950", "gfx942", "sm_90", "cpu" */
     int32_t num_q_heads;
-    int32_t num_kv_heads;      /* 0 = same as num_q_heads (MHA) */
+    int32_t num_kv_heads; /* 0 = same as num_q_heads (MHA) */
     int32_t head_dim;
-    int32_t head_dim_v;        /* 0 = head_dim */
-    int32_t q_dtype;           /* attn_dtype */
-    int32_t kv_dtype;          /* attn_dtype of the K/V caches */
-    int32_t compute_dtype;     /* attn_dtype: the precision of the math asked for */
-    int32_t out_dtype;         /* attn_dtype */
-    int32_t page_size;         /* tokens per KV-cache block */
-    int32_t max_q_len;         /* longest query (new tokens) of one sequence */
-    int32_t max_kv_len;        /* longest key range of one sequence */
-    int32_t causal;            /* 1 = causal masking */
-    int32_t window_left;       /* -1 = unbounded */
-    int32_t window_right;      /* -1 = unbounded */
-    float softcap;             /* 0 = none */
-    int32_t has_sinks;         /* 1 = per-head sink logits are passed */
+    int32_t head_dim_v;    /* 0 = head_dim */
+    int32_t q_dtype;       /* attn_dtype */
+    int32_t kv_dtype;      /* attn_dtype of the K/V caches */
+    int32_t compute_dtype; /* attn_dtype: the precision of the math asked for */
+    int32_t out_dtype;     /* attn_dtype */
+    int32_t page_size;     /* tokens per KV-cache block */
+    int32_t max_q_len;     /* longest query (new tokens) of one sequence */
+    int32_t max_kv_len;    /* longest key range of one sequence */
+    int32_t causal;        /* 1 = causal masking */
+    int32_t window_left;   /* -1 = unbounded */
+    int32_t window_right;  /* -1 = unbounded */
+    float softcap;         /* 0 = none */
+    int32_t has_sinks;     /* 1 = per-head sink logits are passed */
 } attn_shape;
 
 /* The tensors of one forward call (vLLM's paged layouts). Pointers are in
@@ -126,30 +126,30 @@ typedef struct attn_shape {
 typedef struct attn_forward_args {
     uint32_t struct_size;
     int32_t num_seqs;
-    int32_t num_tokens;              /* total query tokens = cu_seqlens_q[num_seqs] */
-    const void *q;                   /* [num_tokens, Hq, D], q_dtype */
+    int32_t num_tokens; /* total query tokens = cu_seqlens_q[num_seqs] */
+    const void *q;      /* [num_tokens, Hq, D], q_dtype */
     int64_t q_stride_token;
     int64_t q_stride_head;
-    const void *k_cache;             /* [num_blocks, page_size, Hkv, D], kv_dtype, contiguous */
-    const void *v_cache;             /* [num_blocks, page_size, Hkv, Dv], kv_dtype, contiguous */
+    const void *k_cache; /* [num_blocks, page_size, Hkv, D], kv_dtype, contiguous */
+    const void *v_cache; /* [num_blocks, page_size, Hkv, Dv], kv_dtype, contiguous */
     int32_t num_blocks;
-    const int32_t *block_table;      /* [num_seqs, block_table_stride] */
+    const int32_t *block_table; /* [num_seqs, block_table_stride] */
     int32_t block_table_stride;
-    const int32_t *cu_seqlens_q;     /* [num_seqs + 1] */
-    const int32_t *seqused_k;        /* [num_seqs] keys per sequence, new tokens included */
-    int32_t max_seqlen_q;            /* <= shape.max_q_len */
-    int32_t max_seqlen_k;            /* <= shape.max_kv_len */
-    float scale;                     /* softmax scale, usually 1/sqrt(D) */
-    float q_descale;                 /* FP8 compute: Q quantisation scale (1 = none) */
-    float k_descale;                 /* FP8 caches: dequantised = byte value x descale */
+    const int32_t *cu_seqlens_q; /* [num_seqs + 1] */
+    const int32_t *seqused_k;    /* [num_seqs] keys per sequence, new tokens included */
+    int32_t max_seqlen_q;        /* <= shape.max_q_len */
+    int32_t max_seqlen_k;        /* <= shape.max_kv_len */
+    float scale;                 /* softmax scale, usually 1/sqrt(D) */
+    float q_descale;             /* FP8 compute: Q quantisation scale (1 = none) */
+    float k_descale;             /* FP8 caches: dequantised = byte value x descale */
     float v_descale;
-    const float *sinks;              /* [Hq] float32, when shape.has_sinks */
-    void *out;                       /* [num_tokens, Hq, Dv], out_dtype */
+    const float *sinks; /* [Hq] float32, when shape.has_sinks */
+    void *out;          /* [num_tokens, Hq, Dv], out_dtype */
     int64_t out_stride_token;
     int64_t out_stride_head;
-    void *workspace;                 /* scratch sized by attn_backend_workspace_size */
+    void *workspace; /* scratch sized by attn_backend_workspace_size */
     size_t workspace_size;
-    void *stream;                    /* hipStream_t / cudaStream_t; NULL = default */
+    void *stream; /* hipStream_t / cudaStream_t; NULL = default */
 } attn_forward_args;
 
 /* Limits of the batches a backend object will see, for sizing scratch. */
@@ -163,7 +163,7 @@ typedef struct attn_batch_limits {
 typedef struct attn_device_info {
     uint32_t struct_size;
     int32_t index;
-    char arch[ATTN_ARCH_MAX];        /* "sm_90", "gfx950", "cpu" */
+    char arch[ATTN_ARCH_MAX]; /* "sm_90", "gfx950", "cpu" */
     char name[128];
     uint64_t memory_bytes;
     int32_t compute_units;

@@ -90,18 +90,18 @@ typedef struct attn_registry_options {
      * (colon separated), then the installation's default folder. */
     const char *const *conf_paths;
     uint32_t num_conf_paths;
-    int32_t skip_env_conf_path;   /* 1 = ignore ATTNREG_CONF_PATH */
-    int32_t skip_default_conf;    /* 1 = do not search the default folder */
-    attn_log_fn log_fn;           /* NULL = stderr */
+    int32_t skip_env_conf_path; /* 1 = ignore ATTNREG_CONF_PATH */
+    int32_t skip_default_conf;  /* 1 = do not search the default folder */
+    attn_log_fn log_fn;         /* NULL = stderr */
     void *log_user;
-    int32_t log_level;            /* attn_log_level; -1 = ATTNREG_LOG or WARN */
-    int32_t strict;               /* 1 = never apply fallback rules */
-    const char *forced_backend;   /* NULL = ATTNREG_BACKEND or none */
+    int32_t log_level;                    /* attn_log_level; -1 = ATTNREG_LOG or WARN */
+    int32_t strict;                       /* 1 = never apply fallback rules */
+    const char *forced_backend;           /* NULL = ATTNREG_BACKEND or none */
     const char *const *disabled_backends; /* added to ATTNREG_DISABLE */
     uint32_t num_disabled_backends;
-    int32_t runnable;             /* 1 = reject candidates that cannot run here */
-    int32_t fail_on_conf_error;   /* 1 = open fails on any conf error */
-    int32_t skip_env;             /* 1 = ignore every ATTNREG_* variable */
+    int32_t runnable;           /* 1 = reject candidates that cannot run here */
+    int32_t fail_on_conf_error; /* 1 = open fails on any conf error */
+    int32_t skip_env;           /* 1 = ignore every ATTNREG_* variable */
 } attn_registry_options;
 
 ATTNREG_API void attn_registry_options_init(attn_registry_options *options);
@@ -111,7 +111,7 @@ ATTNREG_API void attn_registry_options_init(attn_registry_options *options);
  * fail_on_conf_error, open fails with ATTN_ERR_CONF and attn_last_error()
  * names file:line). */
 ATTNREG_API attn_status attn_registry_open(const attn_registry_options *options,
-                                          attn_registry **registry);
+                                           attn_registry **registry);
 ATTNREG_API void attn_registry_close(attn_registry *registry);
 
 /* Problems found while reading conf files or loading plugins. */
@@ -126,7 +126,7 @@ typedef struct attn_diagnostic {
 
 ATTNREG_API size_t attn_registry_diagnostic_count(const attn_registry *registry);
 ATTNREG_API attn_status attn_registry_diagnostic(const attn_registry *registry, size_t index,
-                                                attn_diagnostic *out);
+                                                 attn_diagnostic *out);
 /* The conf folders searched, in order. */
 ATTNREG_API size_t attn_registry_conf_path_count(const attn_registry *registry);
 ATTNREG_API const char *attn_registry_conf_path(const attn_registry *registry, size_t index);
@@ -138,47 +138,47 @@ typedef struct attn_plugin_info {
     const char *name;
     int32_t priority;
     int32_t enabled;
-    const char *archs;          /* comma separated, as declared in the INI */
-    const char *library;        /* resolved path */
+    const char *archs;   /* comma separated, as declared in the INI */
+    const char *library; /* resolved path */
     const char *conf_file;
-    int32_t conf_line;          /* line of the name key */
+    int32_t conf_line; /* line of the name key */
     const attn_candidate *candidate;
 } attn_plugin_info;
 
 /* Candidates in priority order (high first, ties by name). */
 ATTNREG_API size_t attn_registry_plugin_count(const attn_registry *registry);
 ATTNREG_API attn_status attn_registry_plugin(const attn_registry *registry, size_t index,
-                                            attn_plugin_info *out);
+                                             attn_plugin_info *out);
 ATTNREG_API int attn_plugin_info_has_arch(const attn_plugin_info *info, const char *arch);
 
 /* What loading the plugin's library found. Loads it if not loaded yet. */
 typedef struct attn_plugin_load_info {
     uint32_t struct_size;
-    attn_status status;        /* ATTN_OK when loaded and negotiated */
-    int32_t reason;            /* attn_reason of a failure */
-    const char *message;       /* sentence of a failure, "" when fine */
-    const char *version;       /* plugin's version string (NULL on failure) */
+    attn_status status;  /* ATTN_OK when loaded and negotiated */
+    int32_t reason;      /* attn_reason of a failure */
+    const char *message; /* sentence of a failure, "" when fine */
+    const char *version; /* plugin's version string (NULL on failure) */
     const char *description;
-    const char *built_archs;   /* comma separated; "" = built without kernels */
+    const char *built_archs; /* comma separated; "" = built without kernels */
     uint32_t abi_major;
     uint32_t abi_minor;
     uint32_t num_predicates;
 } attn_plugin_load_info;
 
 ATTNREG_API attn_status attn_registry_load_plugin(attn_registry *registry, size_t index,
-                                                 attn_plugin_load_info *out);
+                                                  attn_plugin_load_info *out);
 
 /* Devices a plugin reports (loads it if needed). ATTN_ERR_NO_DEVICE with
  * attn_last_error() carrying the runtime's message when there are none. */
 ATTNREG_API attn_status attn_registry_probe_devices(attn_registry *registry, size_t index,
-                                                   attn_device_info *devices,
-                                                   uint32_t capacity, uint32_t *count);
+                                                    attn_device_info *devices, uint32_t capacity,
+                                                    uint32_t *count);
 
 /* ---- selection ------------------------------------------------------ */
 
 typedef struct attn_selection {
     uint32_t struct_size;
-    const char *backend_name;     /* NULL when no backend was selected */
+    const char *backend_name; /* NULL when no backend was selected */
     const attn_candidate *candidate;
     attn_shape effective_shape;   /* the shape after any fallback */
     int32_t fallback_applied;     /* 1 when a fallback rule was applied */
@@ -196,21 +196,21 @@ ATTNREG_API void attn_selection_init(attn_selection *selection);
  * ATTN_ERR_UNSUPPORTED or ATTN_ERR_BACKEND_REJECTED (forced backend).
  * Repeated calls on one shape are answered from a cache. */
 ATTNREG_API attn_status attn_registry_select(attn_registry *registry, const attn_shape *shape,
-                                            attn_selection *selection);
+                                             attn_selection *selection);
 
 /* ---- explanation ---------------------------------------------------- */
 
 typedef struct attn_verdict_record {
     uint32_t struct_size;
-    int32_t pass;              /* 0 = the asked shape; k = after k fallback rules */
+    int32_t pass; /* 0 = the asked shape; k = after k fallback rules */
     const char *backend;
     int32_t accepted;
-    int32_t selected;          /* 1 for the winner */
-    int32_t reason;            /* attn_reason */
-    const char *reason_name;   /* stable name, e.g. "Q_LEN" */
-    const char *message;       /* the human sentence */
-    const char *predicate;     /* predicate or check that decided ("conf", "load", "head_dims", ...) */
-    const char *conf_file;     /* the INI, when the conf layer decided */
+    int32_t selected;        /* 1 for the winner */
+    int32_t reason;          /* attn_reason */
+    const char *reason_name; /* stable name, e.g. "Q_LEN" */
+    const char *message;     /* the human sentence */
+    const char *predicate; /* predicate or check that decided ("conf", "load", "head_dims", ...) */
+    const char *conf_file; /* the INI, when the conf layer decided */
     int32_t conf_line;
     int32_t priority;
 } attn_verdict_record;
@@ -218,22 +218,22 @@ typedef struct attn_verdict_record {
 /* Evaluate every candidate (also those after the winner) for the shape and
  * each fallback pass that was needed. The status is what select returns. */
 ATTNREG_API attn_status attn_registry_explain(attn_registry *registry, const attn_shape *shape,
-                                             attn_explanation **explanation);
+                                              attn_explanation **explanation);
 ATTNREG_API void attn_explanation_free(attn_explanation *explanation);
 ATTNREG_API attn_status attn_explanation_status(const attn_explanation *explanation);
 ATTNREG_API size_t attn_explanation_count(const attn_explanation *explanation);
-ATTNREG_API attn_status attn_explanation_record(const attn_explanation *explanation,
-                                               size_t index, attn_verdict_record *out);
+ATTNREG_API attn_status attn_explanation_record(const attn_explanation *explanation, size_t index,
+                                                attn_verdict_record *out);
 /* The decision itself (same fields as select fills). */
 ATTNREG_API attn_status attn_explanation_selection(const attn_explanation *explanation,
-                                                  attn_selection *out);
+                                                   attn_selection *out);
 /* Number of passes evaluated and, per pass, the rule that produced it
  * (pass 0: NULL) and the effective shape. */
 ATTNREG_API size_t attn_explanation_pass_count(const attn_explanation *explanation);
 ATTNREG_API const char *attn_explanation_pass_rule(const attn_explanation *explanation,
-                                                  size_t pass);
+                                                   size_t pass);
 ATTNREG_API const attn_shape *attn_explanation_pass_shape(const attn_explanation *explanation,
-                                                         size_t pass);
+                                                          size_t pass);
 
 /* ---- backends ------------------------------------------------------- */
 
@@ -242,13 +242,11 @@ ATTNREG_API const attn_shape *attn_explanation_pass_shape(const attn_explanation
  * archs it holds; ATTN_ERR_NO_KERNELS when it holds none) and that a device is
  * present (ATTN_ERR_NO_DEVICE), then calls the plugin's constructor. */
 ATTNREG_API attn_status attn_backend_create(attn_registry *registry,
-                                           const attn_selection *selection,
-                                           attn_backend **backend);
+                                            const attn_selection *selection,
+                                            attn_backend **backend);
 ATTNREG_API attn_status attn_backend_workspace_size(const attn_backend *backend,
-                                                   const attn_batch_limits *limits,
-                                                   size_t *bytes);
-ATTNREG_API attn_status attn_backend_forward(attn_backend *backend,
-                                            const attn_forward_args *args);
+                                                    const attn_batch_limits *limits, size_t *bytes);
+ATTNREG_API attn_status attn_backend_forward(attn_backend *backend, const attn_forward_args *args);
 ATTNREG_API void attn_backend_destroy(attn_backend *backend);
 ATTNREG_API const char *attn_backend_name(const attn_backend *backend);
 ATTNREG_API const attn_shape *attn_backend_shape(const attn_backend *backend);

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what attnreg needs to build and test on Debian 12 (as root), and
+# nothing when it is already there. Needs: network access to Debian's
+# archive, or the packages already installed.
+set -euo pipefail
+pkgs=(build-essential cmake pkg-config libinih-dev check valgrind python3)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "setup-deps: missing ${missing[*]}; run as root or install them with apt-get" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  echo "setup-deps: installed ${missing[*]}"
+fi

@@ -181,7 +181,7 @@ attn_status attn_candidate_probe(attn_candidate *c)
         c->probed = 1;
         if (!c->desc.probe_devices) {
             c->probe_status = ATTN_ERR_NO_DEVICE;
-            c->probe_message = attn_asprintf("%s offers no device probe (ABI 1.0 plugin)", c->name);
+            c->probe_message = attn_asprintf("%s offers no device probe", c->name);
         } else {
             enum { MAX_DEVICES = 64 };
             char err[256] = "";

@@ -349,7 +349,7 @@ ATTNREG_API attn_status attn_registry_probe_devices(attn_registry *reg, size_t i
     attn_status st = attn_candidate_probe(c);
     if (st != ATTN_OK) {
         const char *msg = c->probe_message ? c->probe_message : c->load_message;
-        return attn_fail(st, "%s: %s", c->name, msg ? msg : attn_status_message(st));
+        return attn_fail(st, "%s", msg ? msg : attn_status_message(st));
     }
     for (uint32_t i = 0; i < c->num_devices && i < capacity; i++) {
         uint32_t size = devices[i].struct_size ? devices[i].struct_size : sizeof devices[i];

@@ -216,22 +216,28 @@ static int is_conf_only_rejection(int32_t reason)
            reason == ATTN_REASON_DISABLED_BY_HOST;
 }
 
-/* The rejection that motivates a fallback: that of the highest-priority
- * candidate that was really in the running for this arch (one that the arch
- * list or an enabled switch turned away says nothing about the shape). */
-static const verdict_rec *motivating_rejection(const attn_explanation *ex, int32_t pass)
+/* The rejection that motivated a fallback: what the eventual winner said
+ * about the shape as asked (for FP8 -> BF16 on a GQA shape, aiter-generic's
+ * "FP8 compute is MHA-only", not the MTP plugin's unrelated Q_LEN). Without
+ * a winner record, the highest-priority candidate that was really in the
+ * running for the arch: one that the arch list or an enabled switch turned
+ * away says nothing about the shape. */
+static const verdict_rec *motivating_rejection(const attn_explanation *ex,
+                                               const attn_candidate *winner)
 {
-    const verdict_rec *first = NULL;
+    const verdict_rec *first = NULL, *first_real = NULL;
     for (size_t i = 0; i < ex->num_records; i++) {
         const verdict_rec *r = &ex->records[i];
-        if (r->pass != pass || r->accepted)
+        if (r->pass != 0 || r->accepted)
             continue;
+        if (r->candidate == winner)
+            return r;
         if (!first)
             first = r;
-        if (!is_conf_only_rejection(r->reason))
-            return r;
+        if (!first_real && !is_conf_only_rejection(r->reason))
+            first_real = r;
     }
-    return first;
+    return first_real ? first_real : first;
 }
 
 static int add_pass(attn_explanation *ex, const attn_shape *s, const char *rule)
@@ -339,7 +345,7 @@ static attn_status decide(attn_registry *reg, const attn_shape *shape, int evalu
         d->effective = current;
         d->message = attn_strdup("");
         if (pass > 0) {
-            const verdict_rec *m = motivating_rejection(ex, 0);
+            const verdict_rec *m = motivating_rejection(ex, list[winner]);
             d->fallback_applied = 1;
             d->fallback_rule = rules;
             rules = NULL;

@@ -1,0 +1,308 @@
+/*
+ * aiter-mtp-gfx950: the speculative-decoding (MTP) verify kernel. It reads
+ * each page of the paged KV cache once for all 2-4 speculative query tokens
+ * and all 16 query heads sharing a KV head, where the generic kernel reloads
+ * it once per token. That only pays off on one narrow shape, so the plugin is
+ * tried first (priority 100 in its INI) and declines everything else with a
+ * precise reason: gfx950 (and sm_90, where the kernel is validated through
+ * the HIP->CUDA mapping; the shipped INI keeps gfx950 only), 2-4 query
+ * tokens, a context longer than 512 keys, 16 query heads per KV head, head
+ * size 256, page 16, bf16 Q and math and output, fp8_e4m3fn KV, causal, no
+ * window, no softcap, no sinks.
+ *
+ * Every condition is its own predicate with its own reason code, in the
+ * order a user would check them: where, how many tokens, how the heads are
+ * laid out, how the cache is laid out, the types, then the masking features.
+ */
+#include <stdint.h>
+#include <stdio.h>
+
+#include "attn_plugin.h"
+#include "attn_pred_util.h"
+
+#define AITER_MTP_NAME "aiter-mtp-gfx950"
+
+static const char *const aiter_mtp_archs[] = {"gfx950", "sm_90", NULL};
+
+/* Speculative tokens verified per sequence. One token is plain decode, where
+ * there is no KV reuse to win and the generic kernel is as fast; the kernel
+ * is built and measured for 2-4 tokens and promises nothing beyond. */
+#define AITER_MTP_MIN_Q_LEN 2
+#define AITER_MTP_MAX_Q_LEN 4
+
+/* On short contexts there are too few pages for the KV reuse to outweigh
+ * the kernel's fixed cost, so those stay with the generic kernel. */
+#define AITER_MTP_MIN_KV_LEN_EXCLUSIVE 512
+
+/* One KV head feeds exactly 16 query heads: the kernel stacks those 16
+ * heads (times the 2-4 tokens) into the rows of one matrix tile. */
+static const int32_t aiter_mtp_gqa_ratios[] = {16};
+static const int32_t aiter_mtp_head_dims[] = {256};
+static const int32_t aiter_mtp_page_sizes[] = {16};
+static const int32_t aiter_mtp_bf16[] = {ATTN_DTYPE_BF16};
+static const int32_t aiter_mtp_kv_dtypes[] = {ATTN_DTYPE_FP8_E4M3FN};
+
+/* ---- capability predicates ------------------------------------------- */
+
+static int aiter_mtp_check_arch(const attn_plugin_context *ctx, const attn_shape *shape,
+                                attn_verdict *verdict)
+{
+    (void)ctx;
+    return attn_pred_require_arch_in(verdict, shape, aiter_mtp_archs);
+}
+
+static int aiter_mtp_check_q_len(const attn_plugin_context *ctx, const attn_shape *shape,
+                                 attn_verdict *verdict)
+{
+    (void)ctx;
+    return attn_pred_require_int_range(verdict, ATTN_REASON_Q_LEN, "max_q_len", shape->max_q_len,
+                                       AITER_MTP_MIN_Q_LEN, AITER_MTP_MAX_Q_LEN);
+}
+
+static int aiter_mtp_check_kv_len(const attn_plugin_context *ctx, const attn_shape *shape,
+                                  attn_verdict *verdict)
+{
+    (void)ctx;
+    return attn_pred_require_int_range(verdict, ATTN_REASON_KV_LEN, "max_kv_len", shape->max_kv_len,
+                                       AITER_MTP_MIN_KV_LEN_EXCLUSIVE + 1, INT32_MAX);
+}
+
+/* First the divisibility (a ratio is only meaningful when it is whole), then
+ * the ratio itself. */
+static int aiter_mtp_check_gqa_ratio(const attn_plugin_context *ctx, const attn_shape *shape,
+                                     attn_verdict *verdict)
+{
+    int32_t ratio = attn_pred_gqa_ratio(shape);
+    char set[ATTN_PRED_SET_MAX];
+    (void)ctx;
+    if (ratio == 0)
+        return attn_pred_require_gqa_divisible(verdict, shape);
+    if (attn_pred_int_in(ratio, aiter_mtp_gqa_ratios, ATTN_PRED_COUNT(aiter_mtp_gqa_ratios)))
+        return attn_accept(verdict);
+    return attn_reject(verdict, ATTN_REASON_GQA_RATIO,
+                       "gqa_ratio %d (num_q_heads %d / num_kv_heads %d) not in %s", (int)ratio,
+                       (int)shape->num_q_heads, (int)attn_shape_kv_heads(shape),
+                       attn_pred_format_int_set(set, sizeof set, aiter_mtp_gqa_ratios,
+                                                ATTN_PRED_COUNT(aiter_mtp_gqa_ratios)));
+}
+
+static int aiter_mtp_check_head_dim(const attn_plugin_context *ctx, const attn_shape *shape,
+                                    attn_verdict *verdict)
+{
+    (void)ctx;
+    return attn_pred_require_int_in(verdict, ATTN_REASON_HEAD_DIM, "head_dim", shape->head_dim,
+                                    aiter_mtp_head_dims, ATTN_PRED_COUNT(aiter_mtp_head_dims));
+}
+
+static int aiter_mtp_check_head_dim_v(const attn_plugin_context *ctx, const attn_shape *shape,
+                                      attn_verdict *verdict)
+{
+    (void)ctx;
+    return attn_pred_require_int_in(verdict, ATTN_REASON_HEAD_DIM_V, "head_dim_v",
+                                    attn_shape_head_dim_v(shape), aiter_mtp_head_dims,
+                                    ATTN_PRED_COUNT(aiter_mtp_head_dims));
+}
+
+static int aiter_mtp_check_page_size(const attn_plugin_context *ctx, const attn_shape *shape,
+                                     attn_verdict *verdict)
+{
+    (void)ctx;
+    return attn_pred_require_int_in(verdict, ATTN_REASON_PAGE_SIZE, "page_size", shape->page_size,
+                                    aiter_mtp_page_sizes, ATTN_PRED_COUNT(aiter_mtp_page_sizes));
+}
+
+static int aiter_mtp_check_q_dtype(const attn_plugin_context *ctx, const attn_shape *shape,
+                                   attn_verdict *verdict)
+{
+    (void)ctx;
+    return attn_pred_require_dtype_in(verdict, ATTN_REASON_Q_DTYPE, "q_dtype", shape->q_dtype,
+                                      aiter_mtp_bf16, ATTN_PRED_COUNT(aiter_mtp_bf16));
+}
+
+/* gfx950 and sm_90 both use the OCP e4m3fn format, so one flavour serves
+ * every arch this plugin accepts. */
+static int aiter_mtp_check_kv_dtype(const attn_plugin_context *ctx, const attn_shape *shape,
+                                    attn_verdict *verdict)
+{
+    (void)ctx;
+    return attn_pred_require_dtype_in(verdict, ATTN_REASON_KV_DTYPE, "kv_dtype", shape->kv_dtype,
+                                      aiter_mtp_kv_dtypes, ATTN_PRED_COUNT(aiter_mtp_kv_dtypes));
+}
+
+static int aiter_mtp_check_compute_dtype(const attn_plugin_context *ctx, const attn_shape *shape,
+                                         attn_verdict *verdict)
+{
+    (void)ctx;
+    return attn_pred_require_dtype_in(verdict, ATTN_REASON_COMPUTE_DTYPE, "compute_dtype",
+                                      shape->compute_dtype, aiter_mtp_bf16,
+                                      ATTN_PRED_COUNT(aiter_mtp_bf16));
+}
+
+static int aiter_mtp_check_out_dtype(const attn_plugin_context *ctx, const attn_shape *shape,
+                                     attn_verdict *verdict)
+{
+    (void)ctx;
+    return attn_pred_require_dtype_in(verdict, ATTN_REASON_OUT_DTYPE, "out_dtype", shape->out_dtype,
+                                      aiter_mtp_bf16, ATTN_PRED_COUNT(aiter_mtp_bf16));
+}
+
+/* Verifying speculative tokens is always causal: token i must not see the
+ * tokens drafted after it. */
+static int aiter_mtp_check_causal(const attn_plugin_context *ctx, const attn_shape *shape,
+                                  attn_verdict *verdict)
+{
+    (void)ctx;
+    if (shape->causal == 1)
+        return attn_accept(verdict);
+    return attn_reject(verdict, ATTN_REASON_CAUSAL, "causal %d not in {1}: %s is causal only",
+                       (int)shape->causal, AITER_MTP_NAME);
+}
+
+static int aiter_mtp_check_window(const attn_plugin_context *ctx, const attn_shape *shape,
+                                  attn_verdict *verdict)
+{
+    (void)ctx;
+    if (shape->window_left == -1 && shape->window_right == -1)
+        return attn_accept(verdict);
+    return attn_reject(verdict, ATTN_REASON_WINDOW,
+                       "sliding window (window_left %d, window_right %d) not supported: both must "
+                       "be -1",
+                       (int)shape->window_left, (int)shape->window_right);
+}
+
+static int aiter_mtp_check_softcap(const attn_plugin_context *ctx, const attn_shape *shape,
+                                   attn_verdict *verdict)
+{
+    (void)ctx;
+    if (shape->softcap == 0.0f)
+        return attn_accept(verdict);
+    return attn_reject(verdict, ATTN_REASON_SOFTCAP, "softcap %g not in {0}: %s has no softcap",
+                       (double)shape->softcap, AITER_MTP_NAME);
+}
+
+static int aiter_mtp_check_sinks(const attn_plugin_context *ctx, const attn_shape *shape,
+                                 attn_verdict *verdict)
+{
+    (void)ctx;
+    if (shape->has_sinks == 0)
+        return attn_accept(verdict);
+    return attn_reject(verdict, ATTN_REASON_SINKS, "has_sinks %d not in {0}: %s has no sinks",
+                       (int)shape->has_sinks, AITER_MTP_NAME);
+}
+
+static const attn_predicate aiter_mtp_predicates[] = {
+    {"arch", aiter_mtp_check_arch},           {"q_len", aiter_mtp_check_q_len},
+    {"kv_len", aiter_mtp_check_kv_len},       {"gqa_ratio", aiter_mtp_check_gqa_ratio},
+    {"head_dim", aiter_mtp_check_head_dim},   {"head_dim_v", aiter_mtp_check_head_dim_v},
+    {"page_size", aiter_mtp_check_page_size}, {"q_dtype", aiter_mtp_check_q_dtype},
+    {"kv_dtype", aiter_mtp_check_kv_dtype},   {"compute_dtype", aiter_mtp_check_compute_dtype},
+    {"out_dtype", aiter_mtp_check_out_dtype}, {"causal", aiter_mtp_check_causal},
+    {"window", aiter_mtp_check_window},       {"softcap", aiter_mtp_check_softcap},
+    {"sinks", aiter_mtp_check_sinks},
+};
+
+/* ---- backend: create / workspace_size / forward / destroy --------------
+ * Two builds share the predicates above. With ATTNREG_HAVE_GPU_KERNELS the
+ * kernel sources (compiled by the GPU build, C linkage, hidden visibility)
+ * provide the entry points declared below; without it, the plugin holds no
+ * code for any arch and every entry point says so. */
+#ifdef ATTNREG_HAVE_GPU_KERNELS
+
+/* NULL-terminated list of the archs the kernel build compiled for. */
+extern const char *const aiter_mtp_kernel_archs[];
+attn_status aiter_mtp_kernels_create(const attn_plugin_context *ctx, const attn_shape *shape,
+                                     void **backend, char *err, size_t err_size);
+attn_status aiter_mtp_kernels_workspace_size(void *backend, const attn_batch_limits *limits,
+                                             size_t *bytes);
+attn_status aiter_mtp_kernels_forward(void *backend, const attn_forward_args *args, char *err,
+                                      size_t err_size);
+void aiter_mtp_kernels_destroy(void *backend);
+attn_status aiter_mtp_kernels_probe_devices(const attn_plugin_context *ctx,
+                                            attn_device_info *devices, uint32_t capacity,
+                                            uint32_t *count, char *err, size_t err_size);
+
+#define AITER_MTP_BUILT_ARCHS aiter_mtp_kernel_archs
+#define AITER_MTP_CREATE aiter_mtp_kernels_create
+#define AITER_MTP_WORKSPACE_SIZE aiter_mtp_kernels_workspace_size
+#define AITER_MTP_FORWARD aiter_mtp_kernels_forward
+#define AITER_MTP_DESTROY aiter_mtp_kernels_destroy
+#define AITER_MTP_PROBE_DEVICES aiter_mtp_kernels_probe_devices
+
+#else /* !ATTNREG_HAVE_GPU_KERNELS */
+
+/* Empty: "built without kernels". */
+static const char *const aiter_mtp_no_archs[] = {NULL};
+
+#define AITER_MTP_NO_KERNELS_SENTENCE AITER_MTP_NAME ": built without GPU kernels"
+
+static attn_status aiter_mtp_create_without_kernels(const attn_plugin_context *ctx,
+                                                    const attn_shape *shape, void **backend,
+                                                    char *err, size_t err_size)
+{
+    (void)ctx;
+    (void)shape;
+    if (backend)
+        *backend = NULL;
+    attn_pred_set_error(err, err_size, AITER_MTP_NO_KERNELS_SENTENCE);
+    return ATTN_ERR_NO_KERNELS;
+}
+
+static attn_status aiter_mtp_workspace_size_without_kernels(void *backend,
+                                                            const attn_batch_limits *limits,
+                                                            size_t *bytes)
+{
+    (void)backend;
+    (void)limits;
+    if (bytes)
+        *bytes = 0;
+    return ATTN_ERR_NO_KERNELS;
+}
+
+static attn_status aiter_mtp_forward_without_kernels(void *backend, const attn_forward_args *args,
+                                                     char *err, size_t err_size)
+{
+    (void)backend;
+    (void)args;
+    attn_pred_set_error(err, err_size, AITER_MTP_NO_KERNELS_SENTENCE);
+    return ATTN_ERR_NO_KERNELS;
+}
+
+/* create never succeeds, so there is never a backend object to free. */
+static void aiter_mtp_destroy_without_kernels(void *backend)
+{
+    (void)backend;
+}
+
+/* No GPU runtime is linked in, so there is nothing to ask for devices; say
+ * why rather than leave the probe out, which would read as an old plugin. */
+static attn_status aiter_mtp_probe_devices_without_kernels(const attn_plugin_context *ctx,
+                                                           attn_device_info *devices,
+                                                           uint32_t capacity, uint32_t *count,
+                                                           char *err, size_t err_size)
+{
+    (void)ctx;
+    (void)devices;
+    (void)capacity;
+    if (count)
+        *count = 0;
+    attn_pred_set_error(err, err_size, AITER_MTP_NO_KERNELS_SENTENCE);
+    return ATTN_ERR_NO_DEVICE;
+}
+
+#define AITER_MTP_BUILT_ARCHS aiter_mtp_no_archs
+#define AITER_MTP_CREATE aiter_mtp_create_without_kernels
+#define AITER_MTP_WORKSPACE_SIZE aiter_mtp_workspace_size_without_kernels
+#define AITER_MTP_FORWARD aiter_mtp_forward_without_kernels
+#define AITER_MTP_DESTROY aiter_mtp_destroy_without_kernels
+#define AITER_MTP_PROBE_DEVICES aiter_mtp_probe_devices_without_kernels
+
+#endif /* ATTNREG_HAVE_GPU_KERNELS */
+
+ATTN_PLUGIN_DEFINE(.name = AITER_MTP_NAME, .version = "0.1.0",
+                   .description = "speculative-decoding (MTP) verify kernel: 2-4 query tokens, "
+                                  "GQA 16, head_dim 256, fp8_e4m3fn KV, page 16",
+                   .built_archs = AITER_MTP_BUILT_ARCHS, .predicates = aiter_mtp_predicates,
+                   .num_predicates = ATTN_PRED_COUNT(aiter_mtp_predicates),
+                   .create = AITER_MTP_CREATE, .workspace_size = AITER_MTP_WORKSPACE_SIZE,
+                   .forward = AITER_MTP_FORWARD, .destroy = AITER_MTP_DESTROY,
+                   .probe_devices = AITER_MTP_PROBE_DEVICES)

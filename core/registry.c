@@ -70,13 +70,25 @@ static char *default_conf_dir(void)
     return attn_strdup(ATTNREG_FALLBACK_CONF_DIR);
 }
 
+/* Records a conf folder; 0 when it is to be skipped because the same folder
+ * (by real path) was already searched, e.g. the default folder also named in
+ * ATTNREG_CONF_PATH: reading it twice would report every plugin as a
+ * duplicate of itself. */
 static int add_conf_path(attn_registry *reg, const char *path)
 {
+    char real[PATH_MAX];
+    const char *shown = realpath(path, real) ? real : path;
+    for (size_t i = 0; i < reg->num_conf_paths; i++) {
+        if (strcmp(reg->conf_paths[i], shown) == 0) {
+            attn_log(&reg->logger, ATTN_LOG_DEBUG, "conf folder %s already searched", path);
+            return 0;
+        }
+    }
     char **p = realloc(reg->conf_paths, (reg->num_conf_paths + 1) * sizeof *p);
     if (!p)
         return 0;
     reg->conf_paths = p;
-    reg->conf_paths[reg->num_conf_paths++] = attn_strdup(path);
+    reg->conf_paths[reg->num_conf_paths++] = attn_strdup(shown);
     return 1;
 }
 
@@ -150,19 +162,19 @@ ATTNREG_API attn_status attn_registry_open(const attn_registry_options *options,
 
     for (uint32_t i = 0; i < opt.num_conf_paths && opt.conf_paths; i++)
         if (opt.conf_paths[i] && add_conf_path(reg, opt.conf_paths[i]))
-            attn_conf_load_dir(reg, opt.conf_paths[i], 1);
+            attn_conf_load_dir(reg, reg->conf_paths[reg->num_conf_paths - 1], 1);
     const char *env_path = use_env && !opt.skip_env_conf_path ? getenv("ATTNREG_CONF_PATH") : NULL;
     if (env_path && *env_path) {
         char *copy = attn_strdup(env_path), *save = NULL;
         for (char *dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save))
             if (add_conf_path(reg, dir))
-                attn_conf_load_dir(reg, dir, 1);
+                attn_conf_load_dir(reg, reg->conf_paths[reg->num_conf_paths - 1], 1);
         free(copy);
     }
     if (!opt.skip_default_conf) {
         char *dir = default_conf_dir();
         if (dir && add_conf_path(reg, dir))
-            attn_conf_load_dir(reg, dir, 0);
+            attn_conf_load_dir(reg, reg->conf_paths[reg->num_conf_paths - 1], 0);
         free(dir);
     }
     if (reg->num_candidates)

@@ -397,6 +397,18 @@ static void explanation_free_parts(attn_explanation *ex)
 
 static void fill_selection(const decision *d, attn_selection *out)
 {
+    if (out->struct_size == sizeof *out) {
+        out->backend_name = d->winner ? d->winner->name : NULL;
+        out->candidate = d->winner;
+        out->effective_shape = d->effective;
+        out->fallback_applied = d->fallback_applied;
+        out->fallback_rule = d->fallback_rule;
+        out->fallback_backend = d->fallback_backend;
+        out->fallback_reason = d->fallback_reason;
+        out->fallback_message = d->fallback_message;
+        out->message = d->message ? d->message : "";
+        return;
+    }
     attn_selection full;
     memset(&full, 0, sizeof full);
     full.struct_size = out->struct_size;
@@ -434,6 +446,11 @@ static void log_decision(attn_registry *reg, const attn_explanation *ex, const d
                 attn_log(&reg->logger, ATTN_LOG_DEBUG, "%s skipped: %s", r->candidate->name,
                          r->message);
         }
+    /* Formatting the shape costs more than the rest of an uncached select:
+     * skip it when no line below would be printed. */
+    if (reg->logger.level > ATTN_LOG_WARN ||
+        (reg->logger.level > ATTN_LOG_INFO && !d->fallback_applied))
+        return;
     char shape_text[512];
     attn_shape_format(&d->effective, shape_text, sizeof shape_text);
     if (d->status != ATTN_OK) {

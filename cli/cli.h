@@ -1,0 +1,242 @@
+/*
+ * cli.h — the internal contract of the `attnreg` command.
+ *
+ * Every command lives in its own cli/cmd_<name>.c and is reached through the
+ * command table in cli/main.c. A command is a pair of functions:
+ *
+ *   int  cli_cmd_<name>(int argc, char **argv);  argv[0] is the command name
+ *   void cli_help_<name>(FILE *out);             the full `--help` text
+ *
+ * The run function returns one of the `cli_exit` codes below; main() passes it
+ * to exit(). Messages for the user go to stderr, results to stdout, so that
+ * `--json` output can be piped into a tool while errors stay visible.
+ *
+ * Writing a command that takes a SHAPE (see cmd_select.c for the smallest one):
+ *
+ *   struct cli_common c;
+ *   cli_common_init(&c, CLI_ACCEPT_SHAPE | CLI_ACCEPT_CONF | CLI_ACCEPT_SELECT | CLI_ACCEPT_LOG);
+ *   for (int i = 1; i < argc; i++) {
+ *       if (cli_is_help_flag(argv[i])) { cli_help_mine(stdout); return CLI_EXIT_OK; }
+ *       int r = cli_parse_common_flag(&c, argc, argv, &i);
+ *       if (r < 0) return CLI_EXIT_USAGE;   // the message is already printed
+ *       if (r > 0) continue;                // a common flag and its value were consumed
+ *       ... the command's own flags, else: return cli_usage_error("...", argv[i]);
+ *   }
+ *   cli_common_finish(&c);                  // derives the defaults that depend on other flags
+ *   attn_registry *reg;
+ *   int rc = cli_open_registry(&c, &reg);
+ *   if (rc != CLI_EXIT_OK) return rc;
+ *   ...
+ *   attn_registry_close(reg);
+ *
+ * Optional commands (`run`, `verify`): cli/CMakeLists.txt compiles
+ * cli/cmd_run.c and cli/cmd_verify.c only when they exist, and then defines
+ * ATTNREG_CLI_HAVE_RUN / ATTNREG_CLI_HAVE_VERIFY. The declarations below and
+ * the table in main.c are guarded by those macros, so the command builds
+ * whether or not those files have been written yet. A new optional command
+ * follows the same pattern: a guarded declaration here, a guarded table row in
+ * main.c, an `if(EXISTS ...)` block in cli/CMakeLists.txt. When those
+ * commands need more sources or libraries (an .npy reader, libm, threads),
+ * put them in cli/optional.cmake: cli/CMakeLists.txt include()s it, when it
+ * exists, after creating the `attnreg_cli` target, e.g.
+ *   target_sources(attnreg_cli PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/npy.c)
+ */
+#ifndef ATTNREG_CLI_H
+#define ATTNREG_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "attnreg.h"
+
+/* Exit codes. Stable: scripts test them, and `attnreg --help` and
+ * cli/README.md document them. */
+enum cli_exit {
+    CLI_EXIT_OK = 0,
+    CLI_EXIT_PROBLEMS = 1,         /* `check` found a conf error or a plugin that fails to load */
+    CLI_EXIT_USAGE = 2,            /* unknown flag, bad value, missing argument */
+    CLI_EXIT_INVALID_SHAPE = 3,    /* the shape is invalid (no backend could ever run it) */
+    CLI_EXIT_UNSUPPORTED = 4,      /* valid shape, no enabled backend accepts it */
+    CLI_EXIT_BACKEND_REJECTED = 5, /* the forced --backend rejects the shape or does not exist */
+    CLI_EXIT_CONF = 6,             /* the registry could not be opened (conf folder, conf error) */
+    CLI_EXIT_BACKEND = 7,          /* create/forward failed: no device, no kernels, runtime error */
+    CLI_EXIT_MISMATCH = 8,         /* `verify`: results differ from the oracle beyond tolerance */
+    CLI_EXIT_IO = 9,               /* an input file could not be read or an output written */
+    CLI_EXIT_INTERNAL = 10         /* out of memory or an unexpected library status */
+};
+
+/* Maps a library status to the exit code a command reports for it. */
+int cli_exit_from_status(attn_status status);
+
+/* Which flags a command accepts; cli_parse_common_flag treats the others as
+ * "not ours" (returns 0), so the command reports them as unknown. */
+enum cli_accept {
+    CLI_ACCEPT_SHAPE = 1u << 0,  /* --arch --q-heads ... --no-causal */
+    CLI_ACCEPT_CONF = 1u << 1,   /* --conf DIR (repeatable), --conf-only */
+    CLI_ACCEPT_SELECT = 1u << 2, /* --backend NAME, --strict, --runnable */
+    CLI_ACCEPT_JSON = 1u << 3,   /* --json */
+    CLI_ACCEPT_LOG = 1u << 4     /* --log LEVEL */
+};
+
+/* Bits of cli_common.given: which shape fields were set on the command line,
+ * so cli_common_finish only derives the ones the user left out. */
+enum cli_given {
+    CLI_GIVEN_Q_DTYPE = 1u << 0,
+    CLI_GIVEN_KV_DTYPE = 1u << 1,
+    CLI_GIVEN_COMPUTE_DTYPE = 1u << 2,
+    CLI_GIVEN_OUT_DTYPE = 1u << 3,
+    CLI_GIVEN_MAX_Q_LEN = 1u << 4,
+    CLI_GIVEN_MAX_KV_LEN = 1u << 5
+};
+
+#define CLI_MAX_CONF_PATHS 32
+
+/* The options every command shares. Strings point into argv (they live as
+ * long as the process). */
+struct cli_common {
+    unsigned accept;  /* cli_accept bits */
+    unsigned given;   /* cli_given bits */
+    attn_shape shape; /* attn_shape_init's defaults, then the flags */
+    const char *conf_paths[CLI_MAX_CONF_PATHS];
+    uint32_t num_conf_paths;
+    int conf_only;       /* 1 = search only the --conf folders (no ATTNREG_CONF_PATH, no default) */
+    const char *backend; /* --backend NAME; NULL = none forced */
+    int strict;          /* --strict: never apply fallback rules */
+    int runnable;        /* --runnable: reject candidates that cannot run on this machine */
+    int json;            /* --json */
+    int log_level;       /* attn_log_level; -1 = ATTNREG_LOG or warn */
+};
+
+/* Fills defaults: attn_shape_init's shape, no conf folders, log level -1. */
+void cli_common_init(struct cli_common *c, unsigned accept);
+
+/* If argv[*i] is a flag this command accepts (per c->accept), parses it and
+ * its value (either `--flag value` or `--flag=value`), advances *i past the
+ * value and returns 1. Returns 0 when argv[*i] is not a common flag (the
+ * caller tries its own flags). Returns -1 after printing a usage error that
+ * names the flag and the bad value. Never exits. */
+int cli_parse_common_flag(struct cli_common *c, int argc, char **argv, int *i);
+
+/* Derives the defaults that depend on other flags; call once after parsing:
+ *   - kv, compute and out dtypes not given follow --q-dtype;
+ *   - --max-kv-len not given becomes max(max_q_len, 1).
+ * The shape is not validated here: validation is the library's job (it gives
+ * the invalid-shape message). */
+void cli_common_finish(struct cli_common *c);
+
+/* Opens a registry with the common options (conf folders, strict, forced
+ * backend, runnable, log level; logs go to stderr as "attnreg: LEVEL: ...").
+ * Returns CLI_EXIT_OK, or prints why and returns CLI_EXIT_CONF (a --conf
+ * folder that is missing or unreadable, open failure) or CLI_EXIT_INTERNAL. */
+int cli_open_registry(const struct cli_common *c, attn_registry **reg);
+
+/* Help text for the flags selected by `accept`, for a command's --help. */
+void cli_help_common(FILE *out, unsigned accept);
+
+/* The command being run, for "Try 'attnreg CMD --help'" hints; main() sets it. */
+void cli_set_command_name(const char *name);
+const char *cli_command_name(void);
+
+/* 1 when arg is -h or --help. */
+int cli_is_help_flag(const char *arg);
+
+/* Prints "attnreg: <formatted message>" and a hint to stderr and returns
+ * CLI_EXIT_USAGE. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 1, 2)))
+#endif
+int cli_usage_error(const char *fmt, ...);
+
+/* Value parsers for a command's own flags. On a bad value they print a usage
+ * error naming `flag` and `value` and return -1; on success 0. */
+int cli_parse_int32(const char *flag, const char *value, int32_t min, int32_t max, int32_t *out);
+int cli_parse_dtype(const char *flag, const char *value, int32_t *out);
+
+/* The value of a flag at argv[*i]: for `--flag=value` the part after '=', for
+ * `--flag value` argv[*i + 1] (and *i is advanced). NULL after printing a usage
+ * error when the value is missing. `name` is the flag without "=value". */
+const char *cli_flag_value(int argc, char **argv, int *i, const char *name);
+
+/* 1 when argv[*i] is `name` or `name=...`. */
+int cli_flag_is(const char *arg, const char *name);
+
+/* ---- JSON output (hand-written; no external library) -------------------- */
+
+/* A pretty-printing writer (two-space indent, one value per line) that keeps
+ * track of commas, so commands only say what to write. Key arguments are the
+ * member name inside an object and NULL inside an array or at the top level.
+ *
+ *   struct cli_json j;
+ *   cli_json_init(&j, stdout);
+ *   cli_json_begin_object(&j, NULL);
+ *   cli_json_string_member(&j, "backend", sel.backend_name);
+ *   cli_json_shape(&j, "effective_shape", &sel.effective_shape);
+ *   cli_json_end_object(&j);      // the top-level end also writes the newline
+ */
+#define CLI_JSON_MAX_DEPTH 32
+struct cli_json {
+    FILE *out;
+    int depth;
+    int has_members[CLI_JSON_MAX_DEPTH]; /* per open container: 1 once a value was written */
+};
+
+void cli_json_init(struct cli_json *j, FILE *out);
+void cli_json_begin_object(struct cli_json *j, const char *key);
+void cli_json_end_object(struct cli_json *j);
+void cli_json_begin_array(struct cli_json *j, const char *key);
+void cli_json_end_array(struct cli_json *j);
+/* A NULL string is written as null; a non-finite double as null. */
+void cli_json_string_member(struct cli_json *j, const char *key, const char *value);
+void cli_json_int_member(struct cli_json *j, const char *key, long long value);
+void cli_json_bool_member(struct cli_json *j, const char *key, int value);
+void cli_json_double_member(struct cli_json *j, const char *key, double value);
+/* Writes s as a JSON string with quotes and escapes, or `null` for NULL. */
+void cli_json_write_string(FILE *out, const char *s);
+/* Writes the shape as an object whose keys are attn_shape's field names
+ * (arch, num_q_heads, ..., causal and has_sinks as booleans, dtypes by name). */
+void cli_json_shape(struct cli_json *j, const char *key, const attn_shape *shape);
+
+/* ---- selections, shared by select, explain, run and verify ----------------- */
+
+/* Text form: the backend name alone on the first line (so scripts can take
+ * `head -1`), then, when a fallback applied, the rule, the rejection that
+ * motivated it and the effective shape, one per indented line. */
+void cli_print_selection(FILE *out, const attn_selection *sel);
+/* JSON form: an object with backend, fallback_applied, fallback_rule,
+ * fallback_backend, fallback_reason (name), fallback_message, message and
+ * effective_shape. */
+void cli_json_selection(struct cli_json *j, const char *key, const attn_selection *sel);
+/* Prints "attnreg: STATUS_NAME: message" to stderr (message: the selection's
+ * or attn_last_error() when empty) and returns cli_exit_from_status(status). */
+int cli_report_failure(attn_status status, const char *message);
+
+/* ---- commands -------------------------------------------------------- */
+
+struct cli_command {
+    const char *name;
+    const char *summary; /* one line, for `attnreg --help` */
+    int (*run)(int argc, char **argv);
+    void (*help)(FILE *out);
+};
+
+int cli_cmd_list(int argc, char **argv);
+void cli_help_list(FILE *out);
+int cli_cmd_explain(int argc, char **argv);
+void cli_help_explain(FILE *out);
+int cli_cmd_select(int argc, char **argv);
+void cli_help_select(FILE *out);
+int cli_cmd_check(int argc, char **argv);
+void cli_help_check(FILE *out);
+int cli_cmd_devices(int argc, char **argv);
+void cli_help_devices(FILE *out);
+
+#ifdef ATTNREG_CLI_HAVE_RUN
+int cli_cmd_run(int argc, char **argv);
+void cli_help_run(FILE *out);
+#endif
+#ifdef ATTNREG_CLI_HAVE_VERIFY
+int cli_cmd_verify(int argc, char **argv);
+void cli_help_verify(FILE *out);
+#endif
+
+#endif /* ATTNREG_CLI_H */

@@ -1,0 +1,186 @@
+/*
+ * cmd_check.c — `attnreg check`: what is wrong with an installation. Lists
+ * the conf diagnostics (each with file:line), then loads every declared plugin
+ * and reports its version, ABI and built archs, or why it does not load.
+ */
+#include <string.h>
+
+#include "cli.h"
+
+#define CHECK_ACCEPT (CLI_ACCEPT_CONF | CLI_ACCEPT_JSON | CLI_ACCEPT_LOG)
+
+void cli_help_check(FILE *out)
+{
+    fputs("Usage: attnreg check [OPTIONS]\n"
+          "\n"
+          "Validates an installation: prints the conf folders searched and every conf\n"
+          "diagnostic (file:line, status, message), then loads every declared plugin\n"
+          "library and prints OK with its version, plugin ABI and the archs the binary\n"
+          "was built for, or FAIL with the reason name and sentence (missing file,\n"
+          "dlopen error, no entry symbol, ABI refused, init failed).\n"
+          "\n",
+          out);
+    cli_help_common(out, CHECK_ACCEPT);
+    fputs("\n"
+          "Exit codes: 0 no problem; 1 a conf diagnostic or a plugin that fails to load;\n"
+          "2 usage error; 6 the registry could not be opened.\n",
+          out);
+}
+
+static const char *archs_text(const char *built_archs)
+{
+    return built_archs && *built_archs ? built_archs : "none (built without kernels)";
+}
+
+int cli_cmd_check(int argc, char **argv)
+{
+    struct cli_common c;
+    attn_registry *reg;
+    size_t num_diagnostics, num_plugins, num_conf_paths, num_failed = 0, num_conf_problems = 0;
+    struct cli_json j;
+    int rc;
+
+    cli_common_init(&c, CHECK_ACCEPT);
+    for (int i = 1; i < argc; i++) {
+        int r;
+        if (cli_is_help_flag(argv[i])) {
+            cli_help_check(stdout);
+            return CLI_EXIT_OK;
+        }
+        r = cli_parse_common_flag(&c, argc, argv, &i);
+        if (r < 0)
+            return CLI_EXIT_USAGE;
+        if (r == 0)
+            return cli_usage_error("check: unknown argument '%s'", argv[i]);
+    }
+
+    rc = cli_open_registry(&c, &reg);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+
+    /* Conf diagnostics are taken before loading: loading adds its own
+     * diagnostics, which the per-plugin lines below already report. */
+    num_diagnostics = attn_registry_diagnostic_count(reg);
+    num_plugins = attn_registry_plugin_count(reg);
+    num_conf_paths = attn_registry_conf_path_count(reg);
+
+    if (c.json) {
+        cli_json_init(&j, stdout);
+        cli_json_begin_object(&j, NULL);
+        cli_json_begin_array(&j, "conf_paths");
+        for (size_t k = 0; k < num_conf_paths; k++)
+            cli_json_string_member(&j, NULL, attn_registry_conf_path(reg, k));
+        cli_json_end_array(&j);
+        cli_json_begin_array(&j, "diagnostics");
+    } else {
+        printf("conf folders:\n");
+        for (size_t k = 0; k < num_conf_paths; k++)
+            printf("  %s\n", attn_registry_conf_path(reg, k));
+        printf("conf diagnostics:%s\n", num_diagnostics ? "" : " none");
+    }
+    for (size_t k = 0; k < num_diagnostics; k++) {
+        attn_diagnostic d = {.struct_size = sizeof d};
+        if (attn_registry_diagnostic(reg, k, &d) != ATTN_OK)
+            continue;
+        /* A diagnostic with ATTN_OK is a warning (say a newer format minor):
+         * shown, but not a reason to fail. */
+        if (d.status != ATTN_OK)
+            num_conf_problems++;
+        if (c.json) {
+            cli_json_begin_object(&j, NULL);
+            cli_json_string_member(&j, "status", attn_status_name(d.status));
+            cli_json_bool_member(&j, "problem", d.status != ATTN_OK);
+            cli_json_string_member(&j, "file", d.file);
+            cli_json_int_member(&j, "line", d.line);
+            cli_json_string_member(&j, "plugin", d.plugin);
+            cli_json_string_member(&j, "message", d.message);
+            cli_json_end_object(&j);
+        } else {
+            /* The library's messages usually begin with file:line already;
+             * add the location only when the message does not. */
+            int located = d.file && d.message && strncmp(d.message, d.file, strlen(d.file)) == 0;
+            printf("  %s  ", d.status == ATTN_OK ? "WARN" : "FAIL");
+            if (d.file && !located && d.line > 0)
+                printf("%s:%d: ", d.file, (int)d.line);
+            else if (d.file && !located)
+                printf("%s: ", d.file);
+            printf("%s (%s)\n", d.message ? d.message : "",
+                   d.status == ATTN_OK ? "warning" : attn_status_name(d.status));
+        }
+    }
+    if (c.json) {
+        cli_json_end_array(&j);
+        cli_json_begin_array(&j, "plugins");
+    } else {
+        printf("plugins:%s\n", num_plugins ? "" : " none declared");
+    }
+
+    /* Plugin names padded to one width, so the OK/FAIL lines read as a table. */
+    int name_w = 0;
+    for (size_t k = 0; k < num_plugins; k++) {
+        attn_plugin_info info = {.struct_size = sizeof info};
+        if (attn_registry_plugin(reg, k, &info) == ATTN_OK && info.name &&
+            (int)strlen(info.name) > name_w)
+            name_w = (int)strlen(info.name);
+    }
+
+    for (size_t k = 0; k < num_plugins; k++) {
+        attn_plugin_info info = {.struct_size = sizeof info};
+        attn_plugin_load_info load = {.struct_size = sizeof load};
+        attn_status status;
+        if (attn_registry_plugin(reg, k, &info) != ATTN_OK)
+            continue;
+        status = attn_registry_load_plugin(reg, k, &load);
+        if (status == ATTN_OK && load.status != ATTN_OK)
+            status = load.status;
+        if (status != ATTN_OK)
+            num_failed++;
+        if (c.json) {
+            cli_json_begin_object(&j, NULL);
+            cli_json_string_member(&j, "name", info.name);
+            cli_json_bool_member(&j, "ok", status == ATTN_OK);
+            cli_json_string_member(&j, "status", attn_status_name(status));
+            cli_json_string_member(&j, "library", info.library);
+            cli_json_string_member(&j, "conf_file", info.conf_file);
+            cli_json_int_member(&j, "conf_line", info.conf_line);
+            if (status == ATTN_OK) {
+                char abi[32];
+                snprintf(abi, sizeof abi, "%u.%u", (unsigned)load.abi_major,
+                         (unsigned)load.abi_minor);
+                cli_json_string_member(&j, "version", load.version);
+                cli_json_string_member(&j, "abi", abi);
+                cli_json_string_member(&j, "built_archs", load.built_archs);
+                cli_json_int_member(&j, "num_predicates", load.num_predicates);
+                cli_json_string_member(&j, "description", load.description);
+            } else {
+                cli_json_string_member(&j, "reason", attn_reason_name(load.reason));
+                cli_json_string_member(&j, "message", load.message);
+            }
+            cli_json_end_object(&j);
+        } else if (status == ATTN_OK) {
+            printf("  OK    %-*s  version %s  ABI %u.%u  built archs: %s\n", name_w, info.name,
+                   load.version ? load.version : "?", (unsigned)load.abi_major,
+                   (unsigned)load.abi_minor, archs_text(load.built_archs));
+        } else {
+            printf("  FAIL  %-*s  %s: %s\n", name_w, info.name, attn_reason_name(load.reason),
+                   load.message && *load.message ? load.message : attn_status_message(status));
+            printf("        %-*s  library %s (%s:%d)\n", name_w, "",
+                   info.library ? info.library : "?", info.conf_file ? info.conf_file : "?",
+                   (int)info.conf_line);
+        }
+    }
+
+    if (c.json) {
+        cli_json_end_array(&j);
+        cli_json_int_member(&j, "conf_problems", (long long)num_conf_problems);
+        cli_json_int_member(&j, "failed_plugins", (long long)num_failed);
+        cli_json_bool_member(&j, "ok", num_conf_problems == 0 && num_failed == 0);
+        cli_json_end_object(&j);
+    } else {
+        printf("summary: %zu plugin%s, %zu failed to load, %zu conf problem%s\n", num_plugins,
+               num_plugins == 1 ? "" : "s", num_failed, num_conf_problems,
+               num_conf_problems == 1 ? "" : "s");
+    }
+    attn_registry_close(reg);
+    return num_conf_problems || num_failed ? CLI_EXIT_PROBLEMS : CLI_EXIT_OK;
+}

@@ -1,0 +1,575 @@
+/*
+ * common.c — what every command shares: the SHAPE and common flags, opening
+ * the registry, exit codes, and printing a selection.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <errno.h>
+#include <limits.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+
+static const char *current_command = NULL;
+
+void cli_set_command_name(const char *name)
+{
+    current_command = name;
+}
+
+const char *cli_command_name(void)
+{
+    return current_command;
+}
+
+int cli_is_help_flag(const char *arg)
+{
+    return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
+}
+
+int cli_usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    fputs("attnreg: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+    if (current_command)
+        fprintf(stderr, "Try 'attnreg %s --help'.\n", current_command);
+    else
+        fputs("Try 'attnreg --help'.\n", stderr);
+    return CLI_EXIT_USAGE;
+}
+
+int cli_exit_from_status(attn_status status)
+{
+    switch (status) {
+    case ATTN_OK:
+        return CLI_EXIT_OK;
+    case ATTN_ERR_INVALID_SHAPE:
+        return CLI_EXIT_INVALID_SHAPE;
+    case ATTN_ERR_UNSUPPORTED:
+        return CLI_EXIT_UNSUPPORTED;
+    case ATTN_ERR_BACKEND_REJECTED:
+    case ATTN_ERR_NOT_FOUND:
+        return CLI_EXIT_BACKEND_REJECTED;
+    case ATTN_ERR_CONF:
+        return CLI_EXIT_CONF;
+    case ATTN_ERR_LOAD:
+    case ATTN_ERR_ABI:
+    case ATTN_ERR_NO_DEVICE:
+    case ATTN_ERR_ARCH_NOT_IN_BINARY:
+    case ATTN_ERR_NO_KERNELS:
+    case ATTN_ERR_CREATE_FAILED:
+    case ATTN_ERR_RUNTIME:
+    case ATTN_ERR_WORKSPACE_TOO_SMALL:
+    case ATTN_ERR_INIT_FAILED:
+        return CLI_EXIT_BACKEND;
+    case ATTN_ERR_IO:
+        return CLI_EXIT_IO;
+    case ATTN_ERR_INVALID_ARGUMENT:
+    case ATTN_ERR_NO_MEMORY:
+    case ATTN_ERR_INTERNAL:
+    default:
+        /* INVALID_ARGUMENT from the library means the CLI passed something
+         * it should not have: a bug here, not a user mistake. */
+        return CLI_EXIT_INTERNAL;
+    }
+}
+
+int cli_report_failure(attn_status status, const char *message)
+{
+    if (!message || !*message)
+        message = attn_last_error();
+    if (!message || !*message)
+        message = attn_status_message(status);
+    fprintf(stderr, "attnreg: %s: %s\n", attn_status_name(status), message ? message : "");
+    return cli_exit_from_status(status);
+}
+
+/* ---- flags ----------------------------------------------------------- */
+
+int cli_flag_is(const char *arg, const char *name)
+{
+    size_t n = strlen(name);
+    return strncmp(arg, name, n) == 0 && (arg[n] == '\0' || arg[n] == '=');
+}
+
+const char *cli_flag_value(int argc, char **argv, int *i, const char *name)
+{
+    const char *eq = strchr(argv[*i], '=');
+    if (eq)
+        return eq + 1;
+    if (*i + 1 >= argc) {
+        cli_usage_error("%s: missing value", name);
+        return NULL;
+    }
+    (*i)++;
+    return argv[*i];
+}
+
+int cli_parse_int32(const char *flag, const char *value, int32_t min, int32_t max, int32_t *out)
+{
+    char *end = NULL;
+    long parsed;
+    /* strtol skips leading blanks and accepts an empty string as 0; neither
+     * is a number a user meant, so check both before trusting it. */
+    if (!*value || (*value != '-' && *value != '+' && (*value < '0' || *value > '9')))
+        goto bad;
+    errno = 0;
+    parsed = strtol(value, &end, 10);
+    if (*end != '\0')
+        goto bad;
+    if (errno == ERANGE || parsed < min || parsed > max) {
+        cli_usage_error("%s: value '%s' out of range (expected an integer in [%ld, %ld])", flag,
+                        value, (long)min, (long)max);
+        return -1;
+    }
+    *out = (int32_t)parsed;
+    return 0;
+bad:
+    if (max == INT32_MAX)
+        cli_usage_error("%s: invalid value '%s' (expected an integer >= %ld)", flag, value,
+                        (long)min);
+    else
+        cli_usage_error("%s: invalid value '%s' (expected an integer in [%ld, %ld])", flag, value,
+                        (long)min, (long)max);
+    return -1;
+}
+
+int cli_parse_dtype(const char *flag, const char *value, int32_t *out)
+{
+    attn_dtype dtype = attn_dtype_from_name(value);
+    if (dtype == ATTN_DTYPE_INVALID) {
+        cli_usage_error("%s: unknown dtype '%s' (expected f32, f16, bf16, fp8_e4m3fn or "
+                        "fp8_e4m3fnuz)",
+                        flag, value);
+        return -1;
+    }
+    *out = (int32_t)dtype;
+    return 0;
+}
+
+static int parse_softcap(const char *flag, const char *value, float *out)
+{
+    char *end = NULL;
+    double parsed;
+    if (!*value || ((*value < '0' || *value > '9') && *value != '.' && *value != '+'))
+        goto bad;
+    errno = 0;
+    parsed = strtod(value, &end);
+    if (errno != 0 || *end != '\0' || !isfinite(parsed) || parsed < 0 || parsed > 1e30)
+        goto bad;
+    *out = (float)parsed;
+    return 0;
+bad:
+    cli_usage_error("%s: invalid value '%s' (expected a number >= 0; 0 = no softcap)", flag, value);
+    return -1;
+}
+
+/* Parses a whole string as a window bound (an integer >= -1) without
+ * printing, so the caller's one message can name the whole L,R value. */
+static int parse_window_bound(const char *text, int32_t *out)
+{
+    char *end = NULL;
+    long parsed;
+    if (!*text || (*text != '-' && *text != '+' && (*text < '0' || *text > '9')))
+        return -1;
+    errno = 0;
+    parsed = strtol(text, &end, 10);
+    if (errno != 0 || *end != '\0' || parsed < -1 || parsed > INT32_MAX)
+        return -1;
+    *out = (int32_t)parsed;
+    return 0;
+}
+
+/* "L,R" with each side an integer >= -1 (-1 = unbounded). */
+static int parse_window(const char *flag, const char *value, int32_t *left, int32_t *right)
+{
+    char left_text[32];
+    const char *comma = strchr(value, ',');
+    size_t left_len = comma ? (size_t)(comma - value) : 0;
+    int32_t l, r;
+    if (!comma || left_len >= sizeof left_text)
+        goto bad;
+    memcpy(left_text, value, left_len);
+    left_text[left_len] = '\0';
+    if (parse_window_bound(left_text, &l) != 0 || parse_window_bound(comma + 1, &r) != 0)
+        goto bad;
+    *left = l;
+    *right = r;
+    return 0;
+bad:
+    cli_usage_error("%s: invalid value '%s' (expected L,R: two integers >= -1, -1 = unbounded)",
+                    flag, value);
+    return -1;
+}
+
+static int parse_log_level(const char *flag, const char *value, int *out)
+{
+    static const struct {
+        const char *name;
+        attn_log_level level;
+    } levels[] = {{"debug", ATTN_LOG_DEBUG},  {"info", ATTN_LOG_INFO},   {"warn", ATTN_LOG_WARN},
+                  {"warning", ATTN_LOG_WARN}, {"error", ATTN_LOG_ERROR}, {"off", ATTN_LOG_OFF}};
+    for (size_t k = 0; k < sizeof levels / sizeof levels[0]; k++) {
+        if (strcmp(value, levels[k].name) == 0) {
+            *out = (int)levels[k].level;
+            return 0;
+        }
+    }
+    cli_usage_error("%s: unknown level '%s' (expected debug, info, warn, error or off)", flag,
+                    value);
+    return -1;
+}
+
+void cli_common_init(struct cli_common *c, unsigned accept)
+{
+    memset(c, 0, sizeof *c);
+    c->accept = accept;
+    attn_shape_init(&c->shape);
+    c->log_level = -1;
+}
+
+/* One integer-valued shape flag: its name, the lowest value that can mean
+ * anything (lower is a usage error; zero where it is no meaningful default is
+ * left for the library to call an invalid shape, with its own message), where
+ * it goes, and the `given` bit it sets. */
+struct int_flag {
+    const char *name;
+    int32_t min;
+    size_t offset;
+    unsigned given_bit;
+};
+
+static const struct int_flag shape_int_flags[] = {
+    {"--q-heads", 0, offsetof(attn_shape, num_q_heads), 0},
+    {"--kv-heads", 0, offsetof(attn_shape, num_kv_heads), 0},
+    {"--head-dim", 0, offsetof(attn_shape, head_dim), 0},
+    {"--head-dim-v", 0, offsetof(attn_shape, head_dim_v), 0},
+    {"--page-size", 0, offsetof(attn_shape, page_size), 0},
+    {"--max-q-len", 0, offsetof(attn_shape, max_q_len), CLI_GIVEN_MAX_Q_LEN},
+    {"--max-kv-len", 0, offsetof(attn_shape, max_kv_len), CLI_GIVEN_MAX_KV_LEN},
+};
+
+struct dtype_flag {
+    const char *name;
+    size_t offset;
+    unsigned given_bit;
+};
+
+static const struct dtype_flag shape_dtype_flags[] = {
+    {"--q-dtype", offsetof(attn_shape, q_dtype), CLI_GIVEN_Q_DTYPE},
+    {"--kv-dtype", offsetof(attn_shape, kv_dtype), CLI_GIVEN_KV_DTYPE},
+    {"--compute-dtype", offsetof(attn_shape, compute_dtype), CLI_GIVEN_COMPUTE_DTYPE},
+    {"--out-dtype", offsetof(attn_shape, out_dtype), CLI_GIVEN_OUT_DTYPE},
+};
+
+static int32_t *shape_field(attn_shape *shape, size_t offset)
+{
+    return (int32_t *)(void *)((char *)shape + offset);
+}
+
+/* Flags without a value must not be written `--flag=value`. */
+static int reject_inline_value(const char *arg, const char *name)
+{
+    if (arg[strlen(name)] == '=') {
+        cli_usage_error("%s takes no value (got '%s')", name, arg);
+        return -1;
+    }
+    return 1;
+}
+
+static int parse_shape_flag(struct cli_common *c, int argc, char **argv, int *i)
+{
+    const char *arg = argv[*i];
+    const char *value;
+
+    if (cli_flag_is(arg, "--arch")) {
+        if (!(value = cli_flag_value(argc, argv, i, "--arch")))
+            return -1;
+        if (!*value || strlen(value) >= ATTN_ARCH_MAX) {
+            cli_usage_error("--arch: invalid value '%s' (expected a name of 1 to %d characters, "
+                            "e.g. gfx950, gfx942, sm_90, cpu)",
+                            value, ATTN_ARCH_MAX - 1);
+            return -1;
+        }
+        memcpy(c->shape.arch, value, strlen(value) + 1);
+        return 1;
+    }
+    for (size_t k = 0; k < sizeof shape_int_flags / sizeof shape_int_flags[0]; k++) {
+        const struct int_flag *f = &shape_int_flags[k];
+        if (!cli_flag_is(arg, f->name))
+            continue;
+        if (!(value = cli_flag_value(argc, argv, i, f->name)))
+            return -1;
+        if (cli_parse_int32(f->name, value, f->min, INT32_MAX, shape_field(&c->shape, f->offset)) !=
+            0)
+            return -1;
+        c->given |= f->given_bit;
+        return 1;
+    }
+    for (size_t k = 0; k < sizeof shape_dtype_flags / sizeof shape_dtype_flags[0]; k++) {
+        const struct dtype_flag *f = &shape_dtype_flags[k];
+        if (!cli_flag_is(arg, f->name))
+            continue;
+        if (!(value = cli_flag_value(argc, argv, i, f->name)))
+            return -1;
+        if (cli_parse_dtype(f->name, value, shape_field(&c->shape, f->offset)) != 0)
+            return -1;
+        c->given |= f->given_bit;
+        return 1;
+    }
+    if (cli_flag_is(arg, "--window")) {
+        if (!(value = cli_flag_value(argc, argv, i, "--window")))
+            return -1;
+        return parse_window("--window", value, &c->shape.window_left, &c->shape.window_right) == 0
+                   ? 1
+                   : -1;
+    }
+    if (cli_flag_is(arg, "--softcap")) {
+        if (!(value = cli_flag_value(argc, argv, i, "--softcap")))
+            return -1;
+        return parse_softcap("--softcap", value, &c->shape.softcap) == 0 ? 1 : -1;
+    }
+    if (cli_flag_is(arg, "--sinks")) {
+        c->shape.has_sinks = 1;
+        return reject_inline_value(arg, "--sinks");
+    }
+    if (cli_flag_is(arg, "--no-causal")) {
+        c->shape.causal = 0;
+        return reject_inline_value(arg, "--no-causal");
+    }
+    return 0;
+}
+
+int cli_parse_common_flag(struct cli_common *c, int argc, char **argv, int *i)
+{
+    const char *arg = argv[*i];
+    const char *value;
+    int r;
+
+    if (c->accept & CLI_ACCEPT_SHAPE) {
+        r = parse_shape_flag(c, argc, argv, i);
+        if (r != 0)
+            return r;
+    }
+    if (c->accept & CLI_ACCEPT_CONF) {
+        if (cli_flag_is(arg, "--conf")) {
+            if (!(value = cli_flag_value(argc, argv, i, "--conf")))
+                return -1;
+            if (!*value) {
+                cli_usage_error("--conf: empty folder name");
+                return -1;
+            }
+            if (c->num_conf_paths >= CLI_MAX_CONF_PATHS) {
+                cli_usage_error("--conf: at most %d folders", CLI_MAX_CONF_PATHS);
+                return -1;
+            }
+            c->conf_paths[c->num_conf_paths++] = value;
+            return 1;
+        }
+        if (cli_flag_is(arg, "--conf-only")) {
+            c->conf_only = 1;
+            return reject_inline_value(arg, "--conf-only");
+        }
+    }
+    if (c->accept & CLI_ACCEPT_SELECT) {
+        if (cli_flag_is(arg, "--backend")) {
+            if (!(value = cli_flag_value(argc, argv, i, "--backend")))
+                return -1;
+            if (!*value) {
+                cli_usage_error("--backend: empty backend name");
+                return -1;
+            }
+            c->backend = value;
+            return 1;
+        }
+        if (cli_flag_is(arg, "--strict")) {
+            c->strict = 1;
+            return reject_inline_value(arg, "--strict");
+        }
+        if (cli_flag_is(arg, "--runnable")) {
+            c->runnable = 1;
+            return reject_inline_value(arg, "--runnable");
+        }
+    }
+    if ((c->accept & CLI_ACCEPT_JSON) && cli_flag_is(arg, "--json")) {
+        c->json = 1;
+        return reject_inline_value(arg, "--json");
+    }
+    if ((c->accept & CLI_ACCEPT_LOG) && cli_flag_is(arg, "--log")) {
+        if (!(value = cli_flag_value(argc, argv, i, "--log")))
+            return -1;
+        return parse_log_level("--log", value, &c->log_level) == 0 ? 1 : -1;
+    }
+    return 0;
+}
+
+void cli_common_finish(struct cli_common *c)
+{
+    attn_shape *s = &c->shape;
+    /* A user who asks for f16 queries means an f16 model: the caches, the
+     * math and the output follow unless they are named too. */
+    if (c->given & CLI_GIVEN_Q_DTYPE) {
+        if (!(c->given & CLI_GIVEN_KV_DTYPE))
+            s->kv_dtype = s->q_dtype;
+        if (!(c->given & CLI_GIVEN_COMPUTE_DTYPE))
+            s->compute_dtype = s->q_dtype;
+        if (!(c->given & CLI_GIVEN_OUT_DTYPE))
+            s->out_dtype = s->q_dtype;
+    }
+    /* Keys include the new tokens, so a shape that names only its query
+     * length needs at least that many keys to be valid. */
+    if (!(c->given & CLI_GIVEN_MAX_KV_LEN))
+        s->max_kv_len = s->max_q_len > 1 ? s->max_q_len : 1;
+}
+
+/* ---- opening --------------------------------------------------------- */
+
+static void log_to_stderr(void *user, attn_log_level level, const char *message)
+{
+    static const char *const names[] = {"debug", "info", "warning", "error", "off"};
+    (void)user;
+    fprintf(stderr, "attnreg: %s: %s\n",
+            (unsigned)level < sizeof names / sizeof names[0] ? names[level] : "log", message);
+}
+
+int cli_open_registry(const struct cli_common *c, attn_registry **reg)
+{
+    attn_registry_options options;
+    attn_status status;
+
+    *reg = NULL;
+    /* The library skips a conf folder it cannot read; on the command line a
+     * folder the user named explicitly and that is not there is a mistake
+     * worth stopping for. */
+    for (uint32_t k = 0; k < c->num_conf_paths; k++) {
+        struct stat st;
+        const char *why = NULL;
+        if (stat(c->conf_paths[k], &st) != 0)
+            why = strerror(errno);
+        else if (!S_ISDIR(st.st_mode))
+            why = "not a folder";
+        else if (access(c->conf_paths[k], R_OK | X_OK) != 0)
+            why = strerror(errno);
+        if (why) {
+            fprintf(stderr, "attnreg: --conf %s: %s\n", c->conf_paths[k], why);
+            return CLI_EXIT_CONF;
+        }
+    }
+
+    attn_registry_options_init(&options);
+    options.conf_paths = c->num_conf_paths ? c->conf_paths : NULL;
+    options.num_conf_paths = c->num_conf_paths;
+    options.skip_env_conf_path = c->conf_only;
+    options.skip_default_conf = c->conf_only;
+    options.log_fn = log_to_stderr;
+    options.log_user = NULL;
+    options.log_level = c->log_level;
+    options.strict = c->strict;
+    options.forced_backend = c->backend;
+    options.runnable = c->runnable;
+
+    status = attn_registry_open(&options, reg);
+    if (status != ATTN_OK) {
+        const char *why = attn_last_error();
+        fprintf(stderr, "attnreg: cannot open the registry: %s: %s\n", attn_status_name(status),
+                why && *why ? why : attn_status_message(status));
+        *reg = NULL;
+        return status == ATTN_ERR_NO_MEMORY ? CLI_EXIT_INTERNAL : CLI_EXIT_CONF;
+    }
+    return CLI_EXIT_OK;
+}
+
+/* ---- help ------------------------------------------------------------ */
+
+void cli_help_common(FILE *out, unsigned accept)
+{
+    if (accept & CLI_ACCEPT_SHAPE) {
+        fputs("SHAPE flags (defaults in brackets):\n"
+              "  --arch A             target arch: gfx950, gfx942, sm_90, cpu, ... [cpu]\n"
+              "  --q-heads N          query heads [1]\n"
+              "  --kv-heads N         KV heads; 0 = same as --q-heads (MHA) [0]\n"
+              "  --head-dim N         head size of Q and K [128]\n"
+              "  --head-dim-v N       head size of V; 0 = --head-dim [0]\n"
+              "  --q-dtype T          query dtype [bf16]\n"
+              "  --kv-dtype T         K/V cache dtype [the --q-dtype value]\n"
+              "  --compute-dtype T    precision of the math [the --q-dtype value]\n"
+              "  --out-dtype T        output dtype [the --q-dtype value]\n"
+              "  --page-size N        tokens per KV-cache block [16]\n"
+              "  --max-q-len N        longest query (new tokens) of one sequence [1]\n"
+              "  --max-kv-len N       longest key range of one sequence [max(--max-q-len, 1)]\n"
+              "  --window L,R         sliding window, -1 = unbounded [-1,-1]\n"
+              "  --softcap X          logit softcap, 0 = none [0]\n"
+              "  --sinks              per-head sink logits are passed\n"
+              "  --no-causal          no causal masking [causal]\n"
+              "  dtypes T: f32, f16, bf16, fp8_e4m3fn, fp8_e4m3fnuz\n"
+              "  Values are given as '--flag VALUE' or '--flag=VALUE'. A value that is not\n"
+              "  a number, a negative count or an unknown dtype is a usage error (exit 2);\n"
+              "  a zero count or --max-q-len above --max-kv-len is an invalid shape (exit 3).\n",
+              out);
+    }
+    if (accept & (CLI_ACCEPT_CONF | CLI_ACCEPT_SELECT | CLI_ACCEPT_JSON | CLI_ACCEPT_LOG))
+        fputs(accept & CLI_ACCEPT_SHAPE ? "\nOptions:\n" : "Options:\n", out);
+    if (accept & CLI_ACCEPT_CONF)
+        fputs("  --conf DIR           search DIR for *.ini first (repeatable, in order), then\n"
+              "                       ATTNREG_CONF_PATH, then the installation's conf folder\n"
+              "  --conf-only          search only the --conf folders\n",
+              out);
+    if (accept & CLI_ACCEPT_SELECT)
+        fputs("  --backend NAME       force NAME: it must accept the shape (no substitution,\n"
+              "                       no fallback)\n"
+              "  --strict             never apply fallback rules\n"
+              "  --runnable           reject candidates that cannot run on this machine\n"
+              "                       (no code for the arch in the binary, no device)\n",
+              out);
+    if (accept & CLI_ACCEPT_JSON)
+        fputs("  --json               machine-readable output on stdout\n", out);
+    if (accept & CLI_ACCEPT_LOG)
+        fputs("  --log LEVEL          library log level on stderr: debug, info, warn, error,\n"
+              "                       off [ATTNREG_LOG, else warn]\n",
+              out);
+}
+
+/* ---- selections ------------------------------------------------------ */
+
+void cli_print_selection(FILE *out, const attn_selection *sel)
+{
+    char shape_text[512];
+    fprintf(out, "%s\n", sel->backend_name ? sel->backend_name : "(none)");
+    if (!sel->fallback_applied)
+        return;
+    fprintf(out, "  fallback: %s\n", sel->fallback_rule ? sel->fallback_rule : "?");
+    fprintf(out, "  because: %s rejected the shape: %s: %s\n",
+            sel->fallback_backend ? sel->fallback_backend : "?",
+            attn_reason_name(sel->fallback_reason),
+            sel->fallback_message ? sel->fallback_message : "");
+    attn_shape_format(&sel->effective_shape, shape_text, sizeof shape_text);
+    fprintf(out, "  effective shape: %s\n", shape_text);
+}
+
+void cli_json_selection(struct cli_json *j, const char *key, const attn_selection *sel)
+{
+    cli_json_begin_object(j, key);
+    cli_json_string_member(j, "backend", sel->backend_name);
+    cli_json_bool_member(j, "fallback_applied", sel->fallback_applied);
+    cli_json_string_member(j, "fallback_rule", sel->fallback_applied ? sel->fallback_rule : NULL);
+    cli_json_string_member(j, "fallback_backend",
+                           sel->fallback_applied ? sel->fallback_backend : NULL);
+    cli_json_string_member(j, "fallback_reason",
+                           sel->fallback_applied ? attn_reason_name(sel->fallback_reason) : NULL);
+    cli_json_string_member(j, "fallback_message",
+                           sel->fallback_applied ? sel->fallback_message : NULL);
+    cli_json_string_member(j, "message", sel->message ? sel->message : "");
+    if (sel->backend_name)
+        cli_json_shape(j, "effective_shape", &sel->effective_shape);
+    cli_json_end_object(j);
+}

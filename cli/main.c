@@ -1,0 +1,104 @@
+/*
+ * main.c — `attnreg`: the command table and dispatch. Each command parses its
+ * own arguments (argv[0] is the command name) and returns a cli_exit code.
+ */
+#include <string.h>
+
+#include "cli.h"
+
+static const struct cli_command commands[] = {
+    {"list", "list the plugins the conf files declare (loads no library)", cli_cmd_list,
+     cli_help_list},
+    {"explain", "show every candidate's verdict for a shape, the fallback and the decision",
+     cli_cmd_explain, cli_help_explain},
+    {"select", "print the backend chosen for a shape", cli_cmd_select, cli_help_select},
+    {"check", "validate the conf files and load every plugin", cli_cmd_check, cli_help_check},
+    {"devices", "list the devices each plugin can run on", cli_cmd_devices, cli_help_devices},
+#ifdef ATTNREG_CLI_HAVE_RUN
+    {"run", "run the selected backend on .npy inputs", cli_cmd_run, cli_help_run},
+#endif
+#ifdef ATTNREG_CLI_HAVE_VERIFY
+    {"verify", "check a backend's output against a float64 reference", cli_cmd_verify,
+     cli_help_verify},
+#endif
+};
+
+#define NUM_COMMANDS (sizeof commands / sizeof commands[0])
+
+static const struct cli_command *find_command(const char *name)
+{
+    for (size_t k = 0; k < NUM_COMMANDS; k++) {
+        if (strcmp(commands[k].name, name) == 0)
+            return &commands[k];
+    }
+    return NULL;
+}
+
+static void print_main_help(FILE *out)
+{
+    fputs("Usage: attnreg COMMAND [ARGS...]\n"
+          "       attnreg help COMMAND | attnreg COMMAND --help\n"
+          "       attnreg --version\n"
+          "\n"
+          "Chooses and explains attention backends from the plugin INI files.\n"
+          "\n"
+          "Commands:\n",
+          out);
+    for (size_t k = 0; k < NUM_COMMANDS; k++)
+        fprintf(out, "  %-9s %s\n", commands[k].name, commands[k].summary);
+    fputs("\n"
+          "Exit codes:\n"
+          "  0   success (for devices: also when no device is present)\n"
+          "  1   check found a conf error or a plugin that fails to load\n"
+          "  2   usage error: unknown flag, bad or missing value\n"
+          "  3   invalid shape: no backend could ever run it\n"
+          "  4   unsupported: valid shape, no enabled backend accepts it\n"
+          "  5   the forced --backend rejects the shape or does not exist\n"
+          "  6   conf or registry error: a --conf folder is missing, open failed\n"
+          "  7   backend error: create or forward failed (no device, no kernels, ...)\n"
+          "  8   verify: results differ from the reference beyond tolerance\n"
+          "  9   I/O error: an input could not be read or an output written\n"
+          "  10  internal error\n"
+          "\n"
+          "Environment: ATTNREG_CONF_PATH (conf folders, colon separated), ATTNREG_BACKEND\n"
+          "(force a backend), ATTNREG_DISABLE (a,b: remove backends), ATTNREG_LOG (level).\n",
+          out);
+}
+
+int main(int argc, char **argv)
+{
+    const struct cli_command *command;
+
+    if (argc < 2) {
+        print_main_help(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    if (cli_is_help_flag(argv[1])) {
+        print_main_help(stdout);
+        return CLI_EXIT_OK;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("attnreg %s (plugin ABI %u.%u)\n", attnreg_version_string(),
+               (unsigned)(attnreg_plugin_abi_version() >> 16),
+               (unsigned)(attnreg_plugin_abi_version() & 0xffffu));
+        return CLI_EXIT_OK;
+    }
+    if (strcmp(argv[1], "help") == 0) {
+        if (argc == 2) {
+            print_main_help(stdout);
+            return CLI_EXIT_OK;
+        }
+        if (argc > 3)
+            return cli_usage_error("help: expected one command name, got %d", argc - 2);
+        command = find_command(argv[2]);
+        if (!command)
+            return cli_usage_error("help: unknown command '%s'", argv[2]);
+        command->help(stdout);
+        return CLI_EXIT_OK;
+    }
+    command = find_command(argv[1]);
+    if (!command)
+        return cli_usage_error("unknown command '%s'", argv[1]);
+    cli_set_command_name(command->name);
+    return command->run(argc - 1, argv + 1);
+}

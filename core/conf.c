@@ -5,6 +5,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -30,19 +31,24 @@ typedef struct conf_file {
     size_t num_entries;
     size_t cap_entries;
     FILE *fp;
-    int32_t line; /* the line the reader last returned */
+    int32_t line;     /* the line the reader last returned */
+    int32_t mid_line; /* the last read ended inside a line */
     int32_t oom;
 } conf_file;
 
-/* inih calls the reader once per line, so counting calls gives the line
- * number of the key the handler is about to see (Debian's inih is built
- * without INI_HANDLER_LINENO). */
+/* inih calls the reader once per line, or several times for a line longer
+ * than its buffer, so a line is counted when a read starts at a line start:
+ * that gives the line number of the key the handler is about to see
+ * (Debian's inih is built without INI_HANDLER_LINENO). */
 static char *count_lines_reader(char *str, int num, void *stream)
 {
     conf_file *cf = stream;
     char *r = fgets(str, num, cf->fp);
-    if (r)
-        cf->line++;
+    if (r) {
+        if (!cf->mid_line)
+            cf->line++;
+        cf->mid_line = strchr(r, '\n') == NULL;
+    }
     return r;
 }
 
@@ -67,6 +73,34 @@ static int collect_entry(void *user, const char *section, const char *key, const
     e->value = attn_strdup(value);
     e->line = cf->line;
     return 1;
+}
+
+/* inih's parsing options are process-wide variables in Debian's build. We
+ * need lines of any length (a deep install prefix makes long library paths)
+ * and no continuation lines (an indented line would silently become a second
+ * value of the previous key, and a list would lose its first half), so they
+ * are set around each parse under one lock and restored after. */
+static pthread_mutex_t inih_options_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int parse_with_our_options(conf_file *cf)
+{
+    pthread_mutex_lock(&inih_options_lock);
+    bool use_stack = ini_use_stack, allow_realloc = ini_allow_realloc;
+    bool multiline = ini_allow_multiline;
+    int max_line = ini_max_line, initial_alloc = ini_initial_alloc;
+    ini_use_stack = false;
+    ini_allow_realloc = true;
+    ini_initial_alloc = 256;
+    ini_max_line = 1 << 16;
+    ini_allow_multiline = false;
+    int rc = ini_parse_stream(count_lines_reader, cf, collect_entry, cf);
+    ini_use_stack = use_stack;
+    ini_allow_realloc = allow_realloc;
+    ini_allow_multiline = multiline;
+    ini_max_line = max_line;
+    ini_initial_alloc = initial_alloc;
+    pthread_mutex_unlock(&inih_options_lock);
+    return rc;
 }
 
 static void conf_file_free(conf_file *cf)
@@ -677,7 +711,7 @@ static void load_file(attn_registry *reg, const char *path)
                                strerror(errno));
         return;
     }
-    int rc = ini_parse_stream(count_lines_reader, &cf, collect_entry, &cf);
+    int rc = parse_with_our_options(&cf);
     fclose(cf.fp);
     if (rc != 0 || cf.oom) {
         if (rc > 0)
@@ -693,6 +727,22 @@ static void load_file(attn_registry *reg, const char *path)
     }
 
     interp it = {reg, path, 0, 0};
+    /* A repeated key is an error, not "last one wins": which of two values
+     * the author meant is not ours to guess. */
+    for (size_t i = 0; i < cf.num_entries; i++)
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(cf.entries[i].section, cf.entries[j].section) == 0 &&
+                strcmp(cf.entries[i].key, cf.entries[j].key) == 0) {
+                CONF_ERROR(&it, cf.entries[i].line,
+                           "%s:%d: key '%s' in [%s] repeats line %d; file ignored", path,
+                           cf.entries[i].line, cf.entries[i].key, cf.entries[i].section,
+                           cf.entries[j].line);
+                break;
+            }
+    if (it.errors) {
+        conf_file_free(&cf);
+        return;
+    }
     int has_plugin = 0, has_registry = 0;
     const conf_entry *version = NULL;
     for (size_t i = 0; i < cf.num_entries; i++) {

@@ -1,0 +1,301 @@
+/*
+ * test_backend.c — constructing and running a selected backend: create's
+ * own checks (code for the arch in the binary, a device), the plugin's
+ * constructor, workspace sizing and forward, all through fake plugins.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include <check.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "attnreg.h"
+#include "support/test_support.h"
+
+#define TOKENS 10
+
+static attn_registry *open_single(const char *variant, const char *name, const char *extra)
+{
+    ts_write_plugin_ini(ts_dir(), "p.ini", name, ts_fake(variant), 10, "fake", extra);
+    return ts_open_dir(ts_dir());
+}
+
+static void forward_shape(attn_shape *s)
+{
+    ts_fake_shape(s);
+    s->max_q_len = 16;
+    s->max_kv_len = 16;
+}
+
+static void select_ok(attn_registry *reg, const attn_shape *s, attn_selection *sel,
+                      const char *name)
+{
+    attn_status st;
+    attn_selection_init(sel);
+    st = attn_registry_select(reg, s, sel);
+    ck_assert_msg(st == ATTN_OK, "select: %s: %s", attn_status_name(st), sel->message);
+    ck_assert_str_eq(sel->backend_name, name);
+}
+
+/* Tensors for one sequence of TOKENS new tokens in one 16-token page, one
+ * head of 128, bf16 (2 bytes per element). */
+typedef struct tensors {
+    uint16_t q[TOKENS * 128];
+    uint16_t k[16 * 128];
+    uint16_t v[16 * 128];
+    uint16_t out[TOKENS * 128];
+    int32_t block_table[1];
+    int32_t cu_seqlens_q[2];
+    int32_t seqused_k[1];
+    unsigned char workspace[4096];
+} tensors;
+
+static void fill_args(attn_forward_args *a, tensors *t, size_t workspace_bytes)
+{
+    memset(t, 0, sizeof *t);
+    memset(a, 0, sizeof *a);
+    t->cu_seqlens_q[1] = TOKENS;
+    t->seqused_k[0] = TOKENS;
+    a->struct_size = sizeof *a;
+    a->num_seqs = 1;
+    a->num_tokens = TOKENS;
+    a->q = t->q;
+    a->q_stride_token = 128;
+    a->q_stride_head = 128;
+    a->k_cache = t->k;
+    a->v_cache = t->v;
+    a->num_blocks = 1;
+    a->block_table = t->block_table;
+    a->block_table_stride = 1;
+    a->cu_seqlens_q = t->cu_seqlens_q;
+    a->seqused_k = t->seqused_k;
+    a->max_seqlen_q = TOKENS;
+    a->max_seqlen_k = TOKENS;
+    a->scale = 1.0f / sqrtf(128.0f);
+    a->q_descale = a->k_descale = a->v_descale = 1.0f;
+    a->out = t->out;
+    a->out_stride_token = 128;
+    a->out_stride_head = 128;
+    a->workspace = workspace_bytes ? t->workspace : NULL;
+    a->workspace_size = workspace_bytes;
+}
+
+START_TEST(create_workspace_forward_destroy)
+{
+    attn_registry *reg = open_single("good", "fake-good", NULL);
+    static tensors t;
+    attn_forward_args args;
+    attn_batch_limits lim;
+    attn_selection sel;
+    attn_shape shape;
+    attn_backend *be = NULL;
+    size_t bytes = 0;
+    attn_status st;
+
+    forward_shape(&shape);
+    select_ok(reg, &shape, &sel, "fake-good");
+    st = attn_backend_create(reg, &sel, &be);
+    ck_assert_msg(st == ATTN_OK, "create: %s: %s", attn_status_name(st), attn_last_error());
+    ck_assert_ptr_nonnull(be);
+    ck_assert_str_eq(attn_backend_name(be), "fake-good");
+    ck_assert_int_eq(attn_backend_shape(be)->head_dim, 128);
+    ck_assert_int_eq(attn_backend_shape(be)->max_q_len, 16);
+
+    memset(&lim, 0, sizeof lim);
+    lim.struct_size = sizeof lim;
+    lim.max_num_seqs = 1;
+    lim.max_num_tokens = TOKENS;
+    ck_assert_int_eq(attn_backend_workspace_size(be, &lim, &bytes), ATTN_OK);
+    /* The fake asks 64 bytes per token. */
+    ck_assert_uint_ge(bytes, 64 * TOKENS);
+    ck_assert_uint_le(bytes, sizeof t.workspace);
+
+    fill_args(&args, &t, bytes);
+    st = attn_backend_forward(be, &args);
+    ck_assert_msg(st == ATTN_OK, "forward: %s: %s", attn_status_name(st), attn_last_error());
+    ck_assert_int_eq(((unsigned char *)t.out)[0], 0xA5); /* the plugin ran */
+
+    /* Too little scratch: the plugin's status and sentence come through. */
+    fill_args(&args, &t, 100);
+    st = attn_backend_forward(be, &args);
+    ck_assert_int_eq(st, ATTN_ERR_WORKSPACE_TOO_SMALL);
+    ck_assert_msg(strstr(attn_last_error(), "fake forward needs") != NULL, "last error \"%s\"",
+                  attn_last_error());
+
+    ck_assert_int_eq(attn_backend_forward(be, NULL), ATTN_ERR_INVALID_ARGUMENT);
+    attn_backend_destroy(be);
+    attn_backend_destroy(NULL); /* harmless */
+    attn_registry_close(reg);
+}
+END_TEST
+
+START_TEST(create_refused_by_plugin)
+{
+    attn_registry *reg = open_single("create_fails", "fake-create-fails", NULL);
+    attn_selection sel;
+    attn_shape shape;
+    attn_backend *be = NULL;
+    ts_fake_shape(&shape);
+    select_ok(reg, &shape, &sel, "fake-create-fails");
+    ck_assert_int_eq(attn_backend_create(reg, &sel, &be), ATTN_ERR_CREATE_FAILED);
+    ck_assert_ptr_null(be);
+    ck_assert_msg(strstr(attn_last_error(), "fake create refused") != NULL, "last error \"%s\"",
+                  attn_last_error());
+    attn_registry_close(reg);
+}
+END_TEST
+
+/* Planning selected it; create finds it cannot run. */
+typedef struct create_case {
+    const char *variant, *name;
+    attn_status status;
+    const char *mention1, *mention2;
+} create_case;
+
+static const create_case create_cases[] = {
+    {"no_kernels", "fake-no-kernels", ATTN_ERR_NO_KERNELS, NULL, NULL},
+    /* "naming the archs it holds" */
+    {"other_binary", "fake-other-binary", ATTN_ERR_ARCH_NOT_IN_BINARY, "fake2", "fake3"},
+    /* with the runtime's message */
+    {"no_device", "fake-no-device", ATTN_ERR_NO_DEVICE, "no fake device here", NULL},
+};
+
+START_TEST(create_checks_what_is_there)
+{
+    const create_case *c = &create_cases[_i];
+    attn_registry *reg = open_single(c->variant, c->name, NULL);
+    attn_selection sel;
+    attn_shape shape;
+    attn_backend *be = NULL;
+    attn_status st;
+    ts_fake_shape(&shape);
+    select_ok(reg, &shape, &sel, c->name);
+    st = attn_backend_create(reg, &sel, &be);
+    ck_assert_msg(st == c->status, "%s: create = %s", c->name, attn_status_name(st));
+    ck_assert_ptr_null(be);
+    ck_assert_msg(attn_last_error()[0] != '\0', "%s: no sentence", c->name);
+    if (c->mention1)
+        ck_assert_msg(strstr(attn_last_error(), c->mention1) != NULL, "%s: \"%s\" lacks %s",
+                      c->name, attn_last_error(), c->mention1);
+    if (c->mention2)
+        ck_assert_msg(strstr(attn_last_error(), c->mention2) != NULL, "%s: \"%s\" lacks %s",
+                      c->name, attn_last_error(), c->mention2);
+    attn_registry_close(reg);
+}
+END_TEST
+
+START_TEST(create_uses_effective_shape)
+{
+    /* After the FP8 -> BF16 fallback the backend is built for what it
+     * accepted, not what was asked. */
+    attn_registry *reg;
+    attn_selection sel;
+    attn_shape shape;
+    attn_backend *be = NULL;
+    ts_write_fp8_fallback_ini(ts_dir());
+    reg = open_single("good", "fake-good", "[params]\nfp8_mha_only = 1\n");
+    ts_fake_shape(&shape);
+    shape.num_q_heads = 32;
+    shape.num_kv_heads = 8;
+    shape.compute_dtype = ATTN_DTYPE_FP8_E4M3FN;
+    select_ok(reg, &shape, &sel, "fake-good");
+    ck_assert_int_eq(sel.fallback_applied, 1);
+    ck_assert_int_eq(attn_backend_create(reg, &sel, &be), ATTN_OK);
+    ck_assert_int_eq(attn_backend_shape(be)->compute_dtype, ATTN_DTYPE_BF16);
+    ck_assert_int_eq(attn_backend_shape(be)->num_q_heads, 32);
+    attn_backend_destroy(be);
+    attn_registry_close(reg);
+}
+END_TEST
+
+START_TEST(create_bad_arguments)
+{
+    attn_registry *reg = open_single("good", "fake-good", NULL);
+    attn_selection sel, failed;
+    attn_shape shape;
+    attn_backend *be = NULL;
+    ts_fake_shape(&shape);
+    select_ok(reg, &shape, &sel, "fake-good");
+    ck_assert_int_eq(attn_backend_create(reg, &sel, NULL), ATTN_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(attn_backend_create(reg, NULL, &be), ATTN_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(be);
+    /* A selection that selected nothing cannot be constructed. */
+    ts_set_arch(&shape, "gfx950");
+    attn_selection_init(&failed);
+    ck_assert_int_eq(attn_registry_select(reg, &shape, &failed), ATTN_ERR_UNSUPPORTED);
+    ck_assert_int_ne(attn_backend_create(reg, &failed, &be), ATTN_OK);
+    ck_assert_ptr_null(be);
+    attn_registry_close(reg);
+}
+END_TEST
+
+START_TEST(create_on_tampered_shape_refused)
+{
+    /* create is a real constructor: a host that edits effective_shape into
+     * an impossible shape after selecting gets INVALID_SHAPE, not a backend
+     * built on 32 query heads over 5 KV heads. */
+    attn_registry *reg = open_single("good", "fake-good", NULL);
+    attn_selection sel;
+    attn_shape shape;
+    attn_backend *be = NULL;
+    ts_fake_shape(&shape);
+    shape.num_q_heads = 32;
+    shape.num_kv_heads = 8;
+    select_ok(reg, &shape, &sel, "fake-good");
+    sel.effective_shape.num_kv_heads = 5;
+    ck_assert_int_eq(attn_backend_create(reg, &sel, &be), ATTN_ERR_INVALID_SHAPE);
+    ck_assert_ptr_null(be);
+    ck_assert_msg(attn_last_error()[0] != '\0', "no sentence");
+    attn_registry_close(reg);
+}
+END_TEST
+
+START_TEST(runnable_selection_constructs)
+{
+    /* In runnable mode the answer is one that create accepts. */
+    const char *dirs[1];
+    attn_registry_options opt;
+    attn_registry *reg = NULL;
+    attn_selection sel;
+    attn_shape shape;
+    attn_backend *be = NULL;
+    ts_write_plugin_ini(ts_dir(), "a.ini", "fake-no-kernels", ts_fake("no_kernels"), 30, "fake",
+                        NULL);
+    ts_write_plugin_ini(ts_dir(), "b.ini", "fake-no-device", ts_fake("no_device"), 20, "fake",
+                        NULL);
+    ts_write_plugin_ini(ts_dir(), "c.ini", "fake-good", ts_fake("good"), 10, "fake", NULL);
+    dirs[0] = ts_dir();
+    ts_options(&opt, dirs, 1);
+    opt.runnable = 1;
+    ck_assert_int_eq(attn_registry_open(&opt, &reg), ATTN_OK);
+    ts_fake_shape(&shape);
+    select_ok(reg, &shape, &sel, "fake-good");
+    ck_assert_int_eq(attn_backend_create(reg, &sel, &be), ATTN_OK);
+    attn_backend_destroy(be);
+    attn_registry_close(reg);
+}
+END_TEST
+
+static Suite *backend_suite(void)
+{
+    Suite *s = suite_create("backend");
+    TCase *tc = tcase_create("create");
+    ts_add_fixtures(tc, 20);
+    tcase_add_test(tc, create_workspace_forward_destroy);
+    tcase_add_test(tc, create_refused_by_plugin);
+    tcase_add_loop_test(tc, create_checks_what_is_there, 0,
+                        (int)(sizeof create_cases / sizeof create_cases[0]));
+    tcase_add_test(tc, create_uses_effective_shape);
+    tcase_add_test(tc, create_bad_arguments);
+    tcase_add_test(tc, create_on_tampered_shape_refused);
+    tcase_add_test(tc, runnable_selection_constructs);
+    suite_add_tcase(s, tc);
+    return s;
+}
+
+int main(void)
+{
+    return ts_run(backend_suite());
+}

@@ -95,6 +95,28 @@ ATTNREG_API attn_status attn_backend_forward(attn_backend *b, const attn_forward
     if (args->struct_size < sizeof *args)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "forward args struct_size %u too small",
                          args->struct_size);
+    /* Cheap checks of the call against the shape the backend was built for:
+     * a kernel selected for 2-4 query tokens must not be handed 8. */
+    const attn_shape *s = &b->shape;
+    if (!args->q || !args->k_cache || !args->v_cache || !args->out || !args->block_table ||
+        !args->cu_seqlens_q || !args->seqused_k)
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                         "%s: forward needs q, k_cache, v_cache, out, block_table, cu_seqlens_q "
+                         "and seqused_k",
+                         b->candidate->name);
+    if (args->num_seqs <= 0 || args->num_tokens < 0)
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "%s: num_seqs %d / num_tokens %d out of range",
+                         b->candidate->name, args->num_seqs, args->num_tokens);
+    if (args->max_seqlen_q > s->max_q_len || args->max_seqlen_k > s->max_kv_len)
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                         "%s: batch max_seqlen_q %d / max_seqlen_k %d exceed the shape's max_q_len "
+                         "%d / max_kv_len %d the backend was created for",
+                         b->candidate->name, args->max_seqlen_q, args->max_seqlen_k, s->max_q_len,
+                         s->max_kv_len);
+    if (s->has_sinks && !args->sinks)
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                         "%s: the shape has sinks but forward got no sinks array",
+                         b->candidate->name);
     char err[512] = "";
     attn_status st = b->candidate->desc.forward(b->impl, args, err, sizeof err);
     if (st != ATTN_OK)

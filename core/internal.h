@@ -206,6 +206,7 @@ struct attn_explanation {
 };
 
 #define ATTN_CACHE_BUCKETS 1024
+#define ATTN_CACHE_MAX_ENTRIES 65536
 
 typedef struct cache_node {
     attn_shape key;
@@ -234,7 +235,9 @@ struct attn_registry {
     pthread_mutex_t diag_lock;
 
     _Atomic(cache_node *) cache[ATTN_CACHE_BUCKETS];
-    pthread_mutex_t cache_lock;
+    pthread_mutex_t cache_lock; /* serialises inserts; reads take no lock */
+    int32_t cache_entries;      /* under cache_lock */
+    int32_t cache_full_warned;  /* under cache_lock */
 };
 
 void attn_registry_add_diag(struct attn_registry *reg, attn_status status, const char *file,

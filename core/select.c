@@ -493,6 +493,19 @@ static const cache_node *cache_insert(attn_registry *reg, const attn_shape *key,
         attn_decision_free(d);
         return existing;
     }
+    /* A bound, so a host that passes a fresh max_kv_len on every call cannot
+     * grow the cache without limit: past it, decisions are still correct,
+     * just computed each time. */
+    if (reg->cache_entries >= ATTN_CACHE_MAX_ENTRIES) {
+        int warned = reg->cache_full_warned;
+        reg->cache_full_warned = 1;
+        pthread_mutex_unlock(&reg->cache_lock);
+        if (!warned)
+            attn_log(&reg->logger, ATTN_LOG_WARN,
+                     "decision cache full (%d shapes); further shapes are decided uncached",
+                     ATTN_CACHE_MAX_ENTRIES);
+        return NULL;
+    }
     cache_node *n = malloc(sizeof *n);
     if (!n) {
         pthread_mutex_unlock(&reg->cache_lock);
@@ -505,6 +518,7 @@ static const cache_node *cache_insert(attn_registry *reg, const attn_shape *key,
     _Atomic(cache_node *) *bucket = &reg->cache[hash % ATTN_CACHE_BUCKETS];
     n->next = atomic_load_explicit(bucket, memory_order_relaxed);
     atomic_store_explicit(bucket, n, memory_order_release);
+    reg->cache_entries++;
     pthread_mutex_unlock(&reg->cache_lock);
     *inserted = 1;
     return n;
@@ -545,11 +559,24 @@ ATTNREG_API attn_status attn_registry_select(attn_registry *reg, const attn_shap
         decide(reg, &key, 0, &ex);
         int inserted;
         n = cache_insert(reg, &key, hash, &ex.result, &inserted);
+        if (!n) {
+            /* Not cached (cache full or no memory): the decision moves to a
+             * per-thread slot, so the strings the selection points at stay
+             * valid until this thread's next uncached decision. */
+            static _Thread_local decision overflow;
+            log_decision(reg, &ex, &ex.result);
+            attn_decision_free(&overflow);
+            overflow = ex.result;
+            memset(&ex.result, 0, sizeof ex.result);
+            explanation_free_parts(&ex);
+            fill_selection(&overflow, sel);
+            if (overflow.status != ATTN_OK)
+                return attn_fail(overflow.status, "%s", overflow.message);
+            return ATTN_OK;
+        }
         if (inserted)
             log_decision(reg, &ex, &n->result);
         explanation_free_parts(&ex);
-        if (!n)
-            return attn_fail(ATTN_ERR_NO_MEMORY, "out of memory caching a decision");
     }
     fill_selection(&n->result, sel);
     if (n->result.status != ATTN_OK)

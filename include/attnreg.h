@@ -93,6 +93,8 @@ typedef struct attn_registry_options {
     int32_t skip_env_conf_path; /* 1 = ignore ATTNREG_CONF_PATH */
     int32_t skip_default_conf;  /* 1 = do not search the default folder */
     attn_log_fn log_fn;         /* NULL = stderr */
+    /* The callback may run while a plugin is being loaded; it must not call
+     * back into this registry. */
     void *log_user;
     int32_t log_level;                    /* attn_log_level; -1 = ATTNREG_LOG or WARN */
     int32_t strict;                       /* 1 = never apply fallback rules */
@@ -194,7 +196,10 @@ ATTNREG_API void attn_selection_init(attn_selection *selection);
 
 /* Select a backend for `shape`. ATTN_OK, ATTN_ERR_INVALID_SHAPE,
  * ATTN_ERR_UNSUPPORTED or ATTN_ERR_BACKEND_REJECTED (forced backend).
- * Repeated calls on one shape are answered from a cache. */
+ * Repeated calls on one shape are answered from a cache (lock-free reads) of
+ * up to 65536 distinct shapes; past that bound decisions are computed on
+ * every call (still correct) and their strings stay valid until the calling
+ * thread's next uncached select. */
 ATTNREG_API attn_status attn_registry_select(attn_registry *registry, const attn_shape *shape,
                                              attn_selection *selection);
 
@@ -224,7 +229,8 @@ ATTNREG_API attn_status attn_explanation_status(const attn_explanation *explanat
 ATTNREG_API size_t attn_explanation_count(const attn_explanation *explanation);
 ATTNREG_API attn_status attn_explanation_record(const attn_explanation *explanation, size_t index,
                                                 attn_verdict_record *out);
-/* The decision itself (same fields as select fills). */
+/* The decision itself (same fields as select fills); returns the decision's
+ * status, as select would. */
 ATTNREG_API attn_status attn_explanation_selection(const attn_explanation *explanation,
                                                    attn_selection *out);
 /* Number of passes evaluated and, per pass, the rule that produced it

@@ -271,6 +271,51 @@ START_TEST(concurrent_selects_on_shipped_conf)
 }
 END_TEST
 
+/* The cache is bounded (65536 shapes): a host that passes a fresh
+ * max_kv_len on every call must not grow it forever. Past the bound the
+ * answers stay right, repeated asks agree, and the bound is logged once. */
+START_TEST(cache_bound_keeps_answers_right)
+{
+    enum { BOUND = 65536, EXTRA = 50 };
+    const char *dirs[1] = {ATTNREG_TEST_CONF_DIR};
+    attn_registry_options opt;
+    attn_registry *reg = NULL;
+    ts_options(&opt, dirs, 1);
+    opt.log_level = ATTN_LOG_WARN; /* debug lines for 65k decisions would swamp the log */
+    ck_assert_int_eq(attn_registry_open(&opt, &reg), ATTN_OK);
+    ts_log_clear();
+    attn_shape shape;
+    ts_mtp_shape(&shape);
+    for (int i = 0; i < BOUND + EXTRA; i++) {
+        attn_selection sel;
+        attn_selection_init(&sel);
+        /* Alternate q len 4 (MTP) and 1 (generic) so the answer depends on
+         * the shape, not on what was cached last. */
+        shape.max_q_len = i % 2 ? 1 : 4;
+        shape.max_kv_len = 1024 + i;
+        ck_assert_int_eq(attn_registry_select(reg, &shape, &sel), ATTN_OK);
+        ck_assert_str_eq(sel.backend_name, i % 2 ? "aiter-generic" : "aiter-mtp-gfx950");
+        ck_assert_int_eq(sel.effective_shape.max_kv_len, 1024 + i);
+    }
+    /* A shape past the bound asked twice: same answer both times. */
+    attn_selection a, b;
+    attn_selection_init(&a);
+    attn_selection_init(&b);
+    shape.max_q_len = 4;
+    shape.max_kv_len = 1024 + BOUND + EXTRA + 7;
+    ck_assert_int_eq(attn_registry_select(reg, &shape, &a), ATTN_OK);
+    ck_assert_int_eq(attn_registry_select(reg, &shape, &b), ATTN_OK);
+    ck_assert_str_eq(a.backend_name, "aiter-mtp-gfx950");
+    ck_assert_str_eq(b.backend_name, "aiter-mtp-gfx950");
+    /* An invalid shape past the bound still carries its message. */
+    shape.num_kv_heads = 5;
+    ck_assert_int_eq(attn_registry_select(reg, &shape, &a), ATTN_ERR_INVALID_SHAPE);
+    ck_assert_ptr_nonnull(strstr(a.message, "multiple of num_kv_heads (5)"));
+    ck_assert_int_eq(ts_log_count(ATTN_LOG_WARN, "decision cache full", NULL), 1);
+    attn_registry_close(reg);
+}
+END_TEST
+
 static Suite *cache_suite(void)
 {
     Suite *s = suite_create("cache_threads");
@@ -278,6 +323,7 @@ static Suite *cache_suite(void)
     ts_add_fixtures(tc, 120);
     tcase_add_test(tc, concurrent_selects_on_fakes);
     tcase_add_test(tc, concurrent_selects_on_shipped_conf);
+    tcase_add_test(tc, cache_bound_keeps_answers_right);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -1,0 +1,396 @@
+/*
+ * gpu_attn_bench — kernel throughput of aiter-generic and aiter-mtp on the
+ * device (issue 4, item 8).
+ *
+ * Shapes:
+ *   MTP:    16 query heads : 1 KV head, D 256, page 16, bf16 Q, fp8 e4m3fn KV,
+ *           q_len 2 and 4, kv_len 1k/4k/16k, batch 1/8/32/64; both kernels.
+ *   decode: 32 : 8 heads, D 128, page 16, bf16 Q/KV, q_len 1,
+ *           kv_len 1k/4k/8k/16k, batch 1/8/32/64; generic kernel.
+ * Method:
+ *   - a device-to-device copy of 1 GiB, timed the same way, gives the copy
+ *     bandwidth (bytes read + bytes written) of this run;
+ *   - every configuration owns enough KV sets (block tables over disjoint
+ *     blocks of one large cache) that together they are >= 4x the L2, and
+ *     successive calls rotate through them, so L2 does not serve the KV;
+ *   - 20 forward calls (rotating sets) are captured in one graph, so launch
+ *     gaps stay out; after 3 warm-up replays, 15 replays are timed with
+ *     device events and the median replay / 20 is the time of one call;
+ *   - bytes = what must move at least: K and V of every visible key once, Q
+ *     read, output written; GB/s = bytes / time; "of copy" = GB/s / copy GB/s.
+ *
+ *   usage: gpu_attn_bench [out.json]
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "gpu_attn.h"
+#include "hip_compat.h"
+
+#define CHECK_HIP(x)                                                                             \
+    do {                                                                                         \
+        hipError_t e_ = (x);                                                                     \
+        if (e_ != hipSuccess) {                                                                  \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, hipGetErrorString(e_));   \
+            exit(1);                                                                             \
+        }                                                                                        \
+    } while (0)
+
+/* Fill with valid, non-zero values: fp8 codes other than NaN (0x7F/0xFF),
+ * or bf16 values in (-1, 1). */
+__global__ void fill_kernel(uint8_t *p, size_t n, int fp8, uint32_t seed)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (; i < n; i += stride) {
+        uint32_t h = (uint32_t)i * 2654435761u ^ seed;
+        h ^= h >> 15;
+        h *= 2246822519u;
+        h ^= h >> 13;
+        if (fp8) {
+            uint32_t code = h % 0x70u; /* |x| < 2^7: no NaN, no overflow in products */
+            p[i] = (uint8_t)(code | (h & 0x80u));
+        } else if ((i & 1) == 0 && i + 1 < n) {
+            float f = ((h >> 8) * (1.0f / 16777216.0f)) * 2.f - 1.f;
+            uint32_t u = __float_as_uint(f);
+            p[i] = (uint8_t)(u >> 16);
+            p[i + 1] = (uint8_t)(u >> 24);
+        }
+    }
+}
+
+static const size_t L2_BYTES = 60u << 20;
+
+struct Result {
+    std::string family;
+    int kernel; /* 0 generic, 1 mtp */
+    int q_len, kv_len, batch, nseg, sets;
+    double us, bytes, gbs, frac, tflops;
+};
+
+static hipStream_t stream;
+static double copy_gbs = 0;
+
+/* Median time of one call of `fn`, graph-captured `per_graph` times. */
+template <class F>
+static double time_calls(F fn, int per_graph, bool *used_graph)
+{
+    hipEvent_t a, b;
+    CHECK_HIP(hipEventCreate(&a));
+    CHECK_HIP(hipEventCreate(&b));
+    for (int i = 0; i < 2; i++)
+        fn(i); /* warm-up outside the graph: module load, attribute calls */
+    CHECK_HIP(hipStreamSynchronize(stream));
+    hipGraph_t graph;
+    hipGraphExec_t exec;
+    bool graph_ok = false;
+    if (hipStreamBeginCapture(stream, hipStreamCaptureModeGlobal) == hipSuccess) {
+        for (int i = 0; i < per_graph; i++)
+            fn(i);
+        if (hipStreamEndCapture(stream, &graph) == hipSuccess &&
+            hipGraphInstantiate(&exec, graph, NULL, NULL, 0) == hipSuccess)
+            graph_ok = true;
+    }
+    (void)hipGetLastError();
+    *used_graph = graph_ok;
+    std::vector<double> t;
+    for (int r = 0; r < 18; r++) {
+        CHECK_HIP(hipEventRecord(a, stream));
+        if (graph_ok)
+            CHECK_HIP(hipGraphLaunch(exec, stream));
+        else
+            for (int i = 0; i < per_graph; i++)
+                fn(i);
+        CHECK_HIP(hipEventRecord(b, stream));
+        CHECK_HIP(hipEventSynchronize(b));
+        float ms = 0;
+        CHECK_HIP(hipEventElapsedTime(&ms, a, b));
+        if (r >= 3)
+            t.push_back(ms * 1000.0 / per_graph);
+    }
+    if (graph_ok) {
+        hipGraphExecDestroy(exec);
+        hipGraphDestroy(graph);
+    }
+    hipEventDestroy(a);
+    hipEventDestroy(b);
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+}
+
+/* A plain copy kernel: 16-byte loads and stores, grid-stride. */
+__global__ void copy_kernel(const uint4 *__restrict__ src, uint4 *__restrict__ dst, size_t n16)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    for (; i < n16; i += stride)
+        dst[i] = src[i];
+}
+
+static double memcpy_gbs = 0, kernel_copy_gbs = 0;
+
+/* Copy bandwidth of this run (bytes read + bytes written), the better of
+ * the runtime's device-to-device memcpy and a copy kernel: the denominator
+ * of every "% of copy" figure, so the larger one is the honest choice. */
+static double measure_copy(void)
+{
+    size_t n = 1u << 30;
+    void *src, *dst;
+    CHECK_HIP(hipMalloc(&src, n));
+    CHECK_HIP(hipMalloc(&dst, n));
+    CHECK_HIP(hipMemset(src, 1, n));
+    bool g;
+    double us = time_calls([&](int) { CHECK_HIP(hipMemcpyAsync(dst, src, n, hipMemcpyDeviceToDevice, stream)); }, 4, &g);
+    memcpy_gbs = 2.0 * n / (us * 1e-6) / 1e9;
+    us = time_calls([&](int) { copy_kernel<<<132 * 16, 256, 0, stream>>>((const uint4 *)src, (uint4 *)dst, n / 16); }, 4, &g);
+    kernel_copy_gbs = 2.0 * n / (us * 1e-6) / 1e9;
+    hipFree(src);
+    hipFree(dst);
+    return std::max(memcpy_gbs, kernel_copy_gbs);
+}
+
+/* One configuration on one kernel. */
+static Result run_one(const char *family, gpu_attn_kernel kernel, int hq, int hkv, int D, int kv_dtype,
+                      int q_len, int kv_len, int batch, uint8_t *cache_k, uint8_t *cache_v,
+                      size_t cache_bytes)
+{
+    const int page = 16;
+    const size_t kvb = kv_dtype == ATTN_DTYPE_BF16 ? 2 : 1;
+    const int nb = (kv_len + page - 1) / page;
+    const size_t block_bytes = (size_t)page * hkv * D * kvb;
+    const size_t set_bytes = (size_t)batch * nb * block_bytes * 2; /* K and V */
+    const int max_blocks = (int)(cache_bytes / block_bytes);
+    int sets = (int)std::max<size_t>(2, (4 * L2_BYTES + set_bytes - 1) / set_bytes);
+    sets = std::min(sets, max_blocks / (batch * nb));
+    if (sets < 1) {
+        fprintf(stderr, "cache too small\n");
+        exit(1);
+    }
+    const int T = q_len * batch;
+    /* Block tables: set s owns blocks [s*batch*nb, (s+1)*batch*nb), shuffled. */
+    std::vector<int> bt((size_t)sets * batch * nb);
+    for (size_t i = 0; i < bt.size(); i++)
+        bt[i] = (int)i;
+    uint64_t x = 12345;
+    for (size_t i = bt.size() - 1; i > 0; i--) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        size_t j = (size_t)(x >> 33) % (i + 1);
+        /* shuffle within a set only, so sets stay disjoint */
+        size_t set = i / ((size_t)batch * nb), lo = set * batch * nb;
+        j = lo + j % (i - lo + 1);
+        std::swap(bt[i], bt[j]);
+    }
+    std::vector<int> cu(batch + 1), sk(batch, kv_len);
+    for (int s = 0; s <= batch; s++)
+        cu[s] = s * q_len;
+    int *dbt, *dcu, *dsk;
+    void *dq, *dout, *dws = NULL;
+    CHECK_HIP(hipMalloc((void **)&dbt, bt.size() * 4));
+    CHECK_HIP(hipMalloc((void **)&dcu, cu.size() * 4));
+    CHECK_HIP(hipMalloc((void **)&dsk, sk.size() * 4));
+    CHECK_HIP(hipMemcpy(dbt, bt.data(), bt.size() * 4, hipMemcpyHostToDevice));
+    CHECK_HIP(hipMemcpy(dcu, cu.data(), cu.size() * 4, hipMemcpyHostToDevice));
+    CHECK_HIP(hipMemcpy(dsk, sk.data(), sk.size() * 4, hipMemcpyHostToDevice));
+    CHECK_HIP(hipMalloc(&dq, (size_t)T * hq * D * 2));
+    CHECK_HIP(hipMalloc(&dout, (size_t)T * hq * D * 2));
+    fill_kernel<<<1024, 256, 0, stream>>>((uint8_t *)dq, (size_t)T * hq * D * 2, 0, 7);
+
+    attn_shape sh;
+    memset(&sh, 0, sizeof sh);
+    sh.struct_size = sizeof sh;
+    strcpy(sh.arch, "sm_90");
+    sh.num_q_heads = hq;
+    sh.num_kv_heads = hkv;
+    sh.head_dim = D;
+    sh.head_dim_v = D;
+    sh.q_dtype = ATTN_DTYPE_BF16;
+    sh.kv_dtype = kv_dtype;
+    sh.compute_dtype = ATTN_DTYPE_BF16;
+    sh.out_dtype = ATTN_DTYPE_BF16;
+    sh.page_size = page;
+    sh.max_q_len = q_len;
+    sh.max_kv_len = kv_len;
+    sh.causal = 1;
+    sh.window_left = sh.window_right = -1;
+    gpu_attn_ctx *ctx;
+    char err[256];
+    sh.arch[0] = 0; /* whatever the device is */
+    if (gpu_attn_create(kernel, &sh, &ctx, err, sizeof err) != ATTN_OK) {
+        fprintf(stderr, "create: %s\n", err);
+        exit(1);
+    }
+    attn_batch_limits lim = {sizeof lim, batch, T};
+    size_t ws = 0;
+    gpu_attn_workspace_size(ctx, &lim, &ws);
+    if (ws)
+        CHECK_HIP(hipMalloc(&dws, ws));
+    attn_forward_args a;
+    memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.num_seqs = batch;
+    a.num_tokens = T;
+    a.q = dq;
+    a.q_stride_token = (int64_t)hq * D;
+    a.q_stride_head = D;
+    a.k_cache = cache_k;
+    a.v_cache = cache_v;
+    a.num_blocks = max_blocks;
+    a.block_table_stride = nb;
+    a.cu_seqlens_q = dcu;
+    a.seqused_k = dsk;
+    a.max_seqlen_q = q_len;
+    a.max_seqlen_k = kv_len;
+    a.scale = 1.f / sqrtf((float)D);
+    a.q_descale = a.k_descale = a.v_descale = 1.f;
+    a.out = dout;
+    a.out_stride_token = (int64_t)hq * D;
+    a.out_stride_head = D;
+    a.workspace = dws;
+    a.workspace_size = ws;
+    a.stream = stream;
+    bool graph;
+    double us = time_calls(
+        [&](int i) {
+            a.block_table = dbt + (size_t)(i % sets) * batch * nb;
+            attn_status rc = gpu_attn_forward(ctx, &a, err, sizeof err);
+            if (rc != ATTN_OK) {
+                fprintf(stderr, "forward: %s\n", err);
+                exit(1);
+            }
+        },
+        20, &graph);
+    CHECK_HIP(hipDeviceSynchronize());
+    Result r;
+    r.family = family;
+    r.kernel = kernel;
+    r.q_len = q_len;
+    r.kv_len = kv_len;
+    r.batch = batch;
+    r.nseg = gpu_attn_plan_segments(ctx, T, batch, q_len, kv_len);
+    r.sets = sets;
+    r.us = us;
+    r.bytes = (double)batch * kv_len * hkv * D * kvb * 2 + (double)T * hq * D * 2 * 2;
+    r.gbs = r.bytes / (us * 1e-6) / 1e9;
+    r.frac = r.gbs / copy_gbs;
+    r.tflops = 4.0 * T * hq * (double)kv_len * D / (us * 1e-6) / 1e12;
+    if (!graph)
+        fprintf(stderr, "note: graph capture failed; timed plain launches\n");
+    gpu_attn_destroy(ctx);
+    hipFree(dbt);
+    hipFree(dcu);
+    hipFree(dsk);
+    hipFree(dq);
+    hipFree(dout);
+    if (dws)
+        hipFree(dws);
+    return r;
+}
+
+int main(int argc, char **argv)
+{
+    attn_device_info dev;
+    dev.struct_size = sizeof dev;
+    uint32_t n = 0;
+    char err[256];
+    if (gpu_attn_probe(&dev, 1, &n, err, sizeof err) != ATTN_OK || n == 0) {
+        printf("SKIPPED: no GPU device: %s\n", err);
+        return 77;
+    }
+    CHECK_HIP(hipStreamCreate(&stream));
+    if (argc > 1 && strcmp(argv[1], "--one") == 0 && argc >= 10) {
+        /* One configuration, for a profiler:
+         *   --one KERNEL(0 generic, 1 mtp) HQ HKV D KV(8 = fp8, 16 = bf16) Q_LEN KV_LEN BATCH */
+        copy_gbs = 1;
+        const size_t bytes = 3ull << 30;
+        uint8_t *k1, *v1;
+        CHECK_HIP(hipMalloc((void **)&k1, bytes));
+        CHECK_HIP(hipMalloc((void **)&v1, bytes));
+        int fp8 = atoi(argv[6]) == 8;
+        fill_kernel<<<4096, 256, 0, stream>>>(k1, bytes, fp8, 3);
+        fill_kernel<<<4096, 256, 0, stream>>>(v1, bytes, fp8, 5);
+        Result r = run_one("one", (gpu_attn_kernel)atoi(argv[2]), atoi(argv[3]), atoi(argv[4]),
+                           atoi(argv[5]), fp8 ? ATTN_DTYPE_FP8_E4M3FN : ATTN_DTYPE_BF16,
+                           atoi(argv[7]), atoi(argv[8]), atoi(argv[9]), k1, v1, bytes);
+        printf("one: %.1f us, %.0f GB/s, nseg %d\n", r.us, r.gbs, r.nseg);
+        return 0;
+    }
+    copy_gbs = measure_copy();
+    printf("device: %s (%s, %d CUs); device-to-device copy (read + write): memcpy %.0f GB/s, "
+           "copy kernel %.0f GB/s; using %.0f GB/s\n",
+           dev.name, dev.arch, dev.compute_units, memcpy_gbs, kernel_copy_gbs, copy_gbs);
+
+    const size_t cache_bytes = 3ull << 30; /* per K and V: covers batch 64 x 16k x 2 sets */
+    uint8_t *ck, *cv;
+    CHECK_HIP(hipMalloc((void **)&ck, cache_bytes));
+    CHECK_HIP(hipMalloc((void **)&cv, cache_bytes));
+
+    std::vector<Result> res;
+    /* MTP shapes, both kernels. */
+    fill_kernel<<<4096, 256, 0, stream>>>(ck, cache_bytes, 1, 11);
+    fill_kernel<<<4096, 256, 0, stream>>>(cv, cache_bytes, 1, 13);
+    CHECK_HIP(hipStreamSynchronize(stream));
+    for (int q : {2, 4})
+        for (int kv : {1024, 4096, 16384})
+            for (int b : {1, 8, 32, 64})
+                for (int k : {0, 1})
+                    res.push_back(run_one("mtp", (gpu_attn_kernel)k, 16, 1, 256,
+                                          ATTN_DTYPE_FP8_E4M3FN, q, kv, b, ck, cv, cache_bytes));
+    /* Plain decode, generic kernel. */
+    fill_kernel<<<4096, 256, 0, stream>>>(ck, cache_bytes, 0, 17);
+    fill_kernel<<<4096, 256, 0, stream>>>(cv, cache_bytes, 0, 19);
+    CHECK_HIP(hipStreamSynchronize(stream));
+    for (int kv : {1024, 4096, 8192, 16384})
+        for (int b : {1, 8, 32, 64})
+            res.push_back(run_one("decode", GPU_ATTN_KERNEL_GENERIC, 32, 8, 128, ATTN_DTYPE_BF16,
+                                  1, kv, b, ck, cv, cache_bytes));
+
+    /* Table. */
+    printf("\nMTP shapes: 16:1 heads, D 256, page 16, bf16 Q, fp8 KV (copy %.0f GB/s)\n", copy_gbs);
+    printf("| q_len | kv_len | batch | MB | generic us | GB/s | %% copy | nseg | mtp us | GB/s | %% copy | TFLOP/s | nseg | mtp/generic |\n");
+    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (size_t i = 0; i + 1 < res.size(); i++) {
+        if (res[i].family != "mtp" || res[i].kernel != 0)
+            continue;
+        const Result &g = res[i], &m = res[i + 1];
+        printf("| %d | %d | %d | %.2f | %.1f | %.0f | %.1f | %d | %.1f | %.0f | %.1f | %.0f | %d | %.2fx |\n",
+               g.q_len, g.kv_len, g.batch, g.bytes / 1e6, g.us, g.gbs, 100 * g.frac, g.nseg, m.us,
+               m.gbs, 100 * m.frac, m.tflops, m.nseg, g.us / m.us);
+    }
+    printf("\nPlain decode: 32:8 heads, D 128, page 16, bf16 Q/KV, q_len 1 (generic)\n");
+    printf("| kv_len | batch | MB | us | GB/s | %% copy | nseg |\n|---|---|---|---|---|---|---|\n");
+    for (const Result &r : res)
+        if (r.family == "decode")
+            printf("| %d | %d | %.2f | %.1f | %.0f | %.1f | %d |\n", r.kv_len, r.batch, r.bytes / 1e6,
+                   r.us, r.gbs, 100 * r.frac, r.nseg);
+
+    if (argc > 1) {
+        FILE *f = fopen(argv[1], "w");
+        if (f) {
+            fprintf(f, "{\n  \"device\": \"%s\",\n  \"arch\": \"%s\",\n  \"copy_gbs\": %.1f,\n  "
+                       "\"memcpy_gbs\": %.1f,\n  \"copy_kernel_gbs\": %.1f,\n  \"results\": [\n",
+                    dev.name, dev.arch, copy_gbs, memcpy_gbs, kernel_copy_gbs);
+            for (size_t i = 0; i < res.size(); i++) {
+                const Result &r = res[i];
+                fprintf(f,
+                        "    {\"family\": \"%s\", \"kernel\": \"%s\", \"q_len\": %d, \"kv_len\": %d, "
+                        "\"batch\": %d, \"nseg\": %d, \"kv_sets\": %d, \"us\": %.3f, \"bytes\": %.0f, "
+                        "\"gbs\": %.1f, \"copy_fraction\": %.4f, \"tflops\": %.2f}%s\n",
+                        r.family.c_str(), r.kernel ? "mtp" : "generic", r.q_len, r.kv_len, r.batch,
+                        r.nseg, r.sets, r.us, r.bytes, r.gbs, r.frac, r.tflops,
+                        i + 1 < res.size() ? "," : "");
+            }
+            fprintf(f, "  ]\n}\n");
+            fclose(f);
+        }
+    }
+    hipFree(ck);
+    hipFree(cv);
+    return 0;
+}

@@ -1,0 +1,522 @@
+/*
+ * attn_generic.hip — the aiter-generic kernels: paged unified attention for
+ * any GQA/MQA ratio, head sizes up to 256, bf16/f16/f32/fp8 inputs, causal
+ * and sliding-window masks, softcap, sinks, varlen batches, strided q/out,
+ * and FP8 compute (Q quantised to e4m3 per cpu-ref's rule).
+ *
+ * Portable scalar code (FMA, no matrix instructions) written for logical
+ * 32-lane groups, so the one source runs on NVIDIA warps and on AMD 64-lane
+ * wavefronts (two logical groups each).
+ *
+ * One program (block of 128 threads = 4 logical warps) owns BLOCK_M =
+ * 4 x ROWS rows of one KV head: BLOCK_Q query tokens x heads_per_tile query
+ * heads that share the KV head (heads_per_tile = min(group, BLOCK_M)), and
+ * streams that KV head's keys in tiles of 32 with an online softmax. Warp w
+ * owns rows w, w+4, w+8, ... so that a tile with few valid rows (decode with
+ * a small group) still spreads them over all warps.
+ *   2D path (nseg == 1): the program walks its whole key range and writes the
+ *     normalised output.
+ *   3D path (nseg > 1): blockIdx.z picks one of nseg equal slices of the key
+ *     range; the program writes (max, sum, unnormalised acc) to the workspace
+ *     and attn_reduce_kernel merges the slices with the log-sum-exp rule.
+ * Scores are kept in log2 units (exp2 is the native instruction).
+ */
+#include <math.h>
+
+#include "gpu_attn_internal.h"
+
+#define GEN_TILE 32
+#define GEN_WARPS 4
+
+static __device__ __forceinline__ float warp_max32(float v)
+{
+    for (int m = 16; m > 0; m >>= 1)
+        v = fmaxf(v, attn_shfl_xor32(v, m));
+    return v;
+}
+static __device__ __forceinline__ float warp_sum32(float v)
+{
+    for (int m = 16; m > 0; m >>= 1)
+        v += attn_shfl_xor32(v, m);
+    return v;
+}
+
+/* Load 8 consecutive elements (16 bytes for 16-bit types, 8 for fp8, 32 for
+ * f32) starting at element index i and convert them to float. */
+static __device__ __forceinline__ void load8(const void *base, int64_t i, int dtype, float *o)
+{
+    if (dtype == ATTN_DTYPE_BF16 || dtype == ATTN_DTYPE_F16) {
+        uint4 u = *(const uint4 *)((const uint16_t *)base + i);
+        uint32_t w[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            if (dtype == ATTN_DTYPE_BF16) {
+                o[2 * k] = attn_bf16_to_f32(w[k] & 0xFFFFu);
+                o[2 * k + 1] = attn_bf16_to_f32(w[k] >> 16);
+            } else {
+                o[2 * k] = attn_f16_to_f32(w[k] & 0xFFFFu);
+                o[2 * k + 1] = attn_f16_to_f32(w[k] >> 16);
+            }
+        }
+    } else if (dtype == ATTN_DTYPE_FP8_E4M3FN || dtype == ATTN_DTYPE_FP8_E4M3FNUZ) {
+        uint2 u = *(const uint2 *)((const uint8_t *)base + i);
+        int nuz = dtype == ATTN_DTYPE_FP8_E4M3FNUZ;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            o[k] = attn_fp8_to_f32((u.x >> (8 * k)) & 0xFFu, nuz);
+            o[4 + k] = attn_fp8_to_f32((u.y >> (8 * k)) & 0xFFu, nuz);
+        }
+    } else {
+        const float4 *f = (const float4 *)((const float *)base + i);
+        float4 a = f[0], b = f[1];
+        o[0] = a.x; o[1] = a.y; o[2] = a.z; o[3] = a.w;
+        o[4] = b.x; o[5] = b.y; o[6] = b.z; o[7] = b.w;
+    }
+}
+
+/* Which sequence owns query tile `tile`: tiles of sequence s start at
+ * cu[s] / block_q + s (a bound that needs no scan: each sequence gets at
+ * least ceil(q_len / block_q) tiles). Binary search for the last start <= tile. */
+static __device__ __forceinline__ int find_seq(const int32_t *cu, int num_seqs, int block_q, int tile)
+{
+    int lo = 0, hi = num_seqs;
+    while (hi - lo > 1) {
+        int mid = (lo + hi) >> 1;
+        if (cu[mid] / block_q + mid <= tile)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+template <int ROWS, int D, int KVB>
+__global__ void __launch_bounds__(GEN_WARPS * 32)
+    attn_generic_kernel(const attn_kparams p)
+{
+    extern __shared__ float gen_smem[];
+    constexpr int BM = GEN_WARPS * ROWS;
+    constexpr int DCH = (D + 31) / 32; /* output columns per lane */
+    constexpr int dkp = D + 4; /* padded rows: float4 reads by 8 lanes hit 32 banks */
+    constexpr int dvp = D + 4;
+    float *Qs = gen_smem;              /* [BM][dkp] q x score multiplier */
+    float *Ks = Qs + BM * dkp;         /* [TILE][dkp] */
+    float *Vs = Ks + GEN_TILE * dkp;   /* [TILE][dvp] */
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int tile = blockIdx.x;
+    const int kvh = blockIdx.y / p.head_splits;
+    const int hsplit = blockIdx.y % p.head_splits;
+    const int seg = blockIdx.z;
+
+    const int s = find_seq(p.cu_seqlens_q, p.num_seqs, p.block_q, tile);
+    const int q0 = p.cu_seqlens_q[s];
+    const int qlen = p.cu_seqlens_q[s + 1] - q0;
+    const int t0 = (tile - (q0 / p.block_q + s)) * p.block_q;
+    if (t0 >= qlen)
+        return; /* a spare tile of the bound: uniform over the block */
+    const int K = p.seqused_k[s];
+    const int ctx0 = K - qlen; /* position of the sequence's first query token */
+    const int hpt = p.heads_per_tile;
+    const int ntok = min(p.block_q, qlen - t0);
+    const int32_t *bt = p.block_table + (int64_t)s * p.bt_stride;
+
+    /* Rows of this warp: r = i * 4 + warp. */
+    int row_tok[ROWS], row_head[ROWS];
+    bool row_ok[ROWS];
+#pragma unroll
+    for (int i = 0; i < ROWS; i++) {
+        int r = i * GEN_WARPS + warp;
+        int ti = r / hpt, hh = r % hpt;
+        int hg = hsplit * hpt + hh;
+        row_tok[i] = t0 + ti;
+        row_head[i] = kvh * p.group + hg;
+        row_ok[i] = ti < ntok && hg < p.group;
+    }
+
+    /* Q, converted once: times the score multiplier (log2 units unless a
+     * softcap needs natural units first). FP8 compute quantises Q exactly as
+     * cpu-ref does: e4m3(q / q_descale), with q_descale folded into the scale. */
+    const float qmul = p.softcap > 0.f ? p.score_scale : p.score_scale * ATTN_LOG2E;
+    for (int idx = tid; idx < BM * D; idx += blockDim.x) {
+        int r = idx / D, dd = idx % D;
+        int ti = r / hpt, hh = r % hpt, hg = hsplit * hpt + hh;
+        float v = 0.f;
+        if (ti < ntok && hg < p.group) {
+            int64_t off = (int64_t)(q0 + t0 + ti) * p.q_stride_token +
+                          (int64_t)(kvh * p.group + hg) * p.q_stride_head + dd;
+            v = attn_load_elem(p.q, off, p.q_dtype);
+            if (p.q_quant) {
+                int nuz = p.q_quant == ATTN_DTYPE_FP8_E4M3FNUZ;
+                v = attn_fp8_to_f32(attn_f32_to_fp8(v / p.q_descale, nuz), nuz);
+            }
+            v *= qmul;
+        }
+        Qs[r * dkp + dd] = v;
+    }
+
+    /* The keys any row of this program may see, then this segment's slice of
+     * them in whole tiles. */
+    const int pos_lo = ctx0 + t0, pos_hi = ctx0 + t0 + ntok - 1;
+    int klo = 0, khi = K;
+    if (p.causal)
+        khi = min(khi, pos_hi + 1);
+    if (p.window_right >= 0)
+        khi = min(khi, pos_hi + p.window_right + 1);
+    if (p.window_left >= 0)
+        klo = max(klo, pos_lo - p.window_left);
+    int tlo = klo / GEN_TILE, thi = khi > klo ? (khi + GEN_TILE - 1) / GEN_TILE : tlo;
+    int per = (thi - tlo + p.nseg - 1) / p.nseg;
+    int my_lo = tlo + seg * per, my_hi = min(thi, my_lo + per);
+
+    float m[ROWS], l[ROWS], acc[ROWS][DCH];
+#pragma unroll
+    for (int i = 0; i < ROWS; i++) {
+        m[i] = -INFINITY;
+        l[i] = 0.f;
+#pragma unroll
+        for (int c = 0; c < DCH; c++)
+            acc[i][c] = 0.f;
+    }
+
+    /* KV tiles travel raw (as stored) into `stages` shared-memory stages by
+     * asynchronous copies, stages - 1 tiles ahead of the one being used; each
+     * tile is then converted once to float for the math. */
+    constexpr int kvb = KVB;
+    constexpr int kc16 = D * KVB / 16, vc16 = D * KVB / 16;
+    constexpr int rowbytes = 2 * D * KVB;
+    const int stages = p.stages;
+    uint8_t *raw = (uint8_t *)(Vs + GEN_TILE * dvp);
+    /* Block-table entries: with pages of a multiple of 16 keys, the two
+     * 16-key halves of a 32-key tile each lie in one page, so a tile needs two
+     * entries. They are fetched one tile ahead of the copies that use them:
+     * a dependent global load in the copy loop would otherwise stall every
+     * tile for a full memory latency. Other page sizes look up each key. */
+    const bool two_pages = p.page % 16 == 0;
+    auto fetch_bt = [&](int kt, int &b0, int &b1) {
+        if (!two_pages || kt >= my_hi)
+            return;
+        const int kb = kt * GEN_TILE;
+        b0 = (kb < khi && kb + 16 > klo) ? bt[kb / p.page] : 0;
+        b1 = (kb + 16 < khi && kb + 32 > klo) ? bt[(kb + 16) / p.page] : 0;
+    };
+    auto issue = [&](int kt, int st, int b0, int b1) {
+        uint8_t *dst = raw + (size_t)st * GEN_TILE * rowbytes;
+        const int kb = kt * GEN_TILE;
+        const int kbmod = kb % p.page;
+        constexpr int NCH = kc16 + vc16, TOTAL = GEN_TILE * NCH;
+#pragma unroll
+        for (int r = 0; r < (TOTAL + 127) / 128; r++) {
+            const int idx = tid + 128 * r;
+            if (TOTAL % 128 != 0 && idx >= TOTAL)
+                break;
+            const int j = idx / NCH, c = idx % NCH;
+            const int key = kb + j;
+            const bool ok = key < khi && key >= klo;
+            const uint8_t *src = (const uint8_t *)p.k_cache;
+            if (ok) {
+                int64_t blk;
+                int off;
+                if (two_pages) {
+                    /* kb is a multiple of 32: a 16-key page holds j & 15, a
+                     * larger page (multiple of 32) holds kb % page + j. */
+                    blk = j < 16 ? b0 : b1;
+                    off = p.page == 16 ? (j & 15) : kbmod + j;
+                } else {
+                    blk = bt[key / p.page];
+                    off = key % p.page;
+                }
+                const int64_t row = (blk * p.page + off) * p.hkv + kvh;
+                src = c < kc16 ? (const uint8_t *)p.k_cache + (row * (D * kvb) + c * 16)
+                               : (const uint8_t *)p.v_cache + (row * (D * kvb) + (c - kc16) * 16);
+            }
+            attn_cp_async16(dst + j * rowbytes + c * 16, src, ok);
+        }
+    };
+    int nb0 = 0, nb1 = 0;
+    for (int i = 0; i < stages - 1; i++) {
+        if (my_lo + i < my_hi) {
+            fetch_bt(my_lo + i, nb0, nb1);
+            issue(my_lo + i, i, nb0, nb1);
+        }
+        attn_cp_async_commit(); /* empty groups keep the counting uniform */
+    }
+    fetch_bt(my_lo + stages - 1, nb0, nb1);
+
+    constexpr int ch8 = 2 * D / 8;
+    for (int kt = my_lo; kt < my_hi; kt++) {
+        const int kb = kt * GEN_TILE;
+        const int st = (kt - my_lo) % stages;
+        attn_cp_async_wait(stages - 2);
+        __syncthreads(); /* tile kt landed; the previous tile's readers are done */
+        if (kt + stages - 1 < my_hi)
+            issue(kt + stages - 1, (kt - my_lo + stages - 1) % stages, nb0, nb1);
+        attn_cp_async_commit();
+        fetch_bt(kt + stages, nb0, nb1); /* used by the next iteration's copies */
+        const uint8_t *src = raw + (size_t)st * GEN_TILE * rowbytes;
+#pragma unroll
+        for (int r = 0; r < (GEN_TILE * ch8 + 127) / 128; r++) {
+            const int idx = tid + 128 * r;
+            if ((GEN_TILE * ch8) % 128 != 0 && idx >= GEN_TILE * ch8)
+                break;
+            const int j = idx / ch8, e = (idx % ch8) * 8;
+            float v8[8];
+            /* Zero bytes for keys outside the range (zero-filled copies):
+             * their probability is 0, and 0 x finite stays 0. */
+            load8(src + j * rowbytes + e * kvb, 0, p.kv_dtype, v8);
+            float *dst = e < D ? Ks + j * dkp + e : Vs + j * dvp + (e - D);
+            ((float4 *)dst)[0] = make_float4(v8[0], v8[1], v8[2], v8[3]);
+            ((float4 *)dst)[1] = make_float4(v8[4], v8[5], v8[6], v8[7]);
+        }
+        __syncthreads();
+
+        /* Scores: lane = key. */
+        const int key = kb + lane;
+        float pr[ROWS];
+#pragma unroll
+        for (int i = 0; i < ROWS; i++) {
+            pr[i] = 0.f;
+            if (!row_ok[i]) /* uniform over the warp */
+                continue;
+            const float4 *qr = (const float4 *)(Qs + (i * GEN_WARPS + warp) * dkp);
+            const float4 *kr = (const float4 *)(Ks + lane * dkp);
+            float a0 = 0.f, a1 = 0.f;
+            for (int d4 = 0; d4 < D / 4; d4 += 2) {
+                float4 x = qr[d4], y = kr[d4];
+                a0 = fmaf(x.x, y.x, a0);
+                a0 = fmaf(x.y, y.y, a0);
+                a0 = fmaf(x.z, y.z, a0);
+                a0 = fmaf(x.w, y.w, a0);
+                x = qr[d4 + 1];
+                y = kr[d4 + 1];
+                a1 = fmaf(x.x, y.x, a1);
+                a1 = fmaf(x.y, y.y, a1);
+                a1 = fmaf(x.z, y.z, a1);
+                a1 = fmaf(x.w, y.w, a1);
+            }
+            float sc = a0 + a1;
+            if (p.softcap > 0.f)
+                sc = p.softcap * tanhf(sc / p.softcap) * ATTN_LOG2E;
+            int pos = ctx0 + row_tok[i];
+            if (key >= khi || key < klo || !attn_visible(p, key, pos))
+                sc = -INFINITY;
+            float mt = warp_max32(sc);
+            float mn = fmaxf(m[i], mt);
+            float mu = mn == -INFINITY ? 0.f : mn; /* all masked so far: no NaN */
+            float alpha = exp2f(m[i] - mu);
+            pr[i] = exp2f(sc - mu);
+            l[i] = l[i] * alpha + pr[i];
+            m[i] = mn;
+#pragma unroll
+            for (int c = 0; c < DCH; c++)
+                acc[i][c] *= alpha;
+        }
+
+        /* P x V: lane = output column. */
+        for (int j = 0; j < GEN_TILE; j++) {
+            float vv[DCH];
+#pragma unroll
+            for (int c = 0; c < DCH; c++) {
+                int dd = lane + 32 * c;
+                vv[c] = dd < D ? Vs[j * dvp + dd] : 0.f;
+            }
+#pragma unroll
+            for (int i = 0; i < ROWS; i++) {
+                if (!row_ok[i])
+                    continue;
+                float pj = attn_shfl32(pr[i], j);
+#pragma unroll
+                for (int c = 0; c < DCH; c++)
+                    acc[i][c] = fmaf(pj, vv[c], acc[i][c]);
+            }
+        }
+    }
+
+    /* Epilogue. */
+#pragma unroll
+    for (int i = 0; i < ROWS; i++) {
+        if (!row_ok[i])
+            continue;
+        float lsum = warp_sum32(l[i]);
+        int token = q0 + row_tok[i], head = row_head[i];
+        if (p.nseg == 1) {
+            float mm = m[i], denom = lsum;
+            float f = 1.f;
+            if (p.sinks) {
+                float sk = p.sinks[head] * ATTN_LOG2E;
+                float mx = fmaxf(mm, sk);
+                f = exp2f(mm - mx);
+                denom = lsum * f + exp2f(sk - mx);
+            }
+            float inv = denom > 0.f ? f * p.v_scale / denom : 0.f;
+            int64_t ob = (int64_t)token * p.out_stride_token + (int64_t)head * p.out_stride_head;
+#pragma unroll
+            for (int c = 0; c < DCH; c++) {
+                int dd = lane + 32 * c;
+                if (dd < D)
+                    attn_store_elem(p.out, ob + dd, p.out_dtype, acc[i][c] * inv);
+            }
+        } else {
+            int64_t idx = ((int64_t)seg * p.num_tokens + token) * p.hq + head;
+            if (lane == 0) {
+                p.ws_ml[2 * idx] = m[i];
+                p.ws_ml[2 * idx + 1] = lsum;
+            }
+            if (lsum > 0.f) {
+#pragma unroll
+                for (int c = 0; c < DCH; c++) {
+                    int dd = lane + 32 * c;
+                    if (dd < D)
+                        p.ws_acc[idx * D + dd] = acc[i][c];
+                }
+            }
+        }
+    }
+}
+
+/* Merge nseg partials of each (token, head) with the log-sum-exp rule, add
+ * the sink to the denominator, scale by v_descale and store. A segment that
+ * saw no key has sum 0 and is skipped (its acc was never written). */
+__global__ void __launch_bounds__(128) attn_reduce_kernel(const attn_kparams p, int nseg)
+{
+    const int token = blockIdx.x, head = blockIdx.y;
+    const int64_t stride = (int64_t)p.num_tokens * p.hq;
+    const int64_t base = (int64_t)token * p.hq + head;
+    float mx = -INFINITY;
+    for (int sg = 0; sg < nseg; sg++) {
+        float ms = p.ws_ml[2 * (base + sg * stride)], ls = p.ws_ml[2 * (base + sg * stride) + 1];
+        if (ls > 0.f)
+            mx = fmaxf(mx, ms);
+    }
+    float sk = p.sinks ? p.sinks[head] * ATTN_LOG2E : -INFINITY;
+    float M = fmaxf(mx, sk);
+    float mu = M == -INFINITY ? 0.f : M;
+    float denom = p.sinks ? exp2f(sk - mu) : 0.f;
+    for (int sg = 0; sg < nseg; sg++) {
+        float ms = p.ws_ml[2 * (base + sg * stride)], ls = p.ws_ml[2 * (base + sg * stride) + 1];
+        if (ls > 0.f)
+            denom += ls * exp2f(ms - mu);
+    }
+    float inv = denom > 0.f ? p.v_scale / denom : 0.f;
+    int64_t ob = (int64_t)(token)*p.out_stride_token + (int64_t)head * p.out_stride_head;
+    for (int dd = threadIdx.x; dd < p.dv; dd += blockDim.x) {
+        float a = 0.f;
+        for (int sg = 0; sg < nseg; sg++) {
+            int64_t i = base + sg * stride;
+            float ls = p.ws_ml[2 * i + 1];
+            if (ls > 0.f)
+                a += p.ws_acc[i * p.dv + dd] * exp2f(p.ws_ml[2 * i] - mu);
+        }
+        attn_store_elem(p.out, ob + dd, p.out_dtype, a * inv);
+    }
+}
+
+size_t attn_generic_smem_bytes(int d, int dv, int kv_bytes, int rows_per_warp, int stages)
+{
+    return sizeof(float) * ((size_t)(GEN_WARPS * rows_per_warp + GEN_TILE) * (d + 4) +
+                            (size_t)GEN_TILE * (dv + 4)) +
+           (size_t)stages * GEN_TILE * (size_t)(d + dv) * kv_bytes;
+}
+
+/* Shared memory a program may use: on NVIDIA 76 KB keeps three programs per
+ * multiprocessor (228 KB) for head size 128 (more programs, more tiles in
+ * flight); AMD CDNA gives a workgroup 64 KB of LDS. */
+#if defined(ATTN_PLATFORM_CUDA)
+#define GEN_SMEM_BUDGET (76 * 1024)
+#define GEN_SMEM_OPTIN (200 * 1024)
+#else
+#define GEN_SMEM_BUDGET (64 * 1024)
+#define GEN_SMEM_OPTIN (64 * 1024)
+#endif
+
+static int kv_bytes_of(int dtype)
+{
+    return dtype == ATTN_DTYPE_F32 ? 4 : (dtype == ATTN_DTYPE_BF16 || dtype == ATTN_DTYPE_F16) ? 2 : 1;
+}
+
+template <int ROWS, int D, int KVB>
+static hipError_t launch_generic_t(const attn_kparams *p, hipStream_t stream)
+{
+    /* Raw stages: as many as fit the budget, 2 to 4 (3 ahead at most). */
+    attn_kparams q = *p;
+    q.stages = 4;
+    while (q.stages > 2 && attn_generic_smem_bytes(D, D, KVB, ROWS, q.stages) > GEN_SMEM_BUDGET)
+        q.stages--;
+    const size_t smem = attn_generic_smem_bytes(D, D, KVB, ROWS, q.stages);
+    /* Above 48 KB a kernel must opt in to the larger dynamic limit. Done once
+     * per instantiation (for the largest size any launch asks), so that later
+     * forwards, graph capture included, make no such call. Two threads racing
+     * here both set the same value, which is harmless. */
+    static volatile int opted_in = 0;
+    if (!opted_in) {
+        hipError_t e = hipFuncSetAttribute((const void *)attn_generic_kernel<ROWS, D, KVB>,
+                                           hipFuncAttributeMaxDynamicSharedMemorySize,
+                                           GEN_SMEM_OPTIN);
+        if (e != hipSuccess)
+            return e;
+        opted_in = 1;
+    }
+    if (smem > GEN_SMEM_OPTIN)
+        return hipErrorInvalidValue;
+    dim3 grid(p->num_tokens / p->block_q + p->num_seqs, p->hkv * p->head_splits, p->nseg);
+    attn_generic_kernel<ROWS, D, KVB><<<grid, GEN_WARPS * 32, smem, stream>>>(q);
+    hipError_t e = hipGetLastError();
+    if (e != hipSuccess || p->nseg == 1)
+        return e;
+    return attn_launch_reduce(p, p->nseg, stream);
+}
+
+hipError_t attn_launch_reduce(const attn_kparams *p, int nseg, hipStream_t stream)
+{
+    dim3 grid(p->num_tokens, p->hq);
+    attn_reduce_kernel<<<grid, 128, 0, stream>>>(*p, nseg);
+    return hipGetLastError();
+}
+
+/* The kernel is compiled per head size (the generic plugin's list) and per
+ * KV element width, so that every loop has compile-time bounds. */
+template <int ROWS, int KVB>
+static hipError_t launch_generic_d(const attn_kparams *p, hipStream_t stream)
+{
+    switch (p->d) {
+    case 64:
+        return launch_generic_t<ROWS, 64, KVB>(p, stream);
+    case 80:
+        return launch_generic_t<ROWS, 80, KVB>(p, stream);
+    case 96:
+        return launch_generic_t<ROWS, 96, KVB>(p, stream);
+    case 128:
+        return launch_generic_t<ROWS, 128, KVB>(p, stream);
+    case 192:
+        return launch_generic_t<ROWS, 192, KVB>(p, stream);
+    case 256:
+        return launch_generic_t<ROWS, 256, KVB>(p, stream);
+    default:
+        return hipErrorInvalidValue;
+    }
+}
+
+int attn_generic_supports(int d, int dv, int kv_dtype)
+{
+    if (d != dv || kv_bytes_of(kv_dtype) > 2)
+        return 0;
+    return d == 64 || d == 80 || d == 96 || d == 128 || d == 192 || d == 256;
+}
+
+hipError_t attn_launch_generic(const attn_kparams *p, int max_tile_q, hipStream_t stream,
+                               int rows_per_warp)
+{
+    (void)max_tile_q;
+    const int kvb = kv_bytes_of(p->kv_dtype);
+#if !defined(ATTN_PLATFORM_CUDA)
+    /* 64-row programs: only the portable MTP path uses them (on CUDA the MTP
+     * kernel has its own mma code, so the instantiation is left out). */
+    if (rows_per_warp == 16)
+        return launch_generic_t<16, 256, 1>(p, stream);
+#else
+    (void)rows_per_warp;
+#endif
+    if (kvb == 1)
+        return launch_generic_d<4, 1>(p, stream);
+    return launch_generic_d<4, 2>(p, stream);
+}

@@ -1,0 +1,71 @@
+/*
+ * gpu_attn.h — the C-callable launcher API of the GPU kernels shared by the
+ * aiter-generic and aiter-mtp-gfx950 plugins (and used directly by the GPU
+ * test and bench). Plain C declarations; the implementation is HIP source
+ * compiled by nvcc (CUDA) or a HIP compiler (ROCm).
+ *
+ * Contract:
+ *   - gpu_attn_probe never aborts: no driver or no device is ATTN_ERR_NO_DEVICE
+ *     with the runtime's own message.
+ *   - gpu_attn_create binds a context to the current device and one shape; it
+ *     checks that a device is there and that the binary holds its arch.
+ *   - gpu_attn_workspace_size is a pure function of the shape, the batch
+ *     limits and the device's compute-unit count (fixed per context).
+ *   - gpu_attn_forward allocates nothing, synchronises nothing and launches
+ *     on args->stream only, so it can be captured in a CUDA/HIP graph.
+ *
+ * The plugins reach the same code through the hooks they declare
+ * (aiter_generic_kernels_* and aiter_mtp_kernels_*), defined in gpu_attn.hip.
+ */
+#ifndef ATTN_GPU_ATTN_H
+#define ATTN_GPU_ATTN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "attn_types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum gpu_attn_kernel {
+    GPU_ATTN_KERNEL_GENERIC = 0, /* aiter-generic: 2D / split-KV 3D, scalar math */
+    GPU_ATTN_KERNEL_MTP = 1      /* aiter-mtp: MTP verify shape, matrix units where built */
+} gpu_attn_kernel;
+
+typedef struct gpu_attn_ctx gpu_attn_ctx;
+
+/* NULL-terminated list of the archs this binary holds kernels for. */
+const char *const *gpu_attn_built_archs(void);
+
+/* "cuda" or "hip": the runtime this build links. */
+const char *gpu_attn_platform(void);
+
+attn_status gpu_attn_probe(attn_device_info *devices, uint32_t capacity, uint32_t *count,
+                           char *err, size_t err_size);
+
+attn_status gpu_attn_create(gpu_attn_kernel kernel, const attn_shape *shape, gpu_attn_ctx **out,
+                            char *err, size_t err_size);
+attn_status gpu_attn_workspace_size(const gpu_attn_ctx *ctx, const attn_batch_limits *limits,
+                                    size_t *bytes);
+attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_args *args, char *err,
+                             size_t err_size);
+void gpu_attn_destroy(gpu_attn_ctx *ctx);
+
+/* For tests and benchmarks: 0 = the documented rule (default), 1 = force the
+ * 2D path (generic only), n > 1 = force n key segments (at most 64). */
+void gpu_attn_force_segments(gpu_attn_ctx *ctx, int nseg);
+
+/* The number of key segments the rule picks for a batch (1 = 2D path). */
+int gpu_attn_plan_segments(const gpu_attn_ctx *ctx, int num_tokens, int num_seqs,
+                           int max_seqlen_q, int max_seqlen_k);
+
+/* Compute units of the context's device. */
+int gpu_attn_compute_units(const gpu_attn_ctx *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ATTN_GPU_ATTN_H */

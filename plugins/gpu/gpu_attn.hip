@@ -1,0 +1,558 @@
+/*
+ * gpu_attn.hip — host side of the GPU kernels: device probe, contexts,
+ * workspace sizing, the 2D/3D and segment-count rules, argument checks and
+ * launches. Also defines the hooks the two plugins call when they are built
+ * with ATTNREG_HAVE_GPU_KERNELS.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn_plugin.h"
+#include "gpu_attn.h"
+#include "gpu_attn_internal.h"
+
+/* ---- the archs this binary holds -------------------------------------
+ * ATTNREG_GPU_ARCH_LIST is a comma-separated list of bare names from the
+ * build (e.g. sm_90 or gfx942,gfx950); each name becomes a string here. */
+#define ATTN_STR_(x) #x
+#define ATTN_STR(x) ATTN_STR_(x)
+#define ATTN_LIST_1(a) ATTN_STR(a)
+#define ATTN_LIST_2(a, b) ATTN_STR(a), ATTN_STR(b)
+#define ATTN_LIST_3(a, b, c) ATTN_STR(a), ATTN_STR(b), ATTN_STR(c)
+#define ATTN_LIST_4(a, b, c, d) ATTN_STR(a), ATTN_STR(b), ATTN_STR(c), ATTN_STR(d)
+#define ATTN_LIST_PICK(_1, _2, _3, _4, NAME, ...) NAME
+#define ATTN_LIST_(...)                                                                           \
+    ATTN_LIST_PICK(__VA_ARGS__, ATTN_LIST_4, ATTN_LIST_3, ATTN_LIST_2, ATTN_LIST_1)(__VA_ARGS__)
+#define ATTN_LIST(...) ATTN_LIST_(__VA_ARGS__)
+
+#ifndef ATTNREG_GPU_ARCH_LIST
+#if defined(ATTN_PLATFORM_CUDA)
+#define ATTNREG_GPU_ARCH_LIST sm_90
+#else
+#define ATTNREG_GPU_ARCH_LIST gfx942, gfx950
+#endif
+#endif
+
+extern "C" {
+__attribute__((visibility("hidden"))) extern const char *const attn_gpu_kernel_archs[];
+__attribute__((visibility("hidden"))) const char *const attn_gpu_kernel_archs[] = {
+    ATTN_LIST(ATTNREG_GPU_ARCH_LIST), NULL};
+}
+
+#define ATTN_MAX_SEGMENTS 64
+
+struct gpu_attn_ctx {
+    gpu_attn_kernel kernel;
+    attn_shape shape;
+    int device;
+    int cus;
+    int forced_nseg;
+};
+
+static void set_err(char *err, size_t n, const char *fmt, ...)
+{
+    if (!err || n == 0)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, n, fmt, ap);
+    va_end(ap);
+}
+
+static int is_fp8(int32_t dt)
+{
+    return dt == ATTN_DTYPE_FP8_E4M3FN || dt == ATTN_DTYPE_FP8_E4M3FNUZ;
+}
+
+static int next_pow2(int x)
+{
+    int p = 1;
+    while (p < x)
+        p <<= 1;
+    return p;
+}
+
+static int ceil_div(int a, int b)
+{
+    return (a + b - 1) / b;
+}
+
+extern "C" const char *const *gpu_attn_built_archs(void)
+{
+    return attn_gpu_kernel_archs;
+}
+
+extern "C" const char *gpu_attn_platform(void)
+{
+    return ATTN_PLATFORM_NAME;
+}
+
+extern "C" attn_status gpu_attn_probe(attn_device_info *devices, uint32_t capacity,
+                                      uint32_t *count, char *err, size_t err_size)
+{
+    int n = 0;
+    if (count)
+        *count = 0;
+    hipError_t e = hipGetDeviceCount(&n);
+    if (e != hipSuccess) {
+        /* No driver, no device, or a driver older than the runtime: the
+         * runtime's own words are the useful ones. */
+        set_err(err, err_size, "%s: %s", ATTN_PLATFORM_NAME, hipGetErrorString(e));
+        (void)hipGetLastError(); /* clear the sticky-free error state */
+        return ATTN_ERR_NO_DEVICE;
+    }
+    if (n == 0) {
+        set_err(err, err_size, "%s: no device found", ATTN_PLATFORM_NAME);
+        return ATTN_ERR_NO_DEVICE;
+    }
+    for (int i = 0; i < n; i++) {
+        if ((uint32_t)i < capacity && devices) {
+            hipDeviceProp_t prop;
+            e = hipGetDeviceProperties(&prop, i);
+            if (e != hipSuccess) {
+                set_err(err, err_size, "%s: device %d: %s", ATTN_PLATFORM_NAME, i,
+                        hipGetErrorString(e));
+                return ATTN_ERR_RUNTIME;
+            }
+            attn_device_info *d = &devices[i];
+            uint32_t sz = d->struct_size ? d->struct_size : (uint32_t)sizeof *d;
+            memset(d, 0, sizeof *d);
+            d->struct_size = sz;
+            d->index = i;
+            attn_device_arch(&prop, d->arch, sizeof d->arch);
+            snprintf(d->name, sizeof d->name, "%.127s", prop.name);
+            d->memory_bytes = (uint64_t)prop.totalGlobalMem;
+            d->compute_units = prop.multiProcessorCount;
+        }
+    }
+    if (count)
+        *count = (uint32_t)n;
+    return ATTN_OK;
+}
+
+/* What the kernels themselves can run; the plugins' predicates are the
+ * user-facing truth and may be narrower. */
+static attn_status check_shape(gpu_attn_kernel kernel, const attn_shape *s, char *err, size_t n)
+{
+    int hkv = attn_shape_kv_heads(s), dv = attn_shape_head_dim_v(s);
+    if (s->num_q_heads <= 0 || hkv <= 0 || s->num_q_heads % hkv != 0) {
+        set_err(err, n, "requires num_heads (%d) to be a multiple of num_kv_heads (%d)",
+                (int)s->num_q_heads, (int)hkv);
+        return ATTN_ERR_INVALID_SHAPE;
+    }
+    if (s->page_size <= 0) {
+        set_err(err, n, "page_size %d must be positive", (int)s->page_size);
+        return ATTN_ERR_INVALID_SHAPE;
+    }
+    int qok = s->q_dtype == ATTN_DTYPE_BF16 || s->q_dtype == ATTN_DTYPE_F16 ||
+              s->q_dtype == ATTN_DTYPE_F32;
+    int kvok = s->kv_dtype == ATTN_DTYPE_BF16 || s->kv_dtype == ATTN_DTYPE_F16 ||
+               s->kv_dtype == ATTN_DTYPE_F32 || is_fp8(s->kv_dtype);
+    int ook = s->out_dtype == ATTN_DTYPE_BF16 || s->out_dtype == ATTN_DTYPE_F16 ||
+              s->out_dtype == ATTN_DTYPE_F32;
+    if (!qok || !kvok || !ook) {
+        set_err(err, n, "the GPU kernels take q bf16/f16/f32, kv bf16/f16/f32/fp8, out "
+                        "bf16/f16/f32 (got q %d, kv %d, out %d)",
+                (int)s->q_dtype, (int)s->kv_dtype, (int)s->out_dtype);
+        return ATTN_ERR_CREATE_FAILED;
+    }
+    if (kernel == GPU_ATTN_KERNEL_GENERIC) {
+        if (!attn_generic_supports(s->head_dim, dv, s->kv_dtype)) {
+            set_err(err, n, "head_dim %d / head_dim_v %d / kv %d: the generic kernel is built for "
+                            "head_dim = head_dim_v in {64, 80, 96, 128, 192, 256} and a 16-bit "
+                            "or fp8 KV cache",
+                    (int)s->head_dim, (int)dv, (int)s->kv_dtype);
+            return ATTN_ERR_CREATE_FAILED;
+        }
+    } else {
+        if (s->num_q_heads / hkv != 16 || s->head_dim != 256 || dv != 256 || s->page_size != 16 ||
+            s->kv_dtype != ATTN_DTYPE_FP8_E4M3FN || s->max_q_len < 1 || s->max_q_len > 4) {
+            set_err(err, n, "the MTP kernel needs 16 query heads per KV head, head_dim 256, page "
+                            "16, fp8_e4m3fn KV and 1-4 query tokens");
+            return ATTN_ERR_CREATE_FAILED;
+        }
+    }
+    return ATTN_OK;
+}
+
+extern "C" attn_status gpu_attn_create(gpu_attn_kernel kernel, const attn_shape *shape,
+                                       gpu_attn_ctx **out, char *err, size_t err_size)
+{
+    if (!shape || !out) {
+        set_err(err, err_size, "NULL shape or output pointer");
+        return ATTN_ERR_INVALID_ARGUMENT;
+    }
+    *out = NULL;
+    attn_status st = check_shape(kernel, shape, err, err_size);
+    if (st != ATTN_OK)
+        return st;
+    int ndev = 0;
+    hipError_t e = hipGetDeviceCount(&ndev);
+    if (e != hipSuccess || ndev == 0) {
+        set_err(err, err_size, "%s: %s", ATTN_PLATFORM_NAME,
+                e != hipSuccess ? hipGetErrorString(e) : "no device found");
+        return ATTN_ERR_NO_DEVICE;
+    }
+    int dev = 0;
+    if (hipGetDevice(&dev) != hipSuccess)
+        dev = 0;
+    hipDeviceProp_t prop;
+    e = hipGetDeviceProperties(&prop, dev);
+    if (e != hipSuccess) {
+        set_err(err, err_size, "%s: %s", ATTN_PLATFORM_NAME, hipGetErrorString(e));
+        return ATTN_ERR_RUNTIME;
+    }
+    char arch[ATTN_ARCH_MAX];
+    attn_device_arch(&prop, arch, sizeof arch);
+    if (shape->arch[0] && strncmp(shape->arch, arch, ATTN_ARCH_MAX) != 0) {
+        set_err(err, err_size, "no %.31s device: device %d is %s (%s)", shape->arch, dev, arch,
+                prop.name);
+        return ATTN_ERR_NO_DEVICE;
+    }
+    int in_binary = 0;
+    for (const char *const *a = attn_gpu_kernel_archs; *a; a++)
+        if (strcmp(*a, arch) == 0)
+            in_binary = 1;
+    if (!in_binary) {
+        set_err(err, err_size, "this binary holds no kernels for %s (device %d, %s)", arch, dev,
+                prop.name);
+        return ATTN_ERR_ARCH_NOT_IN_BINARY;
+    }
+#if defined(ATTN_PLATFORM_CUDA)
+    /* The MTP kernel's CUDA path needs the e4m3 -> f16 conversion instruction
+     * of sm_89 and later. */
+    if (kernel == GPU_ATTN_KERNEL_MTP && prop.major * 10 + prop.minor < 89) {
+        set_err(err, err_size, "the MTP kernel needs sm_89 or later (device %d is %s)", dev, arch);
+        return ATTN_ERR_CREATE_FAILED;
+    }
+#endif
+    gpu_attn_ctx *c = (gpu_attn_ctx *)calloc(1, sizeof *c);
+    if (!c) {
+        set_err(err, err_size, "out of memory");
+        return ATTN_ERR_NO_MEMORY;
+    }
+    c->kernel = kernel;
+    memcpy(&c->shape, shape, sizeof c->shape < shape->struct_size ? sizeof c->shape
+                                                                  : shape->struct_size);
+    c->shape.struct_size = sizeof c->shape;
+    c->device = dev;
+    c->cus = prop.multiProcessorCount > 0 ? prop.multiProcessorCount : 1;
+    *out = c;
+    return ATTN_OK;
+}
+
+extern "C" void gpu_attn_destroy(gpu_attn_ctx *ctx)
+{
+    free(ctx);
+}
+
+extern "C" void gpu_attn_force_segments(gpu_attn_ctx *ctx, int nseg)
+{
+    if (ctx)
+        ctx->forced_nseg = nseg < 0 ? 0 : nseg > ATTN_MAX_SEGMENTS ? ATTN_MAX_SEGMENTS : nseg;
+}
+
+extern "C" int gpu_attn_compute_units(const gpu_attn_ctx *ctx)
+{
+    return ctx ? ctx->cus : 0;
+}
+
+/* Tiling of the generic kernel: a program has 16 rows; it takes all query
+ * heads of a KV head when they fit (and as many tokens as fill 16 rows),
+ * else 16 heads of one token. */
+static void generic_tiling(int group, int *block_q, int *hpt, int *hsplit)
+{
+    *hpt = group < 16 ? group : 16;
+    *block_q = 16 / *hpt;
+    *hsplit = ceil_div(group, *hpt);
+}
+
+/* Segment rule of the generic kernel. The 2D grid has about `work` programs
+ * (query tiles x KV heads x head splits). When that fills the GPU twice over
+ * (two programs per compute unit) the 2D path runs. Otherwise the key range
+ * is split into the power of two of segments that brings the grid to about
+ * two programs per compute unit, at most 64, and never below 256 keys (8
+ * tiles) per segment, where the reduce would cost more than it saves. */
+static int generic_nseg(const gpu_attn_ctx *c, int T, int S, int maxq, int maxk)
+{
+    int group = c->shape.num_q_heads / attn_shape_kv_heads(&c->shape);
+    int bq, hpt, hs;
+    generic_tiling(group, &bq, &hpt, &hs);
+    if (c->forced_nseg)
+        return c->forced_nseg;
+    long tiles = (long)S * ceil_div(maxq > 0 ? maxq : 1, bq);
+    long bound = (long)T / bq + S;
+    if (tiles > bound)
+        tiles = bound;
+    long work = tiles * attn_shape_kv_heads(&c->shape) * hs;
+    long target = 2L * c->cus;
+    if (work <= 0 || work >= target)
+        return 1;
+    int n = next_pow2((int)((target + work - 1) / work));
+    int cap = ceil_div(maxk > 0 ? maxk : 1, 256);
+    if (n > cap)
+        n = next_pow2(cap) > cap ? next_pow2(cap) / 2 : cap;
+    if (n > ATTN_MAX_SEGMENTS)
+        n = ATTN_MAX_SEGMENTS;
+    return n < 1 ? 1 : n;
+}
+
+/* Segment rule of the MTP kernel, the upstream reference rule verbatim:
+ *   num_2d = (T/2 + S) * Hkv; p = ceil(2 * CUs / num_2d);
+ *   NSEG = min(64, next_pow2(min(min(64, ceil(K/32)),
+ *                                max(8, p, min(ceil(K/1024), 8p))))) */
+static int mtp_nseg(const gpu_attn_ctx *c, int T, int S, int maxk)
+{
+    if (c->forced_nseg)
+        return c->forced_nseg;
+    if (maxk <= 0)
+        return 1;
+    long num_2d = ((long)T / 2 + S) * attn_shape_kv_heads(&c->shape);
+    if (num_2d < 1)
+        num_2d = 1;
+    int p = (int)((2L * c->cus + num_2d - 1) / num_2d);
+    int a = ceil_div(maxk, 32);
+    if (a > 64)
+        a = 64;
+    int b = ceil_div(maxk, 1024);
+    if (b > 8 * p)
+        b = 8 * p;
+    int x = 8;
+    if (p > x)
+        x = p;
+    if (b > x)
+        x = b;
+    int n = next_pow2(a < x ? a : x);
+    return n > 64 ? 64 : n;
+}
+
+extern "C" int gpu_attn_plan_segments(const gpu_attn_ctx *ctx, int num_tokens, int num_seqs,
+                                      int max_seqlen_q, int max_seqlen_k)
+{
+    if (!ctx)
+        return 0;
+    if (ctx->kernel == GPU_ATTN_KERNEL_MTP)
+        return mtp_nseg(ctx, num_tokens, num_seqs, max_seqlen_k);
+    return generic_nseg(ctx, num_tokens, num_seqs, max_seqlen_q, max_seqlen_k);
+}
+
+static size_t partial_bytes(const gpu_attn_ctx *c, int T, int nseg)
+{
+    size_t per = (size_t)c->shape.num_q_heads * ((size_t)attn_shape_head_dim_v(&c->shape) + 2);
+    return (size_t)nseg * (size_t)T * per * sizeof(float);
+}
+
+/* The largest partial buffer any batch within the limits can need: the
+ * segment count only falls as sequences are added, so for each token count
+ * the fewest sequences that can hold them is the worst case. */
+extern "C" attn_status gpu_attn_workspace_size(const gpu_attn_ctx *ctx,
+                                               const attn_batch_limits *limits, size_t *bytes)
+{
+    if (!ctx || !limits || !bytes)
+        return ATTN_ERR_INVALID_ARGUMENT;
+    int maxq = ctx->shape.max_q_len > 0 ? ctx->shape.max_q_len : 1;
+    int maxk = ctx->shape.max_kv_len;
+    size_t worst = 0;
+    for (int T = 1; T <= limits->max_num_tokens; T++) {
+        int S = ceil_div(T, maxq);
+        if (limits->max_num_seqs > 0 && S > limits->max_num_seqs)
+            break; /* more tokens than the sequences can hold */
+        int n = gpu_attn_plan_segments(ctx, T, S, maxq, maxk);
+        if (ctx->kernel == GPU_ATTN_KERNEL_GENERIC && n <= 1)
+            continue;
+        size_t b = partial_bytes(ctx, T, n);
+        if (b > worst)
+            worst = b;
+    }
+    *bytes = worst;
+    return ATTN_OK;
+}
+
+extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_args *a, char *err,
+                                        size_t err_size)
+{
+    if (!ctx || !a) {
+        set_err(err, err_size, "NULL backend or args");
+        return ATTN_ERR_INVALID_ARGUMENT;
+    }
+    if (a->struct_size < sizeof(attn_forward_args)) {
+        set_err(err, err_size, "attn_forward_args.struct_size %u is smaller than %zu",
+                (unsigned)a->struct_size, sizeof(attn_forward_args));
+        return ATTN_ERR_INVALID_ARGUMENT;
+    }
+    const attn_shape *s = &ctx->shape;
+    if (a->num_seqs < 0 || a->num_tokens < 0) {
+        set_err(err, err_size, "negative num_seqs or num_tokens");
+        return ATTN_ERR_INVALID_ARGUMENT;
+    }
+    if (a->num_seqs == 0 || a->num_tokens == 0)
+        return ATTN_OK;
+    if (!a->q || !a->k_cache || !a->v_cache || !a->block_table || !a->cu_seqlens_q ||
+        !a->seqused_k || !a->out || (s->has_sinks && !a->sinks)) {
+        set_err(err, err_size, "a required tensor pointer is NULL");
+        return ATTN_ERR_INVALID_ARGUMENT;
+    }
+    if (a->max_seqlen_q < 1 || (s->max_q_len > 0 && a->max_seqlen_q > s->max_q_len) ||
+        (s->max_kv_len > 0 && a->max_seqlen_k > s->max_kv_len)) {
+        set_err(err, err_size, "max_seqlen_q %d / max_seqlen_k %d outside the shape's %d / %d",
+                (int)a->max_seqlen_q, (int)a->max_seqlen_k, (int)s->max_q_len,
+                (int)s->max_kv_len);
+        return ATTN_ERR_INVALID_ARGUMENT;
+    }
+
+    attn_kparams p;
+    memset(&p, 0, sizeof p);
+    int hkv = attn_shape_kv_heads(s);
+    p.q = a->q;
+    p.q_stride_token = a->q_stride_token;
+    p.q_stride_head = a->q_stride_head;
+    p.k_cache = a->k_cache;
+    p.v_cache = a->v_cache;
+    p.block_table = a->block_table;
+    p.bt_stride = a->block_table_stride;
+    p.cu_seqlens_q = a->cu_seqlens_q;
+    p.seqused_k = a->seqused_k;
+    p.sinks = s->has_sinks ? a->sinks : NULL;
+    p.out = a->out;
+    p.out_stride_token = a->out_stride_token;
+    p.out_stride_head = a->out_stride_head;
+    p.num_seqs = a->num_seqs;
+    p.num_tokens = a->num_tokens;
+    p.hq = s->num_q_heads;
+    p.hkv = hkv;
+    p.group = s->num_q_heads / hkv;
+    p.d = s->head_dim;
+    p.dv = attn_shape_head_dim_v(s);
+    p.page = s->page_size;
+    p.q_dtype = s->q_dtype;
+    p.kv_dtype = s->kv_dtype;
+    p.out_dtype = s->out_dtype;
+    /* cpu-ref's semantics: FP8 compute quantises Q to e4m3(q / q_descale)
+     * and folds q_descale into the score scale; descales of an FP8 cache
+     * apply only to an FP8 cache. */
+    int fp8_compute = is_fp8(s->compute_dtype);
+    p.q_quant = fp8_compute ? s->compute_dtype : 0;
+    p.q_descale = a->q_descale != 0.f ? a->q_descale : 1.f;
+    p.score_scale = a->scale * (is_fp8(s->kv_dtype) ? a->k_descale : 1.f) *
+                    (fp8_compute ? p.q_descale : 1.f);
+    p.v_scale = is_fp8(s->kv_dtype) ? a->v_descale : 1.f;
+    p.causal = s->causal;
+    p.window_left = s->window_left;
+    p.window_right = s->window_right;
+    p.softcap = s->softcap;
+
+    int nseg;
+    if (ctx->kernel == GPU_ATTN_KERNEL_MTP) {
+        if (a->max_seqlen_q > 4) {
+            set_err(err, err_size, "the MTP kernel takes at most 4 query tokens per sequence");
+            return ATTN_ERR_INVALID_ARGUMENT;
+        }
+        nseg = mtp_nseg(ctx, a->num_tokens, a->num_seqs, a->max_seqlen_k);
+    } else {
+        nseg = generic_nseg(ctx, a->num_tokens, a->num_seqs, a->max_seqlen_q, a->max_seqlen_k);
+        generic_tiling(p.group, &p.block_q, &p.heads_per_tile, &p.head_splits);
+    }
+    /* A workspace sized for smaller limits than this batch: use fewer
+     * segments rather than write past it. */
+    while (nseg > 1 && partial_bytes(ctx, a->num_tokens, nseg) > a->workspace_size)
+        nseg /= 2;
+    if ((ctx->kernel == GPU_ATTN_KERNEL_MTP || nseg > 1) &&
+        (!a->workspace || partial_bytes(ctx, a->num_tokens, nseg) > a->workspace_size)) {
+        set_err(err, err_size, "workspace of %zu bytes is smaller than the %zu this batch needs",
+                a->workspace_size, partial_bytes(ctx, a->num_tokens, nseg));
+        return ATTN_ERR_WORKSPACE_TOO_SMALL;
+    }
+    p.nseg = nseg;
+    size_t acc_bytes = (size_t)nseg * a->num_tokens * p.hq * p.dv * sizeof(float);
+    p.ws_acc = (float *)a->workspace;
+    p.ws_ml = (float *)((char *)a->workspace + acc_bytes);
+
+    hipStream_t stream = (hipStream_t)a->stream;
+    hipError_t e;
+    if (ctx->kernel == GPU_ATTN_KERNEL_MTP)
+        e = attn_launch_mtp(&p, a->max_seqlen_q, nseg, stream);
+    else
+        e = attn_launch_generic(&p, a->max_seqlen_q, stream, 4);
+    if (e != hipSuccess) {
+        set_err(err, err_size, "%s: kernel launch failed: %s", ATTN_PLATFORM_NAME,
+                hipGetErrorString(e));
+        return ATTN_ERR_RUNTIME;
+    }
+    return ATTN_OK;
+}
+
+/* ---- plugin hooks (declared in the plugins' .c files) ------------------ */
+
+#define ATTN_HIDDEN __attribute__((visibility("hidden")))
+
+extern "C" {
+ATTN_HIDDEN extern const char *const aiter_generic_kernel_archs[];
+ATTN_HIDDEN extern const char *const aiter_mtp_kernel_archs[];
+ATTN_HIDDEN const char *const aiter_generic_kernel_archs[] = {ATTN_LIST(ATTNREG_GPU_ARCH_LIST),
+                                                              NULL};
+ATTN_HIDDEN const char *const aiter_mtp_kernel_archs[] = {ATTN_LIST(ATTNREG_GPU_ARCH_LIST), NULL};
+
+ATTN_HIDDEN attn_status aiter_generic_kernels_create(const attn_plugin_context *ctx,
+                                                     const attn_shape *shape, void **backend,
+                                                     char *err, size_t err_size)
+{
+    (void)ctx;
+    return gpu_attn_create(GPU_ATTN_KERNEL_GENERIC, shape, (gpu_attn_ctx **)backend, err,
+                           err_size);
+}
+ATTN_HIDDEN attn_status aiter_mtp_kernels_create(const attn_plugin_context *ctx,
+                                                 const attn_shape *shape, void **backend, char *err,
+                                                 size_t err_size)
+{
+    (void)ctx;
+    return gpu_attn_create(GPU_ATTN_KERNEL_MTP, shape, (gpu_attn_ctx **)backend, err, err_size);
+}
+ATTN_HIDDEN attn_status aiter_generic_kernels_workspace_size(void *backend,
+                                                             const attn_batch_limits *limits,
+                                                             size_t *bytes)
+{
+    return gpu_attn_workspace_size((const gpu_attn_ctx *)backend, limits, bytes);
+}
+ATTN_HIDDEN attn_status aiter_mtp_kernels_workspace_size(void *backend,
+                                                         const attn_batch_limits *limits,
+                                                         size_t *bytes)
+{
+    return gpu_attn_workspace_size((const gpu_attn_ctx *)backend, limits, bytes);
+}
+ATTN_HIDDEN attn_status aiter_generic_kernels_forward(void *backend, const attn_forward_args *args,
+                                                      char *err, size_t err_size)
+{
+    return gpu_attn_forward((gpu_attn_ctx *)backend, args, err, err_size);
+}
+ATTN_HIDDEN attn_status aiter_mtp_kernels_forward(void *backend, const attn_forward_args *args,
+                                                  char *err, size_t err_size)
+{
+    return gpu_attn_forward((gpu_attn_ctx *)backend, args, err, err_size);
+}
+ATTN_HIDDEN void aiter_generic_kernels_destroy(void *backend)
+{
+    gpu_attn_destroy((gpu_attn_ctx *)backend);
+}
+ATTN_HIDDEN void aiter_mtp_kernels_destroy(void *backend)
+{
+    gpu_attn_destroy((gpu_attn_ctx *)backend);
+}
+ATTN_HIDDEN attn_status aiter_generic_kernels_probe_devices(const attn_plugin_context *ctx,
+                                                            attn_device_info *devices,
+                                                            uint32_t capacity, uint32_t *count,
+                                                            char *err, size_t err_size)
+{
+    (void)ctx;
+    return gpu_attn_probe(devices, capacity, count, err, err_size);
+}
+ATTN_HIDDEN attn_status aiter_mtp_kernels_probe_devices(const attn_plugin_context *ctx,
+                                                        attn_device_info *devices,
+                                                        uint32_t capacity, uint32_t *count,
+                                                        char *err, size_t err_size)
+{
+    (void)ctx;
+    return gpu_attn_probe(devices, capacity, count, err, err_size);
+}
+}

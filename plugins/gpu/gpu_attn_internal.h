@@ -1,0 +1,258 @@
+/*
+ * gpu_attn_internal.h — what the launcher (gpu_attn.hip) and the kernels
+ * (attn_generic.hip, attn_mtp.hip) share: the flat parameter block every
+ * kernel takes by value, and the device helpers for element conversion.
+ * Not installed; not part of any ABI.
+ */
+#ifndef ATTN_GPU_ATTN_INTERNAL_H
+#define ATTN_GPU_ATTN_INTERNAL_H
+
+#include <stdint.h>
+
+#include "hip_compat.h"
+#include "attn_types.h"
+
+/* Everything a kernel needs, resolved on the host from the shape and the
+ * forward args. Passed by value (kernel parameter space), so a forward call
+ * allocates nothing and can be captured in a graph. */
+typedef struct attn_kparams {
+    const void *q;
+    int64_t q_stride_token, q_stride_head;
+    const void *k_cache, *v_cache;
+    const int32_t *block_table;
+    int64_t bt_stride;
+    const int32_t *cu_seqlens_q;
+    const int32_t *seqused_k;
+    const float *sinks; /* NULL = none */
+    void *out;
+    int64_t out_stride_token, out_stride_head;
+    float *ws_acc; /* [nseg][num_tokens][hq][dv] unnormalised partial outputs */
+    float *ws_ml;  /* [nseg][num_tokens][hq][2]  (running max in log2 units, sum) */
+    int32_t num_seqs, num_tokens;
+    int32_t hq, hkv, group, d, dv, page;
+    int32_t q_dtype, kv_dtype, out_dtype;
+    int32_t q_quant;     /* FP8 compute: the e4m3 format Q is quantised to; else 0 */
+    float score_scale;   /* scale x k_descale (fp8 KV) x q_descale (fp8 compute) */
+    float q_descale;     /* FP8 compute: Q is quantised as q / q_descale */
+    float v_scale;       /* v_descale for an fp8 cache, else 1 */
+    int32_t causal, window_left, window_right;
+    float softcap;
+    /* decomposition (generic kernel) */
+    int32_t nseg;            /* key-range segments; 1 = 2D path (writes out directly) */
+    int32_t block_q;         /* query tokens per program */
+    int32_t heads_per_tile;  /* query heads of one KV head per program */
+    int32_t head_splits;     /* ceil(group / heads_per_tile) */
+    int32_t stages;          /* raw KV stages in shared memory (set by the launcher) */
+} attn_kparams;
+
+#define ATTN_LOG2E 1.4426950408889634f
+
+#if defined(__CUDACC__) || defined(__HIP__)
+
+__device__ __forceinline__ float attn_bf16_to_f32(uint32_t bits16)
+{
+    return __uint_as_float(bits16 << 16);
+}
+
+/* IEEE half bits -> float, exact (subnormals included). */
+__device__ __forceinline__ float attn_f16_to_f32(uint32_t h)
+{
+#if defined(ATTN_PLATFORM_HIP)
+    union {
+        uint16_t u;
+        _Float16 f;
+    } x;
+    x.u = (uint16_t)h;
+    return (float)x.f;
+#else
+    __half_raw r;
+    r.x = (unsigned short)h;
+    return __half2float(__half(r));
+#endif
+}
+
+/* float -> IEEE half bits, round to nearest even. */
+__device__ __forceinline__ uint16_t attn_f32_to_f16_bits(float v)
+{
+#if defined(ATTN_PLATFORM_HIP)
+    union {
+        uint16_t u;
+        _Float16 f;
+    } x;
+    x.f = (_Float16)v;
+    return x.u;
+#else
+    __half_raw r = __half_raw(__float2half_rn(v));
+    return r.x;
+#endif
+}
+
+/* e4m3 decode, exact, written out so that it is the same code on every arch
+ * and matches cpu-ref's attn_dtype_conv.h bit for bit (NaN codes included). */
+__device__ __forceinline__ float attn_fp8_to_f32(uint32_t code, int nuz)
+{
+    uint32_t sign = (code & 0x80u) << 24;
+    uint32_t mag = code & 0x7Fu;
+    if (nuz ? code == 0x80u : mag == 0x7Fu)
+        return __uint_as_float(sign | 0x7FC00000u);
+    uint32_t e = mag >> 3, m = mag & 7u;
+    float v;
+    if (e == 0)
+        v = (float)m * (nuz ? 0x1p-10f : 0x1p-9f);
+    else
+        v = __uint_as_float(((e + (nuz ? 119u : 120u)) << 23) | (m << 20));
+    return __uint_as_float(__float_as_uint(v) | sign);
+}
+
+/* Round-to-nearest-even, saturating float -> e4m3 (cpu-ref's encoder). */
+__device__ __forceinline__ uint32_t attn_f32_to_fp8(float f, int nuz)
+{
+    const int bias = nuz ? 8 : 7;
+    uint32_t u = __float_as_uint(f);
+    uint32_t sign = (u >> 24) & 0x80u;
+    uint32_t mag = u & 0x7FFFFFFFu;
+    uint32_t max_code = nuz ? 0x7Fu : 0x7Eu;
+    if (mag > 0x7F800000u)
+        return nuz ? 0x80u : (sign | 0x7Fu);
+    uint32_t e = mag >> 23;
+    uint32_t code;
+    if ((int)e >= 128 - bias) {
+        if (e >= 255u) {
+            code = max_code;
+        } else {
+            uint32_t r = mag - ((uint32_t)(127 - bias) << 23);
+            r += 0x7FFFFu + ((r >> 20) & 1u);
+            code = r >> 20;
+            if (code > max_code)
+                code = max_code;
+        }
+    } else if (e == 0) {
+        code = 0;
+    } else {
+        uint32_t sig = (mag & 0x7FFFFFu) | 0x800000u;
+        int shift = 148 - bias - (int)e;
+        if (shift >= 25) {
+            code = 0;
+        } else {
+            uint32_t kept = sig >> shift, rest = sig & ((1u << shift) - 1u), half = 1u << (shift - 1);
+            if (rest > half || (rest == half && (kept & 1u)))
+                kept++;
+            code = kept;
+        }
+    }
+    if (nuz && code == 0)
+        return 0;
+    return sign | code;
+}
+
+/* One element of a Q/K/V array as float. */
+__device__ __forceinline__ float attn_load_elem(const void *base, int64_t i, int dtype)
+{
+    switch (dtype) {
+    case ATTN_DTYPE_F32:
+        return ((const float *)base)[i];
+    case ATTN_DTYPE_F16:
+        return attn_f16_to_f32(((const uint16_t *)base)[i]);
+    case ATTN_DTYPE_BF16:
+        return attn_bf16_to_f32(((const uint16_t *)base)[i]);
+    case ATTN_DTYPE_FP8_E4M3FN:
+        return attn_fp8_to_f32(((const uint8_t *)base)[i], 0);
+    case ATTN_DTYPE_FP8_E4M3FNUZ:
+        return attn_fp8_to_f32(((const uint8_t *)base)[i], 1);
+    default:
+        return 0.0f;
+    }
+}
+
+__device__ __forceinline__ uint32_t attn_f32_to_bf16_bits(float f)
+{
+    uint32_t u = __float_as_uint(f);
+    if ((u & 0x7FFFFFFFu) > 0x7F800000u)
+        return ((u >> 16) | 0x40u) & 0xFFFFu;
+    u += 0x7FFFu + ((u >> 16) & 1u);
+    return u >> 16;
+}
+
+__device__ __forceinline__ void attn_store_elem(void *base, int64_t i, int dtype, float v)
+{
+    switch (dtype) {
+    case ATTN_DTYPE_F32:
+        ((float *)base)[i] = v;
+        break;
+    case ATTN_DTYPE_F16:
+        ((uint16_t *)base)[i] = attn_f32_to_f16_bits(v);
+        break;
+    case ATTN_DTYPE_BF16:
+        ((uint16_t *)base)[i] = (uint16_t)attn_f32_to_bf16_bits(v);
+        break;
+    default:
+        break;
+    }
+}
+
+/* Asynchronous 16-byte global -> shared copies, zero-filled when !valid.
+ * On NVIDIA (sm_80+) these are cp.async: a program keeps several KV tiles in
+ * flight while it computes on an earlier one, which is what hides memory
+ * latency at the occupancy these kernels run at. Elsewhere they are plain
+ * synchronous copies (same results, no overlap). */
+__device__ __forceinline__ void attn_cp_async16(void *dst, const void *src, bool valid)
+{
+#if defined(ATTN_PLATFORM_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(
+                     (uint32_t)__cvta_generic_to_shared(dst)),
+                 "l"(src), "r"(valid ? 16 : 0));
+#else
+    *(uint4 *)dst = valid ? *(const uint4 *)src : make_uint4(0u, 0u, 0u, 0u);
+#endif
+}
+__device__ __forceinline__ void attn_cp_async_commit()
+{
+#if defined(ATTN_PLATFORM_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.commit_group;\n" ::);
+#endif
+}
+/* Wait until at most n committed groups are still in flight (n <= 3). */
+__device__ __forceinline__ void attn_cp_async_wait(int n)
+{
+#if defined(ATTN_PLATFORM_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    if (n <= 0)
+        asm volatile("cp.async.wait_group 0;\n" ::);
+    else if (n == 1)
+        asm volatile("cp.async.wait_group 1;\n" ::);
+    else if (n == 2)
+        asm volatile("cp.async.wait_group 2;\n" ::);
+    else
+        asm volatile("cp.async.wait_group 3;\n" ::);
+#else
+    (void)n;
+#endif
+}
+
+/* Whether key j is visible from query position pos (BRIEF "Attention
+ * semantics"); j < K is checked by the caller. */
+__device__ __forceinline__ bool attn_visible(const attn_kparams &p, int j, int pos)
+{
+    if (p.causal && j > pos)
+        return false;
+    if (p.window_left >= 0 && j < pos - p.window_left)
+        return false;
+    if (p.window_right >= 0 && j > pos + p.window_right)
+        return false;
+    return true;
+}
+
+#endif /* device compiler */
+
+/* Launchers (defined in the kernel sources, called by gpu_attn.hip). They
+ * return the launch error, if any. */
+hipError_t attn_launch_generic(const attn_kparams *p, int max_tile_q, hipStream_t stream,
+                               int rows_per_warp);
+hipError_t attn_launch_mtp(const attn_kparams *p, int max_seqlen_q, int nseg, hipStream_t stream);
+hipError_t attn_launch_reduce(const attn_kparams *p, int nseg, hipStream_t stream);
+/* Dynamic shared memory the generic kernel needs for `stages` raw KV stages. */
+size_t attn_generic_smem_bytes(int d, int dv, int kv_bytes, int rows_per_warp, int stages);
+int attn_mtp_has_mma(void);
+/* Whether the generic kernel is compiled for this head size / KV type. */
+int attn_generic_supports(int d, int dv, int kv_dtype);
+
+#endif /* ATTN_GPU_ATTN_INTERNAL_H */

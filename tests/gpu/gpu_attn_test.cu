@@ -1,0 +1,678 @@
+/*
+ * gpu_attn_test — compares the GPU kernels (aiter-generic, aiter-mtp) with a
+ * float64 CPU reference on identical inputs, and, when given the cpu-ref
+ * plugin (argv[1] or $ATTNREG_CPU_REF_PLUGIN), with cpu-ref too.
+ *
+ *   seeded random sweep: >= 100 configurations per kernel (random block
+ *   permutations, mixed query lengths, fp8 and bf16/f16 caches, windows,
+ *   softcap, sinks, strided q/out, forced 2D / 3D segment counts);
+ *   the upstream MTP reference case: query lengths [4, 2], kv lengths
+ *   [1024, 769], 16/1 and 32/2 heads, D 256, page 16, fp8 KV, descale 1.0.
+ *
+ * Tolerance, per element: |gpu - ref| <= atol + rtol * |ref|.
+ *   rtol is the output rounding: half an ulp of the output type (bf16 2^-8,
+ *   f16 2^-11, f32 0) plus 1e-5, because the GPU rounds its own float result,
+ *   which may sit on the other side of a rounding boundary from the exact one.
+ *   atol is the arithmetic error of the kernel, relative to max|V| x v_descale
+ *   (the scale of an output element):
+ *     generic: fp32 products, sums and exp2: 1e-4 (observed errors are ~1e-6;
+ *       the margin covers softcap's tanhf and long sums);
+ *     mtp: Q, K and V reach the mma exactly (bf16 -> f16 with a per-row power
+ *       of two; e4m3 -> f16 is exact), so the one rounding is P to f16, a
+ *       relative 2^-11 on each probability: the output moves by at most
+ *       2^-11 x max|V|; atol = 2^-10 x max|V| leaves a factor 2.
+ *   All of these are tighter than the upstream 1e-2. NaN never passes, and
+ *   the output is poisoned before each run so an unwritten element fails.
+ *
+ * Without a device the program prints why and exits 77 (ctest SKIP).
+ */
+#include <dlfcn.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "attn_dtype_conv.h"
+#include "attn_plugin.h"
+#include "gpu_attn.h"
+#include "hip_compat.h"
+
+#define SKIP_CODE 77
+
+#define CHECK_HIP(x)                                                                             \
+    do {                                                                                         \
+        hipError_t e_ = (x);                                                                     \
+        if (e_ != hipSuccess) {                                                                  \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, hipGetErrorString(e_));   \
+            exit(1);                                                                             \
+        }                                                                                        \
+    } while (0)
+
+/* ---- deterministic RNG ---------------------------------------------------- */
+static uint64_t rng_state = 0x9E3779B97F4A7C15ull;
+static uint64_t rng_next(void)
+{
+    uint64_t z = (rng_state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+static int rng_int(int lo, int hi) /* inclusive */
+{
+    return lo + (int)(rng_next() % (uint64_t)(hi - lo + 1));
+}
+static double rng_unit(void)
+{
+    return (double)(rng_next() >> 11) * 0x1p-53;
+}
+static float rng_sym(float a)
+{
+    return (float)((2.0 * rng_unit() - 1.0) * a);
+}
+template <class T>
+static T pick(std::initializer_list<T> l)
+{
+    return l.begin()[rng_int(0, (int)l.size() - 1)];
+}
+
+/* ---- one test case -------------------------------------------------------- */
+struct Case {
+    const char *name;
+    gpu_attn_kernel kernel;
+    int hq, hkv, d, page;
+    int q_dtype, kv_dtype, out_dtype, compute_dtype;
+    int causal, wl, wr;
+    float softcap;
+    int sinks;
+    std::vector<int> qlens, klens;
+    int nseg;        /* forced segments (0 = rule) */
+    int q_pad, o_pad; /* extra elements per head / token for strided q/out */
+    float k_descale, v_descale, q_descale;
+};
+
+struct Stats {
+    int run = 0, failed = 0;
+    double worst_ratio = 0; /* max over cases of max |err| / allowed */
+};
+
+static size_t dsize(int dt)
+{
+    return attn_conv_dtype_size(dt);
+}
+
+/* Encode float to a dtype into raw bytes. */
+static void store_raw(std::vector<uint8_t> &buf, int dt, size_t idx, float v)
+{
+    attn_conv_store_f32(dt, buf.data(), (int64_t)idx, v);
+}
+static float load_raw(const std::vector<uint8_t> &buf, int dt, size_t idx)
+{
+    return attn_conv_load_f32(dt, buf.data(), (int64_t)idx);
+}
+
+/* cpu-ref through its plugin descriptor, when available. */
+static const attn_plugin_descriptor *cpu_ref = NULL;
+static attn_plugin_context cpu_ref_ctx;
+
+static void cpu_ref_log(void *host, int32_t level, const char *msg)
+{
+    (void)host;
+    if (level >= ATTN_LOG_WARN)
+        fprintf(stderr, "cpu-ref: %s\n", msg);
+}
+
+static void load_cpu_ref(const char *path)
+{
+    if (!path || !*path)
+        return;
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        printf("note: cpu-ref plugin not loaded (%s); float64 reference only\n", dlerror());
+        return;
+    }
+    attn_plugin_entry_fn entry = (attn_plugin_entry_fn)dlsym(h, ATTN_PLUGIN_ENTRY_SYMBOL);
+    if (!entry || !(cpu_ref = entry(ATTN_PLUGIN_ABI_MAJOR, ATTN_PLUGIN_ABI_MINOR))) {
+        printf("note: %s has no usable descriptor; float64 reference only\n", path);
+        cpu_ref = NULL;
+        return;
+    }
+    static attn_host_services services;
+    services.struct_size = sizeof services;
+    services.log = cpu_ref_log;
+    memset(&cpu_ref_ctx, 0, sizeof cpu_ref_ctx);
+    cpu_ref_ctx.struct_size = sizeof cpu_ref_ctx;
+    cpu_ref_ctx.services = &services;
+    cpu_ref_ctx.conf_file = path;
+    if (cpu_ref->init && cpu_ref->init(&cpu_ref_ctx) != ATTN_OK) {
+        printf("note: cpu-ref init failed; float64 reference only\n");
+        cpu_ref = NULL;
+        return;
+    }
+    printf("cpu-ref plugin loaded from %s (version %s)\n", path, cpu_ref->version);
+}
+
+static int cpu_ref_checked = 0;
+
+/* Keep the float64 reference affordable (~1e8 multiply-adds a case): drop
+ * sequences, then shorten the longest contexts. */
+static void limit_cost(Case &c)
+{
+    for (;;) {
+        double cost = 0;
+        for (size_t s = 0; s < c.qlens.size(); s++)
+            cost += (double)c.qlens[s] * c.klens[s] * c.hq * c.d;
+        if (cost <= 1.2e8)
+            return;
+        if (c.qlens.size() > 2) {
+            c.qlens.pop_back();
+            c.klens.pop_back();
+            continue;
+        }
+        for (size_t s = 0; s < c.qlens.size(); s++)
+            c.klens[s] = std::max(c.qlens[s], c.klens[s] / 2);
+        if (c.qlens[0] > 8 && cost > 4e8)
+            c.qlens[0] /= 2;
+    }
+}
+
+static bool run_case(const Case &c, Stats &st, bool verbose)
+{
+    const int S = (int)c.qlens.size();
+    const int G = c.hq / c.hkv, D = c.d, Dv = c.d;
+    std::vector<int> cu(S + 1, 0);
+    int maxq = 0, maxk = 0;
+    for (int s = 0; s < S; s++) {
+        cu[s + 1] = cu[s] + c.qlens[s];
+        maxq = std::max(maxq, c.qlens[s]);
+        maxk = std::max(maxk, c.klens[s]);
+    }
+    const int T = cu[S];
+
+    /* Paged cache with the sequences' blocks scattered by a random permutation. */
+    int bt_stride = 0, nblocks = 0;
+    for (int s = 0; s < S; s++) {
+        int nb = (c.klens[s] + c.page - 1) / c.page;
+        bt_stride = std::max(bt_stride, nb);
+        nblocks += nb;
+    }
+    bt_stride = std::max(bt_stride, 1) + 1;
+    nblocks += 3; /* spare blocks nobody owns */
+    std::vector<int> perm(nblocks);
+    for (int i = 0; i < nblocks; i++)
+        perm[i] = i;
+    for (int i = nblocks - 1; i > 0; i--)
+        std::swap(perm[i], perm[rng_int(0, i)]);
+    std::vector<int> bt((size_t)S * bt_stride, -1);
+    int next = 0;
+    for (int s = 0; s < S; s++) {
+        int nb = (c.klens[s] + c.page - 1) / c.page;
+        for (int b = 0; b < nb; b++)
+            bt[(size_t)s * bt_stride + b] = perm[next++];
+    }
+    for (auto &x : bt)
+        if (x < 0)
+            x = perm[nblocks - 1]; /* valid but unused entries */
+
+    const size_t kv_elems = (size_t)nblocks * c.page * c.hkv * D;
+    std::vector<uint8_t> kc(kv_elems * dsize(c.kv_dtype)), vc(kv_elems * dsize(c.kv_dtype));
+    const bool kv8 = attn_conv_dtype_is_fp8(c.kv_dtype);
+    const float kd = kv8 ? c.k_descale : 1.f, vd = kv8 ? c.v_descale : 1.f;
+    for (size_t i = 0; i < kv_elems; i++) {
+        /* fp8: values spread over the e4m3 range around the descale, some
+         * subnormal; 16-bit: uniform in [-1, 1]. */
+        float k = rng_sym(1.f), v = rng_sym(1.f);
+        if (kv8) {
+            k = rng_sym(1.f) * (float)exp2(rng_int(-8, 3)) / 1.f;
+            v = rng_sym(1.f) * (float)exp2(rng_int(-8, 3));
+        }
+        store_raw(kc, c.kv_dtype, i, k);
+        store_raw(vc, c.kv_dtype, i, v);
+    }
+    const int64_t q_sh = D + c.q_pad, q_st = (int64_t)c.hq * q_sh + c.q_pad;
+    const int64_t o_sh = Dv + c.o_pad, o_st = (int64_t)c.hq * o_sh + 3 * c.o_pad;
+    const size_t q_elems = (size_t)T * q_st, o_elems = (size_t)T * o_st;
+    std::vector<uint8_t> qh(q_elems * dsize(c.q_dtype));
+    for (size_t i = 0; i < q_elems; i++)
+        store_raw(qh, c.q_dtype, i, rng_sym(2.f));
+    std::vector<float> sinks(c.hq);
+    for (auto &x : sinks)
+        x = rng_sym(3.f);
+    const float scale = 1.f / sqrtf((float)D) * (float)(0.5 + 2 * rng_unit());
+
+    /* ---- float64 reference ---- */
+    std::vector<double> ref((size_t)T * c.hq * Dv, 0.0);
+    double vmax = 0;
+    for (size_t i = 0; i < kv_elems; i++)
+        vmax = std::max(vmax, (double)fabsf(load_raw(vc, c.kv_dtype, i)));
+    vmax *= vd;
+    const bool fp8c = attn_conv_dtype_is_fp8(c.compute_dtype);
+    for (int s = 0; s < S; s++) {
+        const int Q = c.qlens[s], K = c.klens[s];
+        for (int i = 0; i < Q; i++) {
+            const int pos = K - Q + i, tok = cu[s] + i;
+            for (int h = 0; h < c.hq; h++) {
+                const int kvh = h / G;
+                std::vector<double> qv(D);
+                for (int d = 0; d < D; d++) {
+                    float x = load_raw(qh, c.q_dtype, (size_t)tok * q_st + (size_t)h * q_sh + d);
+                    if (fp8c)
+                        x = attn_conv_round_to(c.compute_dtype, x / c.q_descale);
+                    qv[d] = x;
+                }
+                const double sc = (double)scale * kd * (fp8c ? c.q_descale : 1.0);
+                std::vector<double> sv;
+                std::vector<int> keys;
+                double mx = c.sinks ? (double)sinks[h] : -INFINITY;
+                for (int j = 0; j < K; j++) {
+                    if (c.causal && j > pos)
+                        continue;
+                    if (c.wl >= 0 && j < pos - c.wl)
+                        continue;
+                    if (c.wr >= 0 && j > pos + c.wr)
+                        continue;
+                    size_t base = ((size_t)bt[(size_t)s * bt_stride + j / c.page] * c.page +
+                                   j % c.page) * c.hkv + kvh;
+                    double acc = 0;
+                    for (int d = 0; d < D; d++)
+                        acc += qv[d] * load_raw(kc, c.kv_dtype, base * D + d);
+                    double x = acc * sc;
+                    if (c.softcap > 0)
+                        x = c.softcap * tanh(x / c.softcap);
+                    sv.push_back(x);
+                    keys.push_back(j);
+                    mx = std::max(mx, x);
+                }
+                if (sv.empty())
+                    continue; /* zeros (with or without a sink) */
+                double den = c.sinks ? exp((double)sinks[h] - mx) : 0.0;
+                std::vector<double> o(Dv, 0.0);
+                for (size_t n = 0; n < sv.size(); n++) {
+                    double pr = exp(sv[n] - mx);
+                    den += pr;
+                    int j = keys[n];
+                    size_t base = ((size_t)bt[(size_t)s * bt_stride + j / c.page] * c.page +
+                                   j % c.page) * c.hkv + kvh;
+                    for (int d = 0; d < Dv; d++)
+                        o[d] += pr * load_raw(vc, c.kv_dtype, base * Dv + d);
+                }
+                for (int d = 0; d < Dv; d++)
+                    ref[((size_t)tok * c.hq + h) * Dv + d] = o[d] / den * vd;
+            }
+        }
+    }
+
+    /* ---- GPU ---- */
+    attn_shape shape;
+    memset(&shape, 0, sizeof shape);
+    shape.struct_size = sizeof shape;
+    shape.num_q_heads = c.hq;
+    shape.num_kv_heads = c.hkv;
+    shape.head_dim = D;
+    shape.head_dim_v = Dv;
+    shape.q_dtype = c.q_dtype;
+    shape.kv_dtype = c.kv_dtype;
+    shape.compute_dtype = c.compute_dtype;
+    shape.out_dtype = c.out_dtype;
+    shape.page_size = c.page;
+    shape.max_q_len = maxq;
+    shape.max_kv_len = maxk;
+    shape.causal = c.causal;
+    shape.window_left = c.wl;
+    shape.window_right = c.wr;
+    shape.softcap = c.softcap;
+    shape.has_sinks = c.sinks;
+    char err[512] = "";
+    gpu_attn_ctx *ctx = NULL;
+    attn_status rc = gpu_attn_create(c.kernel, &shape, &ctx, err, sizeof err);
+    if (rc != ATTN_OK) {
+        printf("FAIL %s: create: %s\n", c.name, err);
+        st.run++;
+        st.failed++;
+        return false;
+    }
+    gpu_attn_force_segments(ctx, c.nseg);
+    attn_batch_limits lim = {sizeof lim, S, T};
+    size_t ws = 0;
+    gpu_attn_workspace_size(ctx, &lim, &ws);
+    if (c.nseg > 1)
+        ws = std::max(ws, (size_t)c.nseg * T * c.hq * (Dv + 2) * sizeof(float));
+
+    void *dq, *dk, *dv, *dbt, *dcu, *dsk, *dsinks, *dout, *dws = NULL;
+    std::vector<int> klens(c.klens);
+    CHECK_HIP(hipMalloc(&dq, qh.size()));
+    CHECK_HIP(hipMalloc(&dk, kc.size()));
+    CHECK_HIP(hipMalloc(&dv, vc.size()));
+    CHECK_HIP(hipMalloc(&dbt, bt.size() * 4));
+    CHECK_HIP(hipMalloc(&dcu, cu.size() * 4));
+    CHECK_HIP(hipMalloc(&dsk, klens.size() * 4));
+    CHECK_HIP(hipMalloc(&dsinks, sinks.size() * 4));
+    const size_t out_bytes = o_elems * dsize(c.out_dtype);
+    CHECK_HIP(hipMalloc(&dout, out_bytes));
+    if (ws)
+        CHECK_HIP(hipMalloc(&dws, ws));
+    CHECK_HIP(hipMemcpy(dq, qh.data(), qh.size(), hipMemcpyHostToDevice));
+    CHECK_HIP(hipMemcpy(dk, kc.data(), kc.size(), hipMemcpyHostToDevice));
+    CHECK_HIP(hipMemcpy(dv, vc.data(), vc.size(), hipMemcpyHostToDevice));
+    CHECK_HIP(hipMemcpy(dbt, bt.data(), bt.size() * 4, hipMemcpyHostToDevice));
+    CHECK_HIP(hipMemcpy(dcu, cu.data(), cu.size() * 4, hipMemcpyHostToDevice));
+    CHECK_HIP(hipMemcpy(dsk, klens.data(), klens.size() * 4, hipMemcpyHostToDevice));
+    CHECK_HIP(hipMemcpy(dsinks, sinks.data(), sinks.size() * 4, hipMemcpyHostToDevice));
+    CHECK_HIP(hipMemset(dout, 0xFF, out_bytes)); /* NaN in every float format */
+    if (dws)
+        CHECK_HIP(hipMemset(dws, 0xFF, ws));
+
+    attn_forward_args a;
+    memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.num_seqs = S;
+    a.num_tokens = T;
+    a.q = dq;
+    a.q_stride_token = q_st;
+    a.q_stride_head = q_sh;
+    a.k_cache = dk;
+    a.v_cache = dv;
+    a.num_blocks = nblocks;
+    a.block_table = (const int32_t *)dbt;
+    a.block_table_stride = bt_stride;
+    a.cu_seqlens_q = (const int32_t *)dcu;
+    a.seqused_k = (const int32_t *)dsk;
+    a.max_seqlen_q = maxq;
+    a.max_seqlen_k = maxk;
+    a.scale = scale;
+    a.q_descale = c.q_descale;
+    a.k_descale = c.k_descale;
+    a.v_descale = c.v_descale;
+    a.sinks = c.sinks ? (const float *)dsinks : NULL;
+    a.out = dout;
+    a.out_stride_token = o_st;
+    a.out_stride_head = o_sh;
+    a.workspace = dws;
+    a.workspace_size = ws;
+    a.stream = NULL;
+    rc = gpu_attn_forward(ctx, &a, err, sizeof err);
+    hipError_t e = hipDeviceSynchronize();
+    int nseg_used = c.nseg ? c.nseg : gpu_attn_plan_segments(ctx, T, S, maxq, maxk);
+    std::vector<uint8_t> outh(out_bytes);
+    if (rc == ATTN_OK && e == hipSuccess)
+        CHECK_HIP(hipMemcpy(outh.data(), dout, out_bytes, hipMemcpyDeviceToHost));
+    hipFree(dq);
+    hipFree(dk);
+    hipFree(dv);
+    hipFree(dbt);
+    hipFree(dcu);
+    hipFree(dsk);
+    hipFree(dsinks);
+    hipFree(dout);
+    if (dws)
+        hipFree(dws);
+    gpu_attn_destroy(ctx);
+    st.run++;
+    if (rc != ATTN_OK || e != hipSuccess) {
+        printf("FAIL %s: forward: %s %s\n", c.name, err, e != hipSuccess ? hipGetErrorString(e) : "");
+        st.failed++;
+        if (e != hipSuccess)
+            exit(1); /* a device fault poisons the context: stop here */
+        return false;
+    }
+
+    /* ---- compare ---- */
+    const double out_rel = c.out_dtype == ATTN_DTYPE_BF16 ? 0x1p-8 : c.out_dtype == ATTN_DTYPE_F16 ? 0x1p-11 : 0.0;
+    const double rtol = out_rel * 1.01 + 1e-5;
+    const double atol = std::max(vmax, 1e-30) * (c.kernel == GPU_ATTN_KERNEL_MTP ? 0x1p-10 : 1e-4);
+    double worst = 0, err2 = 0, ref2 = 0;
+    long bad = 0;
+    size_t first_bad = (size_t)-1;
+    for (int tok = 0; tok < T; tok++)
+        for (int h = 0; h < c.hq; h++)
+            for (int d = 0; d < Dv; d++) {
+                double r = ref[((size_t)tok * c.hq + h) * Dv + d];
+                double gv = load_raw(outh, c.out_dtype, (size_t)tok * o_st + (size_t)h * o_sh + d);
+                double diff = fabs(gv - r);
+                double allowed = atol + rtol * fabs(r);
+                if (!(diff <= allowed)) { /* NaN fails */
+                    bad++;
+                    if (first_bad == (size_t)-1)
+                        first_bad = ((size_t)tok * c.hq + h) * Dv + d;
+                }
+                if (isfinite(diff))
+                    worst = std::max(worst, diff / allowed);
+                else
+                    worst = INFINITY;
+                err2 += isfinite(diff) ? diff * diff : 0;
+                ref2 += r * r;
+            }
+
+    /* ---- cpu-ref cross-check: its result must agree with the float64
+     * reference within the same output-rounding tolerance (it is exact up to
+     * float32 arithmetic). ---- */
+    long bad_cpu = 0;
+    if (cpu_ref && cpu_ref->create) {
+        void *be = NULL;
+        char cerr[256] = "";
+        attn_shape cs = shape;
+        strcpy(cs.arch, "cpu");
+        if (cpu_ref->create(&cpu_ref_ctx, &cs, &be, cerr, sizeof cerr) == ATTN_OK) {
+            size_t cws = 0;
+            if (cpu_ref->workspace_size)
+                cpu_ref->workspace_size(be, &lim, &cws);
+            std::vector<uint8_t> cw(cws + 64), co(out_bytes);
+            attn_forward_args ca = a;
+            ca.q = qh.data();
+            ca.k_cache = kc.data();
+            ca.v_cache = vc.data();
+            ca.block_table = bt.data();
+            ca.cu_seqlens_q = cu.data();
+            ca.seqused_k = klens.data();
+            ca.sinks = c.sinks ? sinks.data() : NULL;
+            ca.out = co.data();
+            ca.workspace = cw.data();
+            ca.workspace_size = cws;
+            ca.stream = NULL;
+            if (cpu_ref->forward(be, &ca, cerr, sizeof cerr) == ATTN_OK) {
+                cpu_ref_checked++;
+                for (int tok = 0; tok < T; tok++)
+                    for (int h = 0; h < c.hq; h++)
+                        for (int d = 0; d < Dv; d++) {
+                            double r = ref[((size_t)tok * c.hq + h) * Dv + d];
+                            double cv = load_raw(co, c.out_dtype, (size_t)tok * o_st + (size_t)h * o_sh + d);
+                            if (!(fabs(cv - r) <= std::max(vmax, 1e-30) * 1e-4 + rtol * fabs(r)))
+                                bad_cpu++;
+                        }
+            } else {
+                printf("note %s: cpu-ref forward: %s\n", c.name, cerr);
+            }
+            cpu_ref->destroy(be);
+        } else if (verbose) {
+            printf("note %s: cpu-ref declines: %s\n", c.name, cerr);
+        }
+    }
+
+    st.worst_ratio = std::max(st.worst_ratio, worst);
+    double rel = ref2 > 0 ? sqrt(err2 / ref2) : sqrt(err2);
+    bool ok = bad == 0 && bad_cpu == 0;
+    if (!ok || verbose) {
+        printf("%s %s: %s T=%d S=%d hq=%d hkv=%d D=%d page=%d q=%s kv=%s out=%s comp=%s causal=%d "
+               "win=(%d,%d) softcap=%g sinks=%d nseg=%d maxk=%d | max err/allowed %.3g, "
+               "rel L2 %.3g, bad %ld, cpu-ref bad %ld\n",
+               ok ? "ok  " : "FAIL", c.name,
+               c.kernel == GPU_ATTN_KERNEL_MTP ? "mtp" : "generic", T, S, c.hq, c.hkv, D, c.page,
+               attn_conv_dtype_name(c.q_dtype), attn_conv_dtype_name(c.kv_dtype),
+               attn_conv_dtype_name(c.out_dtype), attn_conv_dtype_name(c.compute_dtype), c.causal,
+               c.wl, c.wr, c.softcap, c.sinks, nseg_used, maxk, worst, rel, bad, bad_cpu);
+        if (!ok && first_bad != (size_t)-1) {
+            size_t tok = first_bad / ((size_t)c.hq * Dv), h = first_bad / Dv % c.hq, d = first_bad % Dv;
+            printf("     first bad: token %zu head %zu d %zu: gpu %.6g ref %.6g\n", tok, h, d,
+                   (double)load_raw(outh, c.out_dtype, tok * o_st + h * o_sh + d), ref[first_bad]);
+        }
+    }
+    if (!ok)
+        st.failed++;
+    return ok;
+}
+
+static Case random_generic(int i)
+{
+    Case c;
+    static char names[200][32];
+    snprintf(names[i % 200], 32, "generic-%03d", i);
+    c.name = names[i % 200];
+    c.kernel = GPU_ATTN_KERNEL_GENERIC;
+    c.hkv = pick({1, 2, 4, 8});
+    c.hq = c.hkv * pick({1, 2, 3, 4, 5, 8, 16, 32});
+    c.d = pick({64, 80, 96, 128, 192, 256});
+    c.page = pick({16, 32, 64});
+    c.q_dtype = pick({ATTN_DTYPE_BF16, ATTN_DTYPE_F16});
+    c.out_dtype = rng_int(0, 3) == 0 ? ATTN_DTYPE_F32 : c.q_dtype;
+    int kvk = rng_int(0, 2);
+    c.kv_dtype = kvk == 0 ? c.q_dtype : kvk == 1 ? ATTN_DTYPE_FP8_E4M3FN : ATTN_DTYPE_FP8_E4M3FNUZ;
+    c.compute_dtype = c.q_dtype;
+    if (attn_conv_dtype_is_fp8(c.kv_dtype) && rng_int(0, 4) == 0) {
+        c.compute_dtype = c.kv_dtype; /* fp8 compute (MHA in the plugin; any ratio here) */
+    }
+    c.causal = rng_int(0, 5) != 0;
+    c.wl = rng_int(0, 3) == 0 ? rng_int(0, 300) : -1;
+    c.wr = (!c.causal || rng_int(0, 4) == 0) && rng_int(0, 2) == 0 ? rng_int(0, 50) : -1;
+    c.softcap = rng_int(0, 4) == 0 ? (float)pick({5.0, 20.0, 50.0}) : 0.f;
+    c.sinks = rng_int(0, 3) == 0;
+    int S = pick({1, 1, 2, 3, 5, 8});
+    int big = rng_int(0, 3) == 0;
+    for (int s = 0; s < S; s++) {
+        int q = pick({1, 1, 1, 2, 3, 4, 7, 16, 33});
+        if (big && s == 0)
+            q = rng_int(40, 130);
+        int k = q + rng_int(0, rng_int(0, 1) ? 300 : 2500);
+        if (rng_int(0, 9) == 0)
+            k = 0 + q; /* no context: prefill only */
+        c.qlens.push_back(q);
+        c.klens.push_back(k);
+    }
+    c.nseg = pick({0, 0, 0, 1, 2, 3, 8, 64});
+    c.q_pad = rng_int(0, 1) ? 8 : 0;
+    c.o_pad = rng_int(0, 1) ? 8 : 0;
+    c.k_descale = pick({1.0f, 0.5f, 0.03125f, 3.0f});
+    c.v_descale = pick({1.0f, 0.25f, 2.0f});
+    c.q_descale = pick({1.0f, 0.125f, 0.0625f});
+    limit_cost(c);
+    return c;
+}
+
+static Case random_mtp(int i)
+{
+    Case c;
+    static char names[200][32];
+    snprintf(names[i % 200], 32, "mtp-%03d", i);
+    c.name = names[i % 200];
+    c.kernel = GPU_ATTN_KERNEL_MTP;
+    c.hkv = pick({1, 1, 2, 4});
+    c.hq = 16 * c.hkv;
+    c.d = 256;
+    c.page = 16;
+    c.q_dtype = ATTN_DTYPE_BF16;
+    c.kv_dtype = ATTN_DTYPE_FP8_E4M3FN;
+    c.out_dtype = pick({ATTN_DTYPE_BF16, ATTN_DTYPE_BF16, ATTN_DTYPE_F32});
+    c.compute_dtype = ATTN_DTYPE_BF16;
+    /* The plugin accepts causal, no window/softcap/sinks; the kernel handles
+     * them anyway, so a quarter of the cases exercise them. */
+    int extras = rng_int(0, 3) == 0;
+    c.causal = extras ? rng_int(0, 3) != 0 : 1;
+    c.wl = extras && rng_int(0, 1) ? rng_int(0, 400) : -1;
+    c.wr = extras && !c.causal && rng_int(0, 1) ? rng_int(0, 40) : -1;
+    c.softcap = extras && rng_int(0, 2) == 0 ? 30.f : 0.f;
+    c.sinks = extras && rng_int(0, 1);
+    int S = pick({1, 2, 3, 5, 8, 13});
+    int maxq = pick({2, 4, 3, 1});
+    for (int s = 0; s < S; s++) {
+        int q = rng_int(1, maxq);
+        int k = q + (rng_int(0, 4) == 0 ? rng_int(0, 40) : rng_int(0, 3000));
+        c.qlens.push_back(q);
+        c.klens.push_back(k);
+    }
+    c.nseg = pick({0, 0, 0, 1, 2, 5, 64});
+    c.q_pad = rng_int(0, 1) ? 8 : 0;
+    c.o_pad = rng_int(0, 1) ? 8 : 0;
+    c.k_descale = pick({1.0f, 0.5f, 0.0625f, 2.0f});
+    c.v_descale = pick({1.0f, 0.25f, 4.0f});
+    c.q_descale = 1.f;
+    limit_cost(c);
+    return c;
+}
+
+static Case upstream_case(gpu_attn_kernel kernel, int hq, int hkv, int out_dtype)
+{
+    Case c;
+    c.name = kernel == GPU_ATTN_KERNEL_MTP ? (hq == 16 ? "upstream-mtp-16/1" : "upstream-mtp-32/2")
+                                           : (hq == 16 ? "upstream-generic-16/1" : "upstream-generic-32/2");
+    c.kernel = kernel;
+    c.hq = hq;
+    c.hkv = hkv;
+    c.d = 256;
+    c.page = 16;
+    c.q_dtype = ATTN_DTYPE_BF16;
+    c.kv_dtype = ATTN_DTYPE_FP8_E4M3FN;
+    c.out_dtype = out_dtype;
+    c.compute_dtype = ATTN_DTYPE_BF16;
+    c.causal = 1;
+    c.wl = c.wr = -1;
+    c.softcap = 0;
+    c.sinks = 0;
+    c.qlens = {4, 2};
+    c.klens = {1024, 769};
+    c.nseg = 0;
+    c.q_pad = c.o_pad = 0;
+    c.k_descale = c.v_descale = c.q_descale = 1.0f;
+    return c;
+}
+
+int main(int argc, char **argv)
+{
+    attn_device_info devs[8];
+    for (auto &d : devs)
+        d.struct_size = sizeof d;
+    uint32_t n = 0;
+    char err[256] = "";
+    if (gpu_attn_probe(devs, 8, &n, err, sizeof err) != ATTN_OK || n == 0) {
+        printf("SKIPPED: no GPU device: %s\n", err);
+        return SKIP_CODE;
+    }
+    int in_binary = 0;
+    for (const char *const *a = gpu_attn_built_archs(); *a; a++)
+        if (strcmp(*a, devs[0].arch) == 0)
+            in_binary = 1;
+    if (!in_binary) {
+        printf("SKIPPED: device 0 is %s (%s), which this build holds no kernels for\n",
+               devs[0].arch, devs[0].name);
+        return SKIP_CODE;
+    }
+    printf("device 0: %s (%s), %d compute units, platform %s\n", devs[0].name, devs[0].arch,
+           devs[0].compute_units, gpu_attn_platform());
+    const char *cref = argc > 1 ? argv[1] : getenv("ATTNREG_CPU_REF_PLUGIN");
+    load_cpu_ref(cref);
+    int count = argc > 2 ? atoi(argv[2]) : 120;
+    const char *seed = getenv("ATTNREG_TEST_SEED");
+    rng_state ^= seed ? strtoull(seed, NULL, 0) : 20261129ull;
+
+    Stats gen, mtp;
+    /* Upstream reference case on both kernels, both head layouts, bf16 and f32 out. */
+    for (int o : {ATTN_DTYPE_BF16, ATTN_DTYPE_F32}) {
+        run_case(upstream_case(GPU_ATTN_KERNEL_MTP, 16, 1, o), mtp, true);
+        run_case(upstream_case(GPU_ATTN_KERNEL_MTP, 32, 2, o), mtp, true);
+        run_case(upstream_case(GPU_ATTN_KERNEL_GENERIC, 16, 1, o), gen, true);
+        run_case(upstream_case(GPU_ATTN_KERNEL_GENERIC, 32, 2, o), gen, true);
+    }
+    for (int i = 0; i < count; i++)
+        run_case(random_generic(i), gen, false);
+    for (int i = 0; i < count; i++)
+        run_case(random_mtp(i), mtp, false);
+
+    printf("generic: %d configurations, %d failed, worst error/allowed %.3g\n", gen.run, gen.failed,
+           gen.worst_ratio);
+    printf("mtp:     %d configurations, %d failed, worst error/allowed %.3g\n", mtp.run, mtp.failed,
+           mtp.worst_ratio);
+    printf("cpu-ref cross-check: %s (%d configurations compared with cpu-ref)\n",
+           cpu_ref ? "on" : "off", cpu_ref_checked);
+    return gen.failed || mtp.failed ? 1 : 0;
+}

@@ -1,0 +1,245 @@
+/*
+ * test_cli_run.c — `attnreg run` end to end: random problems written as .npy
+ * files, the command run on them, out.npy read back and compared with the
+ * oracle; and a few inconsistent inputs that must be refused with a message
+ * naming the array.
+ *
+ *   test_cli_run ATTNREG_BINARY
+ */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L /* mkdtemp */
+#endif
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "attn_dtype_conv.h"
+#include "npy.h"
+#include "oracle.h"
+
+static const char *attnreg;
+static char dir[256];
+
+static void make_dir(void)
+{
+    const char *tmp = getenv("TMPDIR");
+    snprintf(dir, sizeof dir, "%s/attnreg-run-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(dir))
+        abort();
+}
+
+static void remove_dir(void)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+}
+
+static npy_dtype npy_of(int32_t dtype)
+{
+    switch (dtype) {
+    case ATTN_DTYPE_F32:
+        return NPY_DTYPE_F4;
+    case ATTN_DTYPE_F16:
+        return NPY_DTYPE_F2;
+    case ATTN_DTYPE_BF16:
+        return NPY_DTYPE_U2;
+    default:
+        return NPY_DTYPE_U1;
+    }
+}
+
+static const char *file(const char *name)
+{
+    static char paths[8][512];
+    static int next;
+    char *p = paths[next++ % 8];
+    snprintf(p, 512, "%s/%s", dir, name);
+    return p;
+}
+
+/* Writes the problem's arrays; returns the shape flags for the command. */
+static void write_problem(const attn_oracle_problem *p)
+{
+    char err[512];
+    const attn_shape *s = &p->shape;
+    int64_t q_shape[3] = {p->num_tokens, s->num_q_heads, s->head_dim};
+    int64_t k_shape[4] = {p->num_blocks, s->page_size, s->num_kv_heads, s->head_dim};
+    int64_t v_shape[4] = {p->num_blocks, s->page_size, s->num_kv_heads, s->head_dim_v};
+    int64_t bt_shape[2] = {p->num_seqs, p->block_table_stride};
+    int64_t cu_shape[1] = {p->num_seqs + 1}, sk_shape[1] = {p->num_seqs};
+    int64_t sink_shape[1] = {s->num_q_heads};
+    ck_assert_int_eq(
+        npy_write(file("q.npy"), npy_of(s->q_dtype), 3, q_shape, p->q, err, sizeof err), 0);
+    ck_assert_int_eq(
+        npy_write(file("k.npy"), npy_of(s->kv_dtype), 4, k_shape, p->k_cache, err, sizeof err), 0);
+    ck_assert_int_eq(
+        npy_write(file("v.npy"), npy_of(s->kv_dtype), 4, v_shape, p->v_cache, err, sizeof err), 0);
+    ck_assert_int_eq(
+        npy_write(file("bt.npy"), NPY_DTYPE_I4, 2, bt_shape, p->block_table, err, sizeof err), 0);
+    ck_assert_int_eq(
+        npy_write(file("cu.npy"), NPY_DTYPE_I4, 1, cu_shape, p->cu_seqlens_q, err, sizeof err), 0);
+    ck_assert_int_eq(
+        npy_write(file("sk.npy"), NPY_DTYPE_I4, 1, sk_shape, p->seqused_k, err, sizeof err), 0);
+    if (p->sinks)
+        ck_assert_int_eq(
+            npy_write(file("s.npy"), NPY_DTYPE_F4, 1, sink_shape, p->sinks, err, sizeof err), 0);
+}
+
+/* Runs attnreg with `extra` arguments after the shape and file flags;
+ * returns its exit code, stderr in `messages`. */
+static int run_attnreg(const attn_oracle_problem *p, const char *extra, char *messages, size_t size)
+{
+    const attn_shape *s = &p->shape;
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd,
+             "'%s' run --backend cpu-ref --q-heads %d --kv-heads %d --head-dim %d "
+             "--head-dim-v %d --q-dtype %s --kv-dtype %s --compute-dtype %s --out-dtype %s "
+             "--page-size %d %s --q %s/q.npy --k-cache %s/k.npy --v-cache %s/v.npy "
+             "--block-table %s/bt.npy --cu-seqlens-q %s/cu.npy --seqused-k %s/sk.npy "
+             "--out %s/out.npy --scale %.9g --k-descale %.9g --v-descale %.9g --q-descale %.9g "
+             "%s%s%s %s 2>%s/stderr.txt >/dev/null",
+             attnreg, s->num_q_heads, s->num_kv_heads, s->head_dim, s->head_dim_v,
+             attn_conv_dtype_name(s->q_dtype), attn_conv_dtype_name(s->kv_dtype),
+             attn_conv_dtype_name(s->compute_dtype), attn_conv_dtype_name(s->out_dtype),
+             s->page_size, s->causal ? "" : "--no-causal", dir, dir, dir, dir, dir, dir, dir,
+             (double)p->scale, (double)p->k_descale, (double)p->v_descale, (double)p->q_descale,
+             p->sinks ? "--sinks-file " : "", p->sinks ? dir : "", p->sinks ? "/s.npy" : "", extra,
+             dir);
+    int status = system(cmd);
+    FILE *f = fopen(file("stderr.txt"), "r");
+    size_t n = f ? fread(messages, 1, size - 1, f) : 0;
+    messages[n] = '\0';
+    if (f)
+        fclose(f);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void round_trip(int32_t q_dtype, int32_t kv_dtype, int32_t out_dtype, int sinks,
+                       uint64_t seed)
+{
+    attn_shape s;
+    memset(&s, 0, sizeof s);
+    s.struct_size = sizeof s;
+    snprintf(s.arch, sizeof s.arch, "cpu");
+    s.num_q_heads = 8;
+    s.num_kv_heads = 2;
+    s.head_dim = 64;
+    s.head_dim_v = 48;
+    s.q_dtype = q_dtype;
+    s.kv_dtype = kv_dtype;
+    s.compute_dtype = attn_conv_dtype_is_fp8(kv_dtype) ? kv_dtype : ATTN_DTYPE_F32;
+    s.out_dtype = out_dtype;
+    s.page_size = 8;
+    s.max_q_len = 6;
+    s.max_kv_len = 90;
+    s.causal = 1;
+    s.window_left = s.window_right = -1;
+    s.has_sinks = sinks;
+    attn_oracle_problem p;
+    attn_oracle_problem_options o = {
+        .num_seqs = 3, .seed = seed, .extra_table_columns = 2, .extra_blocks = 1};
+    char err[512], messages[2048];
+    ck_assert_int_eq(attn_oracle_problem_random(&p, &s, &o, err, sizeof err), 0);
+    write_problem(&p);
+    int rc = run_attnreg(&p, "", messages, sizeof messages);
+    ck_assert_msg(rc == 0, "attnreg run exited %d: %s", rc, messages);
+    npy_array out;
+    int64_t expect[3] = {p.num_tokens, 8, 48};
+    ck_assert_msg(npy_read_expect(file("out.npy"), "out", npy_of(out_dtype), 3, expect, &out, err,
+                                  sizeof err) == 0,
+                  "%s", err);
+    /* Compare against the oracle on the same (contiguous) layout. */
+    attn_forward_args a;
+    attn_oracle_problem_args(&p, &a);
+    double *want = calloc((size_t)p.num_tokens * 8 * 48, sizeof(double));
+    ck_assert_int_eq(attn_oracle_forward(&p.shape, &a, want, err, sizeof err), 0);
+    a.out = out.data;
+    attn_oracle_error e;
+    attn_oracle_compare(&p.shape, &a, want, &e);
+    attn_oracle_tolerance tol = attn_oracle_verify_tolerance(&p.shape);
+    ck_assert_msg(attn_oracle_within(&e, &tol), "max_abs %g rel_l2 %g", e.max_abs, e.rel_l2);
+    free(want);
+    npy_free(&out);
+    attn_oracle_problem_free(&p);
+}
+
+START_TEST(test_round_trips)
+{
+    round_trip(ATTN_DTYPE_F32, ATTN_DTYPE_F32, ATTN_DTYPE_F32, 0, 1);
+    round_trip(ATTN_DTYPE_BF16, ATTN_DTYPE_BF16, ATTN_DTYPE_BF16, 1, 2);
+    round_trip(ATTN_DTYPE_F16, ATTN_DTYPE_FP8_E4M3FN, ATTN_DTYPE_F16, 0, 3);
+    round_trip(ATTN_DTYPE_BF16, ATTN_DTYPE_FP8_E4M3FNUZ, ATTN_DTYPE_F32, 1, 4);
+}
+END_TEST
+
+START_TEST(test_inconsistent_inputs)
+{
+    attn_shape s;
+    memset(&s, 0, sizeof s);
+    s.struct_size = sizeof s;
+    snprintf(s.arch, sizeof s.arch, "cpu");
+    s.num_q_heads = 4;
+    s.num_kv_heads = 2;
+    s.head_dim = 16;
+    s.head_dim_v = 16;
+    s.q_dtype = s.kv_dtype = s.compute_dtype = s.out_dtype = ATTN_DTYPE_F32;
+    s.page_size = 4;
+    s.max_q_len = 3;
+    s.max_kv_len = 20;
+    s.causal = 1;
+    s.window_left = s.window_right = -1;
+    attn_oracle_problem p;
+    attn_oracle_problem_options o = {.num_seqs = 2, .seed = 9};
+    char err[512], messages[2048];
+    ck_assert_int_eq(attn_oracle_problem_random(&p, &s, &o, err, sizeof err), 0);
+    write_problem(&p);
+    /* Wrong head_dim on the command line: --q's last dimension is named. */
+    p.shape.head_dim = 32;
+    ck_assert_int_eq(run_attnreg(&p, "", messages, sizeof messages), 2);
+    ck_assert_msg(strstr(messages, "--q") && strstr(messages, "dimension 2 must be 32"), "%s",
+                  messages);
+    p.shape.head_dim = 16;
+    /* A dtype that does not match the file. */
+    p.shape.q_dtype = ATTN_DTYPE_BF16;
+    ck_assert_int_eq(run_attnreg(&p, "", messages, sizeof messages), 2);
+    ck_assert_msg(strstr(messages, "dtype is <f4, expected <u2"), "%s", messages);
+    p.shape.q_dtype = ATTN_DTYPE_F32;
+    /* A block-table entry beyond the cache. */
+    p.block_table[0] = p.num_blocks + 5;
+    write_problem(&p);
+    ck_assert_int_eq(run_attnreg(&p, "", messages, sizeof messages), 2);
+    ck_assert_msg(strstr(messages, "--block-table[0][0]"), "%s", messages);
+    /* A missing file is an I/O error. */
+    remove(file("sk.npy"));
+    ck_assert_int_eq(run_attnreg(&p, "", messages, sizeof messages), 9);
+    attn_oracle_problem_free(&p);
+}
+END_TEST
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: test_cli_run ATTNREG\n");
+        return 2;
+    }
+    attnreg = argv[1];
+    Suite *suite = suite_create("cli_run");
+    TCase *tc = tcase_create("run");
+    tcase_add_unchecked_fixture(tc, make_dir, remove_dir);
+    tcase_set_timeout(tc, 120);
+    tcase_add_test(tc, test_round_trips);
+    tcase_add_test(tc, test_inconsistent_inputs);
+    suite_add_tcase(suite, tc);
+    SRunner *runner = srunner_create(suite);
+    srunner_run_all(runner, CK_NORMAL);
+    int failed = srunner_ntests_failed(runner);
+    srunner_free(runner);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -1,0 +1,807 @@
+/*
+ * test_cpu_ref.c — the cpu-ref plugin against the float64 oracle.
+ *
+ * The plugin is loaded with dlopen and driven through its descriptor, as
+ * libattnreg drives it. The sweep draws >= 200 random configurations that
+ * cycle through every dtype combination and mix every feature (GQA, paging,
+ * causal with query offset, windows, softcap, sinks, head_dim_v != head_dim,
+ * strided q/out, varlen with empty and short sequences, threads, kernels).
+ *
+ * Environment:
+ *   ATTNREG_TEST_SEED     base seed of the sweep (default 20261129)
+ *   ATTNREG_SWEEP_CONFIGS number of configurations (default 240)
+ *   ATTNREG_SWEEP_ONLY    run only this configuration index
+ *   ATTNREG_SWEEP_VERBOSE 1 = print every configuration and its error
+ * A failure prints the seed, the index and the whole configuration, and the
+ * command line that repeats it.
+ *
+ * Tolerance (docs/TOLERANCES.md, "cpu-ref against the oracle"): every
+ * element must satisfy
+ *   |got - want| <= 2^-16 * value_scale + u_out * |want| + tiny_out
+ * value_scale: the largest |dequantised V| of the batch (outputs are convex
+ * combinations of V rows, so float errors scale with it); 2^-16: the float32
+ * budget (dot products of up to 256 terms, a ~2 ulp exp, sums of up to ~1500
+ * probabilities, each a few 2^-24 at their typical sqrt(n) growth; the
+ * largest error seen over 7 seeds is about 1e-6, 15x inside); u_out: the unit
+ * roundoff of the output dtype (0 for f32, 2^-11 f16, 2^-8 bf16), since
+ * round-to-nearest adds at most half an ulp; tiny_out: half the smallest f16
+ * subnormal (2^-25) for f16 outputs, whose absolute step near zero does not
+ * scale with the value.
+ */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L /* setenv */
+#endif
+
+#include <check.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attn_dtype_conv.h"
+#include "oracle.h"
+#include "plugin_harness.h"
+
+static harness_plugin plugin;
+
+static void load_plugin(void)
+{
+    char err[512];
+    if (harness_load(&plugin, NULL, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        abort();
+    }
+}
+
+static void unload_plugin(void)
+{
+    harness_unload(&plugin);
+}
+
+static uint64_t env_u64(const char *name, uint64_t fallback)
+{
+    const char *v = getenv(name);
+    return v && *v ? strtoull(v, NULL, 0) : fallback;
+}
+
+/* ---- tolerance ---------------------------------------------------------- */
+
+#define CPU_REF_FLOAT_BUDGET 0x1p-16
+
+static double out_roundoff(int32_t dtype)
+{
+    return dtype == ATTN_DTYPE_BF16 ? 0x1p-8 : dtype == ATTN_DTYPE_F16 ? 0x1p-11 : 0.0;
+}
+
+typedef struct element_check {
+    int64_t bad;        /* elements outside the tolerance */
+    int64_t first_bad;  /* flat index of the first */
+    double got, want;   /* at first_bad */
+    double worst_ratio; /* max over elements of |got - want| / allowed */
+    double value_scale;
+    double float_error; /* f32 outputs: max |got - want| / value_scale */
+} element_check;
+
+/* Checks every output element against the oracle with the tolerance above. */
+static void check_elements(const attn_oracle_problem *p, const attn_forward_args *a,
+                           const double *want, element_check *c)
+{
+    attn_oracle_error e;
+    attn_oracle_compare(&p->shape, a, want, &e);
+    memset(c, 0, sizeof *c);
+    c->first_bad = -1;
+    c->value_scale = e.value_scale > 0 ? e.value_scale : 1.0;
+    const int32_t hq = p->shape.num_q_heads, dv = p->shape.head_dim_v;
+    const double u = out_roundoff(p->shape.out_dtype);
+    const double tiny = p->shape.out_dtype == ATTN_DTYPE_F16 ? 0x1p-25 : 0.0;
+    for (int64_t t = 0; t < p->num_tokens; t++)
+        for (int32_t h = 0; h < hq; h++)
+            for (int32_t i = 0; i < dv; i++) {
+                int64_t flat = (t * hq + h) * dv + i;
+                double g = attn_oracle_decode(p->shape.out_dtype, p->out,
+                                              t * p->out_stride_token + h * p->out_stride_head + i);
+                double w = want[flat];
+                double allowed = CPU_REF_FLOAT_BUDGET * c->value_scale + u * fabs(w) + tiny;
+                double diff = fabs(g - w);
+                double ratio = isfinite(diff) ? diff / allowed : INFINITY;
+                if (p->shape.out_dtype == ATTN_DTYPE_F32 && diff / c->value_scale > c->float_error)
+                    c->float_error = diff / c->value_scale;
+                if (!(ratio <= c->worst_ratio))
+                    c->worst_ratio = ratio;
+                if (!(diff <= allowed)) {
+                    if (c->bad++ == 0) {
+                        c->first_bad = flat;
+                        c->got = g;
+                        c->want = w;
+                    }
+                }
+            }
+}
+
+static void describe_shape(const attn_shape *s, char *buf, size_t size)
+{
+    snprintf(buf, size,
+             "q_heads=%d kv_heads=%d head_dim=%d head_dim_v=%d q=%s kv=%s compute=%s out=%s "
+             "page=%d max_q_len=%d max_kv_len=%d causal=%d window=(%d,%d) softcap=%g sinks=%d",
+             s->num_q_heads, s->num_kv_heads, s->head_dim, s->head_dim_v,
+             attn_conv_dtype_name(s->q_dtype), attn_conv_dtype_name(s->kv_dtype),
+             attn_conv_dtype_name(s->compute_dtype), attn_conv_dtype_name(s->out_dtype),
+             s->page_size, s->max_q_len, s->max_kv_len, s->causal, s->window_left, s->window_right,
+             (double)s->softcap, s->has_sinks);
+}
+
+/* Runs one problem through the plugin and the oracle; 0 when every element
+ * is within tolerance, else -1 with a description in msg. */
+static int run_and_check(const attn_shape *shape, const attn_oracle_problem_options *opt,
+                         const char *const *params, element_check *result, char *msg,
+                         size_t msg_size)
+{
+    char err[512];
+    attn_oracle_problem p;
+    if (attn_oracle_problem_random(&p, shape, opt, err, sizeof err) != 0) {
+        snprintf(msg, msg_size, "%s", err);
+        return -1;
+    }
+    harness_context hc;
+    harness_context_init(&hc, params);
+    attn_forward_args a;
+    attn_oracle_problem_args(&p, &a);
+    attn_status st = harness_run(&plugin, &hc.ctx, &p.shape, &a, err, sizeof err);
+    if (st != ATTN_OK) {
+        snprintf(msg, msg_size, "plugin failed with status %d: %s", (int)st, err);
+        attn_oracle_problem_free(&p);
+        return -1;
+    }
+    size_t n = (size_t)(p.num_tokens ? p.num_tokens : 1) * p.shape.num_q_heads * p.shape.head_dim_v;
+    double *want = calloc(n, sizeof(double));
+    if (!want || attn_oracle_forward(&p.shape, &a, want, err, sizeof err) != 0) {
+        snprintf(msg, msg_size, "oracle failed: %s", want ? err : "out of memory");
+        free(want);
+        attn_oracle_problem_free(&p);
+        return -1;
+    }
+    check_elements(&p, &a, want, result);
+    int rc = 0;
+    if (result->bad) {
+        int64_t dv = p.shape.head_dim_v, hq = p.shape.num_q_heads;
+        snprintf(msg, msg_size,
+                 "%lld elements outside tolerance; first: token %lld head %lld dv %lld got %.9g "
+                 "want %.9g (value_scale %g, worst ratio %.3g)",
+                 (long long)result->bad, (long long)(result->first_bad / dv / hq),
+                 (long long)(result->first_bad / dv % hq), (long long)(result->first_bad % dv),
+                 result->got, result->want, result->value_scale, result->worst_ratio);
+        rc = -1;
+    }
+    free(want);
+    attn_oracle_problem_free(&p);
+    return rc;
+}
+
+/* ---- the sweep ------------------------------------------------------------ */
+
+static const int32_t float_dtypes[] = {ATTN_DTYPE_F32, ATTN_DTYPE_F16, ATTN_DTYPE_BF16};
+static const int32_t kv_dtypes[] = {ATTN_DTYPE_F32, ATTN_DTYPE_F16, ATTN_DTYPE_BF16,
+                                    ATTN_DTYPE_FP8_E4M3FN, ATTN_DTYPE_FP8_E4M3FNUZ};
+
+#define PICK(rng, array)                                                                           \
+    (array)[attn_oracle_rand_int(rng, 0, (int32_t)(sizeof(array) / sizeof((array)[0])) - 1)]
+
+typedef struct sweep_config {
+    attn_shape shape;
+    attn_oracle_problem_options opt;
+    char threads[8];
+    const char *kernel;
+} sweep_config;
+
+/* Configuration `index` of the sweep for `seed`: the dtypes cycle through
+ * all 45 q/kv/out combinations (and four compute choices), everything else
+ * is drawn from the configuration's own generator. */
+static void make_config(uint64_t seed, int index, sweep_config *c)
+{
+    uint64_t rng = seed ^ (0x9E3779B97F4A7C15ull * (uint64_t)(index + 1));
+    attn_oracle_rand_next(&rng);
+    memset(c, 0, sizeof *c);
+    attn_shape *s = &c->shape;
+    harness_shape_defaults(s);
+    s->q_dtype = float_dtypes[index % 3];
+    s->kv_dtype = kv_dtypes[(index / 3) % 5];
+    s->out_dtype = float_dtypes[(index / 15) % 3];
+    switch ((index / 45) % 4) {
+    case 0:
+        s->compute_dtype = ATTN_DTYPE_F32;
+        break;
+    case 1:
+        s->compute_dtype = ATTN_DTYPE_F16;
+        break;
+    case 2:
+        s->compute_dtype = ATTN_DTYPE_BF16;
+        break;
+    default: /* fp8 compute where the KV cache allows it */
+        s->compute_dtype = attn_conv_dtype_is_fp8(s->kv_dtype) ? s->kv_dtype : ATTN_DTYPE_BF16;
+        break;
+    }
+    static const int32_t kv_heads[] = {1, 1, 2, 3};
+    static const int32_t groups[] = {1, 2, 3, 4, 5, 7, 8, 8, 16};
+    static const int32_t dims[] = {1, 3, 8, 16, 24, 32, 40, 64, 72, 80, 96, 128, 128, 160, 256};
+    static const int32_t pages[] = {1, 2, 3, 4, 7, 8, 16, 16, 32, 64};
+    static const int32_t q_lens[] = {1, 1, 1, 2, 3, 4, 8, 13, 33, 64};
+    s->num_kv_heads = PICK(&rng, kv_heads);
+    s->num_q_heads = s->num_kv_heads * PICK(&rng, groups);
+    s->head_dim = PICK(&rng, dims);
+    s->head_dim_v = attn_oracle_rand_int(&rng, 0, 3) == 0 ? PICK(&rng, dims) : s->head_dim;
+    s->page_size = PICK(&rng, pages);
+    s->max_q_len = PICK(&rng, q_lens);
+    switch (attn_oracle_rand_int(&rng, 0, 2)) {
+    case 0:
+        s->max_kv_len = attn_oracle_rand_int(&rng, 1, 64);
+        break;
+    case 1:
+        s->max_kv_len = attn_oracle_rand_int(&rng, 65, 600);
+        break;
+    default: /* long enough for the kernels to split the key range */
+        s->max_kv_len = attn_oracle_rand_int(&rng, 601, 1500);
+        break;
+    }
+    if (s->max_kv_len < s->max_q_len)
+        s->max_kv_len = s->max_q_len;
+    s->causal = attn_oracle_rand_int(&rng, 0, 3) != 0;
+    if (attn_oracle_rand_int(&rng, 0, 9) < 3) {
+        s->window_left = attn_oracle_rand_int(&rng, -1, 80);
+        s->window_right = attn_oracle_rand_int(&rng, -1, 20);
+    }
+    if (attn_oracle_rand_int(&rng, 0, 4) == 0)
+        s->softcap = (float)(5.0 + 45.0 * attn_oracle_rand_uniform(&rng));
+    s->has_sinks = attn_oracle_rand_int(&rng, 0, 3) == 0;
+
+    attn_oracle_problem_options *o = &c->opt;
+    o->seed = attn_oracle_rand_next(&rng);
+    o->num_seqs = attn_oracle_rand_int(&rng, 1, 4);
+    o->strided = attn_oracle_rand_int(&rng, 0, 9) < 3;
+    o->allow_short_kv = attn_oracle_rand_int(&rng, 0, 6) == 0;
+    o->allow_empty_q = attn_oracle_rand_int(&rng, 0, 6) == 0;
+    o->extra_table_columns = attn_oracle_rand_int(&rng, 0, 3);
+    o->extra_blocks = attn_oracle_rand_int(&rng, 0, 3);
+    snprintf(c->threads, sizeof c->threads, "%d", (int)attn_oracle_rand_int(&rng, 1, 3));
+    c->kernel = attn_oracle_rand_int(&rng, 0, 1) ? "auto" : "generic";
+
+    /* Keep the naive oracle fast: shrink until the multiply-adds it does
+     * (tokens x heads x keys x (D + Dv)) stay under ~4e7. */
+    for (;;) {
+        double work = (double)o->num_seqs * s->max_q_len * s->num_q_heads * s->max_kv_len *
+                      (s->head_dim + s->head_dim_v);
+        if (work <= 4e7)
+            break;
+        if (o->num_seqs > 1)
+            o->num_seqs--;
+        else if (s->max_q_len > 1)
+            s->max_q_len = (s->max_q_len + 1) / 2;
+        else if (s->num_q_heads > s->num_kv_heads)
+            s->num_q_heads -= s->num_kv_heads;
+        else if (s->max_kv_len > 1)
+            s->max_kv_len = (s->max_kv_len + 1) / 2;
+        else
+            break;
+    }
+    if (s->max_kv_len < s->max_q_len)
+        s->max_kv_len = s->max_q_len;
+}
+
+START_TEST(test_sweep)
+{
+    const uint64_t seed = env_u64("ATTNREG_TEST_SEED", 20261129u);
+    const int count = (int)env_u64("ATTNREG_SWEEP_CONFIGS", 240);
+    const char *only = getenv("ATTNREG_SWEEP_ONLY");
+    const int verbose = (int)env_u64("ATTNREG_SWEEP_VERBOSE", 0);
+    int failures = 0, ran = 0;
+    double worst = 0, worst_float = 0;
+    for (int i = 0; i < count; i++) {
+        if (only && *only && atoi(only) != i)
+            continue;
+        sweep_config c;
+        make_config(seed, i, &c);
+        const char *params[] = {"threads", c.threads, "kernel", c.kernel, NULL};
+        element_check result;
+        char msg[1024], shape_text[512];
+        int rc = run_and_check(&c.shape, &c.opt, params, &result, msg, sizeof msg);
+        ran++;
+        if (result.worst_ratio > worst && isfinite(result.worst_ratio))
+            worst = result.worst_ratio;
+        if (result.float_error > worst_float)
+            worst_float = result.float_error;
+        describe_shape(&c.shape, shape_text, sizeof shape_text);
+        if (rc != 0 || verbose)
+            fprintf(stderr,
+                    "%s config %d (seed %llu): %s | seqs=%d strided=%d short_kv=%d empty_q=%d "
+                    "extra_cols=%d extra_blocks=%d threads=%s kernel=%s | %s\n"
+                    "  repeat: ATTNREG_TEST_SEED=%llu ATTNREG_SWEEP_ONLY=%d\n",
+                    rc ? "FAIL" : "ok", i, (unsigned long long)seed, shape_text, c.opt.num_seqs,
+                    c.opt.strided, c.opt.allow_short_kv, c.opt.allow_empty_q,
+                    c.opt.extra_table_columns, c.opt.extra_blocks, c.threads, c.kernel,
+                    rc ? msg : "within tolerance", (unsigned long long)seed, i);
+        if (rc != 0)
+            failures++;
+    }
+    fprintf(stderr,
+            "sweep: %d configurations, %d failed, seed %llu; worst element at %.3g of its "
+            "tolerance; worst f32-output error %.3g x value_scale (budget %.3g)\n",
+            ran, failures, (unsigned long long)seed, worst, worst_float, CPU_REF_FLOAT_BUDGET);
+    ck_assert_int_eq(failures, 0);
+}
+END_TEST
+
+/* ---- targeted cases --------------------------------------------------- */
+
+static void base_shape(attn_shape *s)
+{
+    harness_shape_defaults(s);
+    s->num_q_heads = 4;
+    s->num_kv_heads = 2;
+    s->head_dim = 32;
+    s->q_dtype = s->kv_dtype = s->compute_dtype = s->out_dtype = ATTN_DTYPE_F32;
+    s->page_size = 4;
+    s->max_q_len = 6;
+    s->max_kv_len = 40;
+}
+
+static const char *const two_threads[] = {"threads", "2", NULL};
+
+/* Runs the plugin on p (args filled), returning the status. */
+static attn_status run_plugin(attn_oracle_problem *p, attn_forward_args *a,
+                              const char *const *params, char *err, size_t err_size)
+{
+    harness_context hc;
+    harness_context_init(&hc, params);
+    attn_oracle_problem_args(p, a);
+    return harness_run(&plugin, &hc.ctx, &p->shape, a, err, err_size);
+}
+
+START_TEST(test_empty_rows_are_zero)
+{
+    /* Causal with fewer keys than queries: the first queries sit at negative
+     * positions and see nothing; q_len 0 sequences have no rows at all. */
+    attn_shape s;
+    base_shape(&s);
+    s.max_q_len = 8;
+    s.max_kv_len = 3;
+    attn_oracle_problem_options o = {
+        .num_seqs = 4, .seed = 7, .allow_short_kv = 1, .allow_empty_q = 1};
+    attn_oracle_problem p;
+    char err[512];
+    ck_assert_int_eq(attn_oracle_problem_random(&p, &s, &o, err, sizeof err), 0);
+    /* Force one sequence to see nothing at all. */
+    p.seqused_k[0] = 0;
+    attn_forward_args a;
+    ck_assert_int_eq(run_plugin(&p, &a, two_threads, err, sizeof err), ATTN_OK);
+    int32_t q0 = p.cu_seqlens_q[1] - p.cu_seqlens_q[0];
+    for (int64_t t = 0; t < q0; t++)
+        for (int32_t h = 0; h < s.num_q_heads; h++)
+            for (int32_t i = 0; i < s.head_dim; i++) {
+                float v = ((float *)p.out)[t * p.out_stride_token + h * p.out_stride_head + i];
+                ck_assert_msg(v == 0.0f, "row not zero: %g", (double)v);
+            }
+    double *want = calloc((size_t)p.num_tokens * s.num_q_heads * s.head_dim + 1, sizeof(double));
+    ck_assert_int_eq(attn_oracle_forward(&p.shape, &a, want, err, sizeof err), 0);
+    element_check c;
+    check_elements(&p, &a, want, &c);
+    ck_assert_int_eq(c.bad, 0);
+    free(want);
+    attn_oracle_problem_free(&p);
+}
+END_TEST
+
+START_TEST(test_sinks_with_all_keys_masked)
+{
+    /* A window of (0, 0) with non-causal masking and K < Q leaves rows whose
+     * position is negative with no key; with sinks they must still be zeros
+     * (the sink has no value), never NaN. */
+    attn_shape s;
+    base_shape(&s);
+    s.has_sinks = 1;
+    s.causal = 1;
+    s.window_left = 0;
+    s.window_right = 0;
+    s.max_q_len = 6;
+    s.max_kv_len = 2;
+    attn_oracle_problem_options o = {.num_seqs = 3, .seed = 11, .allow_short_kv = 1};
+    attn_oracle_problem p;
+    char err[512];
+    ck_assert_int_eq(attn_oracle_problem_random(&p, &s, &o, err, sizeof err), 0);
+    for (int32_t i = 0; i < p.num_seqs; i++)
+        p.seqused_k[i] = 0; /* no keys anywhere: only sinks */
+    attn_forward_args a;
+    ck_assert_int_eq(run_plugin(&p, &a, two_threads, err, sizeof err), ATTN_OK);
+    for (int64_t t = 0; t < p.num_tokens; t++)
+        for (int32_t h = 0; h < s.num_q_heads; h++)
+            for (int32_t i = 0; i < s.head_dim; i++) {
+                float v = ((float *)p.out)[t * p.out_stride_token + h * p.out_stride_head + i];
+                ck_assert_msg(v == 0.0f, "sink-only row gave %g", (double)v);
+            }
+    attn_oracle_problem_free(&p);
+}
+END_TEST
+
+START_TEST(test_window_larger_than_context)
+{
+    /* A window wider than any context must give exactly the unwindowed
+     * result (same tiles, same arithmetic). */
+    attn_shape s;
+    base_shape(&s);
+    s.max_kv_len = 700;
+    s.max_q_len = 3;
+    attn_oracle_problem_options o = {.num_seqs = 2, .seed = 5};
+    attn_oracle_problem p;
+    char err[512];
+    ck_assert_int_eq(attn_oracle_problem_random(&p, &s, &o, err, sizeof err), 0);
+    attn_forward_args a;
+    ck_assert_int_eq(run_plugin(&p, &a, two_threads, err, sizeof err), ATTN_OK);
+    void *plain = malloc(p.out_bytes);
+    memcpy(plain, p.out, p.out_bytes);
+    p.shape.window_left = 1 << 30;
+    p.shape.window_right = 1 << 30;
+    attn_oracle_problem_poison_out(&p);
+    ck_assert_int_eq(run_plugin(&p, &a, two_threads, err, sizeof err), ATTN_OK);
+    ck_assert_int_eq(memcmp(plain, p.out, p.out_bytes), 0);
+    /* And non-causal with a huge window equals non-causal without one. */
+    p.shape.causal = 0;
+    ck_assert_int_eq(run_plugin(&p, &a, two_threads, err, sizeof err), ATTN_OK);
+    memcpy(plain, p.out, p.out_bytes);
+    p.shape.window_left = p.shape.window_right = -1;
+    ck_assert_int_eq(run_plugin(&p, &a, two_threads, err, sizeof err), ATTN_OK);
+    ck_assert_int_eq(memcmp(plain, p.out, p.out_bytes), 0);
+    free(plain);
+    attn_oracle_problem_free(&p);
+}
+END_TEST
+
+START_TEST(test_block_table_trailing_entries)
+{
+    /* Rows much wider than needed, the unused entries out of range (they are
+     * poison): the plugin must read only ceil(kv_len / page) entries. */
+    attn_shape s;
+    base_shape(&s);
+    s.page_size = 3;
+    attn_oracle_problem_options o = {
+        .num_seqs = 3, .seed = 3, .extra_table_columns = 17, .extra_blocks = 5};
+    element_check c;
+    char msg[1024];
+    ck_assert_msg(run_and_check(&s, &o, two_threads, &c, msg, sizeof msg) == 0, "%s", msg);
+}
+END_TEST
+
+START_TEST(test_strided_views_leave_padding_alone)
+{
+    /* q and out as padded views (out head-major): results match the oracle
+     * and the padding of out still holds its NaN poison afterwards. */
+    attn_shape s;
+    base_shape(&s);
+    s.out_dtype = ATTN_DTYPE_BF16;
+    s.head_dim_v = 24;
+    attn_oracle_problem_options o = {.num_seqs = 3, .seed = 21, .strided = 1};
+    attn_oracle_problem p;
+    char err[512];
+    ck_assert_int_eq(attn_oracle_problem_random(&p, &s, &o, err, sizeof err), 0);
+    attn_forward_args a;
+    ck_assert_int_eq(run_plugin(&p, &a, two_threads, err, sizeof err), ATTN_OK);
+    const uint16_t *out = p.out;
+    int64_t count = (int64_t)(p.out_bytes / 2), written = 0;
+    for (int64_t i = 0; i < count; i++)
+        if (out[i] != 0x7FC0u)
+            written++;
+    ck_assert_int_eq(written, (int64_t)p.num_tokens * s.num_q_heads * 24);
+    double *want = calloc((size_t)p.num_tokens * s.num_q_heads * 24 + 1, sizeof(double));
+    ck_assert_int_eq(attn_oracle_forward(&p.shape, &a, want, err, sizeof err), 0);
+    element_check c;
+    check_elements(&p, &a, want, &c);
+    ck_assert_int_eq(c.bad, 0);
+    free(want);
+    attn_oracle_problem_free(&p);
+}
+END_TEST
+
+START_TEST(test_threads_and_kernels_agree_bitwise)
+{
+    /* The split decision depends on the batch, never on the thread count,
+     * so 1 and 3 threads give identical bits; the generic and AVX2 kernels
+     * may differ (FMA contraction) but both pass the oracle. */
+    attn_shape s;
+    base_shape(&s);
+    s.num_q_heads = 16;
+    s.num_kv_heads = 2;
+    s.head_dim = 128;
+    s.kv_dtype = ATTN_DTYPE_BF16;
+    s.max_q_len = 1;
+    s.max_kv_len = 3000;
+    attn_oracle_problem_options o = {.num_seqs = 2, .seed = 99};
+    attn_oracle_problem p;
+    char err[512];
+    ck_assert_int_eq(attn_oracle_problem_random(&p, &s, &o, err, sizeof err), 0);
+    attn_forward_args a;
+    const char *one[] = {"threads", "1", NULL};
+    const char *three[] = {"threads", "3", NULL};
+    ck_assert_int_eq(run_plugin(&p, &a, one, err, sizeof err), ATTN_OK);
+    void *first = malloc(p.out_bytes);
+    memcpy(first, p.out, p.out_bytes);
+    attn_oracle_problem_poison_out(&p);
+    ck_assert_int_eq(run_plugin(&p, &a, three, err, sizeof err), ATTN_OK);
+    ck_assert_int_eq(memcmp(first, p.out, p.out_bytes), 0);
+    free(first);
+    const char *generic[] = {"threads", "2", "kernel", "generic", NULL};
+    element_check c;
+    char msg[1024];
+    ck_assert_msg(run_and_check(&s, &o, generic, &c, msg, sizeof msg) == 0, "%s", msg);
+    attn_oracle_problem_free(&p);
+}
+END_TEST
+
+START_TEST(test_fp8_compute_quantises_q)
+{
+    /* With fp8 compute, Q is quantised: the result must match the oracle
+     * (which quantises) and differ from the same run in bf16 compute. */
+    attn_shape s;
+    base_shape(&s);
+    s.kv_dtype = s.compute_dtype = ATTN_DTYPE_FP8_E4M3FN;
+    attn_oracle_problem_options o = {.num_seqs = 2, .seed = 8};
+    element_check c;
+    char msg[1024];
+    ck_assert_msg(run_and_check(&s, &o, two_threads, &c, msg, sizeof msg) == 0, "%s", msg);
+    s.kv_dtype = s.compute_dtype = ATTN_DTYPE_FP8_E4M3FNUZ;
+    ck_assert_msg(run_and_check(&s, &o, two_threads, &c, msg, sizeof msg) == 0, "%s", msg);
+}
+END_TEST
+
+/* ---- errors and validation ------------------------------------------------ */
+
+START_TEST(test_workspace_and_argument_errors)
+{
+    attn_shape s;
+    base_shape(&s);
+    s.has_sinks = 1;
+    attn_oracle_problem_options o = {.num_seqs = 2, .seed = 4};
+    attn_oracle_problem p;
+    char err[512];
+    ck_assert_int_eq(attn_oracle_problem_random(&p, &s, &o, err, sizeof err), 0);
+    harness_context hc;
+    harness_context_init(&hc, two_threads);
+    void *backend = NULL;
+    ck_assert_int_eq(plugin.desc->create(&hc.ctx, &p.shape, &backend, err, sizeof err), ATTN_OK);
+    attn_batch_limits small = {sizeof small, 1, 1}, large = {sizeof large, 64, 4096};
+    size_t small_bytes = 0, large_bytes = 0;
+    ck_assert_int_eq(plugin.desc->workspace_size(backend, &small, &small_bytes), ATTN_OK);
+    ck_assert_int_eq(plugin.desc->workspace_size(backend, &large, &large_bytes), ATTN_OK);
+    ck_assert(small_bytes > 0 && large_bytes >= small_bytes);
+
+    attn_forward_args a;
+    attn_oracle_problem_args(&p, &a);
+    /* Workspace sized for one sequence is too small for two. */
+    char *ws = malloc(large_bytes);
+    a.workspace = ws;
+    a.workspace_size = small_bytes - 1;
+    ck_assert_int_eq(plugin.desc->forward(backend, &a, err, sizeof err),
+                     ATTN_ERR_WORKSPACE_TOO_SMALL);
+    ck_assert_msg(strstr(err, "workspace") != NULL, "%s", err);
+    a.workspace_size = large_bytes;
+    ck_assert_int_eq(plugin.desc->forward(backend, &a, err, sizeof err), ATTN_OK);
+
+    /* A used block-table entry out of range is named. */
+    int32_t saved = p.block_table[0];
+    p.block_table[0] = p.num_blocks;
+    ck_assert_int_eq(plugin.desc->forward(backend, &a, err, sizeof err), ATTN_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(err, "block_table[0][0]") != NULL, "%s", err);
+    p.block_table[0] = saved;
+
+    /* Sinks promised by the shape but missing. */
+    a.sinks = NULL;
+    ck_assert_int_eq(plugin.desc->forward(backend, &a, err, sizeof err), ATTN_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(err, "sinks") != NULL, "%s", err);
+    a.sinks = p.sinks;
+
+    /* A sequence longer than the shape's max_kv_len. */
+    a.max_seqlen_k = s.max_kv_len + 1;
+    ck_assert_int_eq(plugin.desc->forward(backend, &a, err, sizeof err), ATTN_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(err, "max_kv_len") != NULL, "%s", err);
+    a.max_seqlen_k = p.max_seqlen_k;
+
+    /* cu_seqlens_q that does not end at num_tokens. */
+    a.num_tokens += 1;
+    ck_assert_int_eq(plugin.desc->forward(backend, &a, err, sizeof err), ATTN_ERR_INVALID_ARGUMENT);
+    a.num_tokens -= 1;
+
+    /* Zero sequences is a valid no-op, even without a workspace. */
+    a.num_seqs = 0;
+    a.workspace = NULL;
+    a.workspace_size = 0;
+    ck_assert_int_eq(plugin.desc->forward(backend, &a, err, sizeof err), ATTN_OK);
+
+    free(ws);
+    plugin.desc->destroy(backend);
+    attn_oracle_problem_free(&p);
+}
+END_TEST
+
+START_TEST(test_bad_params_fail_create)
+{
+    attn_shape s;
+    base_shape(&s);
+    char err[512];
+    void *backend = NULL;
+    harness_context hc;
+    const char *bad_threads[] = {"threads", "many", NULL};
+    harness_context_init(&hc, bad_threads);
+    ck_assert_int_eq(plugin.desc->create(&hc.ctx, &s, &backend, err, sizeof err),
+                     ATTN_ERR_CREATE_FAILED);
+    ck_assert_msg(strstr(err, "threads") != NULL, "%s", err);
+    const char *bad_kernel[] = {"kernel", "sse9", NULL};
+    harness_context_init(&hc, bad_kernel);
+    ck_assert_int_eq(plugin.desc->create(&hc.ctx, &s, &backend, err, sizeof err),
+                     ATTN_ERR_CREATE_FAILED);
+    /* The environment fallback for the thread count is parsed as strictly. */
+    harness_context_init(&hc, NULL);
+    setenv("ATTNREG_CPU_THREADS", "lots", 1);
+    ck_assert_int_eq(plugin.desc->create(&hc.ctx, &s, &backend, err, sizeof err),
+                     ATTN_ERR_CREATE_FAILED);
+    ck_assert_msg(strstr(err, "ATTNREG_CPU_THREADS") != NULL, "%s", err);
+    setenv("ATTNREG_CPU_THREADS", "3", 1);
+    ck_assert_int_eq(plugin.desc->create(&hc.ctx, &s, &backend, err, sizeof err), ATTN_OK);
+    plugin.desc->destroy(backend);
+    backend = NULL;
+    unsetenv("ATTNREG_CPU_THREADS");
+    /* create re-checks the predicates like a real constructor. */
+    harness_context_init(&hc, NULL);
+    snprintf(s.arch, sizeof s.arch, "gfx950");
+    ck_assert_int_eq(plugin.desc->create(&hc.ctx, &s, &backend, err, sizeof err),
+                     ATTN_ERR_CREATE_FAILED);
+    ck_assert_ptr_null(backend);
+}
+END_TEST
+
+/* ---- predicates and devices ---------------------------------------------- */
+
+static void expect_reject(attn_shape *s, attn_reason reason, const char *predicate)
+{
+    harness_context hc;
+    harness_context_init(&hc, NULL);
+    attn_verdict v;
+    const char *name = NULL;
+    ck_assert_int_eq(harness_accepts(&plugin, &hc.ctx, s, &v, &name), 0);
+    ck_assert_int_eq(v.reason, reason);
+    ck_assert_str_eq(name, predicate);
+    ck_assert(strlen(v.message) > 0);
+}
+
+static void expect_accept(const attn_shape *s)
+{
+    harness_context hc;
+    harness_context_init(&hc, NULL);
+    attn_verdict v;
+    const char *name = NULL;
+    ck_assert_msg(harness_accepts(&plugin, &hc.ctx, s, &v, &name) == 1, "rejected by %s: %s", name,
+                  v.message);
+}
+
+START_TEST(test_predicates)
+{
+    ck_assert_str_eq(plugin.desc->name, "cpu-ref");
+    ck_assert_str_eq(plugin.desc->built_archs[0], "cpu");
+    ck_assert_ptr_null(plugin.desc->built_archs[1]);
+    attn_shape s;
+    harness_shape_defaults(&s);
+    expect_accept(&s);
+    /* Everything the semantics describe is accepted. */
+    s.num_q_heads = 32;
+    s.num_kv_heads = 8;
+    s.head_dim = 1024;
+    s.head_dim_v = 1;
+    s.kv_dtype = ATTN_DTYPE_FP8_E4M3FNUZ;
+    s.compute_dtype = ATTN_DTYPE_FP8_E4M3FNUZ;
+    s.q_dtype = ATTN_DTYPE_F16;
+    s.out_dtype = ATTN_DTYPE_F32;
+    s.page_size = 1;
+    s.max_q_len = 100000;
+    s.max_kv_len = 1 << 30;
+    s.causal = 0;
+    s.window_left = 0;
+    s.window_right = 7;
+    s.softcap = 30.0f;
+    s.has_sinks = 1;
+    expect_accept(&s);
+    attn_shape r = s;
+    snprintf(r.arch, sizeof r.arch, "gfx950");
+    expect_reject(&r, ATTN_REASON_ARCH, "arch");
+    r = s;
+    r.q_dtype = ATTN_DTYPE_FP8_E4M3FN;
+    expect_reject(&r, ATTN_REASON_Q_DTYPE, "q_dtype");
+    r = s;
+    r.kv_dtype = ATTN_DTYPE_BF16; /* fp8 compute needs an fp8 cache of the same format */
+    expect_reject(&r, ATTN_REASON_COMPUTE_DTYPE, "compute_dtype");
+    r = s;
+    r.kv_dtype = ATTN_DTYPE_FP8_E4M3FN; /* ... of the same format */
+    expect_reject(&r, ATTN_REASON_COMPUTE_DTYPE, "compute_dtype");
+    r = s;
+    r.out_dtype = ATTN_DTYPE_FP8_E4M3FN;
+    expect_reject(&r, ATTN_REASON_OUT_DTYPE, "out_dtype");
+    r = s;
+    r.kv_dtype = 42;
+    expect_reject(&r, ATTN_REASON_KV_DTYPE, "kv_dtype");
+    r = s;
+    r.num_kv_heads = 5;
+    expect_reject(&r, ATTN_REASON_GQA_RATIO, "gqa_ratio");
+    r = s;
+    r.head_dim = 1025;
+    expect_reject(&r, ATTN_REASON_HEAD_DIM, "head_dims");
+    r = s;
+    r.head_dim_v = 2048;
+    expect_reject(&r, ATTN_REASON_HEAD_DIM_V, "head_dims");
+    r = s;
+    r.page_size = 0;
+    expect_reject(&r, ATTN_REASON_PAGE_SIZE, "page_size");
+    r = s;
+    r.window_left = -2;
+    expect_reject(&r, ATTN_REASON_WINDOW, "features");
+    r = s;
+    r.softcap = NAN;
+    expect_reject(&r, ATTN_REASON_SOFTCAP, "features");
+    r = s;
+    r.struct_size = 8;
+    expect_reject(&r, ATTN_REASON_OTHER, "arch");
+}
+END_TEST
+
+START_TEST(test_probe_devices)
+{
+    harness_context hc;
+    harness_context_init(&hc, NULL);
+    ck_assert_ptr_nonnull(plugin.desc->probe_devices);
+    attn_device_info devices[4];
+    uint32_t count = 0;
+    char err[256] = "";
+    ck_assert_int_eq(plugin.desc->probe_devices(&hc.ctx, devices, 4, &count, err, sizeof err),
+                     ATTN_OK);
+    ck_assert_uint_eq(count, 1);
+    ck_assert_str_eq(devices[0].arch, "cpu");
+    ck_assert(strlen(devices[0].name) > 0);
+    ck_assert_int_ge(devices[0].compute_units, 1);
+    ck_assert_int_eq(plugin.desc->probe_devices(&hc.ctx, NULL, 0, &count, err, sizeof err),
+                     ATTN_OK);
+    ck_assert_uint_eq(count, 1);
+}
+END_TEST
+
+static Suite *cpu_ref_suite(void)
+{
+    Suite *suite = suite_create("cpu_ref");
+    TCase *basics = tcase_create("basics");
+    tcase_add_unchecked_fixture(basics, load_plugin, unload_plugin);
+    tcase_add_test(basics, test_predicates);
+    tcase_add_test(basics, test_probe_devices);
+    tcase_add_test(basics, test_bad_params_fail_create);
+    tcase_add_test(basics, test_workspace_and_argument_errors);
+    suite_add_tcase(suite, basics);
+
+    TCase *edges = tcase_create("edges");
+    tcase_add_unchecked_fixture(edges, load_plugin, unload_plugin);
+    tcase_set_timeout(edges, 120);
+    tcase_add_test(edges, test_empty_rows_are_zero);
+    tcase_add_test(edges, test_sinks_with_all_keys_masked);
+    tcase_add_test(edges, test_window_larger_than_context);
+    tcase_add_test(edges, test_block_table_trailing_entries);
+    tcase_add_test(edges, test_strided_views_leave_padding_alone);
+    tcase_add_test(edges, test_threads_and_kernels_agree_bitwise);
+    tcase_add_test(edges, test_fp8_compute_quantises_q);
+    suite_add_tcase(suite, edges);
+
+    TCase *sweep = tcase_create("sweep");
+    tcase_add_unchecked_fixture(sweep, load_plugin, unload_plugin);
+    tcase_set_timeout(sweep, 900);
+    tcase_add_test(sweep, test_sweep);
+    suite_add_tcase(suite, sweep);
+    return suite;
+}
+
+int main(void)
+{
+    SRunner *runner = srunner_create(cpu_ref_suite());
+    srunner_run_all(runner, CK_NORMAL);
+    int failed = srunner_ntests_failed(runner);
+    srunner_free(runner);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

@@ -155,7 +155,7 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
                             (int64_t)(kvh * MTP_GROUP + hh) * p.q_stride_head + lane * 8;
         float v[8];
         float mx = 0.f;
-        if (p.q_dtype == ATTN_DTYPE_BF16) {
+        if (p.q_dtype == ATTN_DTYPE_BF16 && p.q_vec16) {
             uint4 u = *(const uint4 *)((const uint16_t *)p.q + off);
             uint32_t w4[4] = {u.x, u.y, u.z, u.w};
 #pragma unroll

@@ -407,6 +407,10 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
     int hkv = attn_shape_kv_heads(s);
     p.q = a->q;
     p.q_stride_token = a->q_stride_token;
+    /* Hosts pass views of a fused qkv tensor: the MTP kernel reads a row 16
+     * bytes at a time only when every row start is 16-byte aligned. */
+    p.q_vec16 = ((uintptr_t)a->q % 16 == 0) && a->q_stride_token % 8 == 0 &&
+                a->q_stride_head % 8 == 0;
     p.q_stride_head = a->q_stride_head;
     p.k_cache = a->k_cache;
     p.v_cache = a->v_cache;

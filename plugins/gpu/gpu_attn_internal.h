@@ -43,6 +43,7 @@ typedef struct attn_kparams {
     int32_t heads_per_tile;  /* query heads of one KV head per program */
     int32_t head_splits;     /* ceil(group / heads_per_tile) */
     int32_t stages;          /* raw KV stages in shared memory (set by the launcher) */
+    int32_t q_vec16;         /* q rows start 16-byte aligned: vector loads are safe */
 } attn_kparams;
 
 #define ATTN_LOG2E 1.4426950408889634f

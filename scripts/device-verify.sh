@@ -1,0 +1,26 @@
+#!/bin/bash
+# Device verification of the GPU backends through the real registry + CLI.
+D=${ATTNREG_CARRY:-.device-carry}; export LD_LIBRARY_PATH=$PWD/$D/lib; B=$D/bin/attnreg
+C="--conf-only --conf $D/share/attnreg/conf-sm90"
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+$B devices $C
+$B check $C
+echo "== runnable select"
+$B select $C --runnable --arch sm_90 --q-heads 16 --kv-heads 1 --head-dim 256 --kv-dtype fp8_e4m3fn --max-q-len 4 --max-kv-len 4096
+pass=0; fail=0
+v() { if $B verify $C "$@"; then pass=$((pass+1)); else echo "FAILED: $*"; fail=$((fail+1)); fi; }
+MTP="--arch sm_90 --q-heads 16 --kv-heads 1 --head-dim 256 --q-dtype bf16 --kv-dtype fp8_e4m3fn --page-size 16"
+for kv in 1024 4096 16384; do for q in 2 3 4; do v --backend aiter-mtp-gfx950 $MTP --max-q-len $q --max-kv-len $kv --seqs 8 --seed $q$kv; done; done
+v --backend aiter-mtp-gfx950 --arch sm_90 --q-heads 32 --kv-heads 2 --head-dim 256 --q-dtype bf16 --kv-dtype fp8_e4m3fn --max-q-len 4 --max-kv-len 1024 --seqs 2 --seed 11 --strided
+G="--backend aiter-generic --arch sm_90"
+v $G --q-heads 32 --kv-heads 8 --head-dim 128 --max-q-len 1 --max-kv-len 8192 --seqs 16 --seed 1
+v $G --q-heads 32 --kv-heads 8 --head-dim 128 --max-q-len 64 --max-kv-len 2048 --seqs 8 --seed 2 --strided
+v $G --q-heads 16 --kv-heads 16 --head-dim 64 --q-dtype f16 --max-q-len 128 --max-kv-len 512 --seqs 4 --seed 3 --no-causal
+v $G --q-heads 8 --kv-heads 1 --head-dim 256 --kv-dtype fp8_e4m3fn --max-q-len 8 --max-kv-len 4096 --seqs 4 --seed 4 --sinks --window 256,0
+v $G --q-heads 8 --kv-heads 8 --head-dim 128 --kv-dtype fp8_e4m3fn --compute-dtype fp8_e4m3fn --max-q-len 16 --max-kv-len 1024 --seqs 4 --seed 5 --softcap 30
+v $G --q-heads 12 --kv-heads 4 --head-dim 96 --max-q-len 32 --max-kv-len 700 --seqs 6 --seed 6 --page-size 32 --window 64,16 --no-causal
+v $G --q-heads 40 --kv-heads 8 --head-dim 80 --max-q-len 3 --max-kv-len 3000 --seqs 12 --seed 7 --page-size 64 --sinks --softcap 50
+v $G --q-heads 16 --kv-heads 2 --head-dim 192 --max-q-len 4 --max-kv-len 2000 --seqs 3 --seed 8
+echo "== verify summary: $pass passed, $fail failed"
+echo "== gpu_attn_test"
+$D/bin/gpu_attn_test $D/lib/attnreg/libattn_cpu_ref.so 120 2>&1 | tail -8

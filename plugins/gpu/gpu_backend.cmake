@@ -12,7 +12,8 @@
 include(CheckLanguage)
 
 set(_gpu "${ATTNREG_GPU}")
-if(NOT _gpu)
+# STREQUAL, not if(NOT ...): "off" is itself a false constant in CMake.
+if(_gpu STREQUAL "")
   set(_gpu auto)
 endif()
 if(_gpu STREQUAL "auto")

@@ -42,8 +42,8 @@ const char *const *gpu_attn_built_archs(void);
 /* "cuda" or "hip": the runtime this build links. */
 const char *gpu_attn_platform(void);
 
-attn_status gpu_attn_probe(attn_device_info *devices, uint32_t capacity, uint32_t *count,
-                           char *err, size_t err_size);
+attn_status gpu_attn_probe(attn_device_info *devices, uint32_t capacity, uint32_t *count, char *err,
+                           size_t err_size);
 
 attn_status gpu_attn_create(gpu_attn_kernel kernel, const attn_shape *shape, gpu_attn_ctx **out,
                             char *err, size_t err_size);
@@ -58,8 +58,8 @@ void gpu_attn_destroy(gpu_attn_ctx *ctx);
 void gpu_attn_force_segments(gpu_attn_ctx *ctx, int nseg);
 
 /* The number of key segments the rule picks for a batch (1 = 2D path). */
-int gpu_attn_plan_segments(const gpu_attn_ctx *ctx, int num_tokens, int num_seqs,
-                           int max_seqlen_q, int max_seqlen_k);
+int gpu_attn_plan_segments(const gpu_attn_ctx *ctx, int num_tokens, int num_seqs, int max_seqlen_q,
+                           int max_seqlen_k);
 
 /* Compute units of the context's device. */
 int gpu_attn_compute_units(const gpu_attn_ctx *ctx);

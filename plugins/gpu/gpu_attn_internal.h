@@ -31,19 +31,19 @@ typedef struct attn_kparams {
     int32_t num_seqs, num_tokens;
     int32_t hq, hkv, group, d, dv, page;
     int32_t q_dtype, kv_dtype, out_dtype;
-    int32_t q_quant;     /* FP8 compute: the e4m3 format Q is quantised to; else 0 */
-    float score_scale;   /* scale x k_descale (fp8 KV) x q_descale (fp8 compute) */
-    float q_descale;     /* FP8 compute: Q is quantised as q / q_descale */
-    float v_scale;       /* v_descale for an fp8 cache, else 1 */
+    int32_t q_quant;   /* FP8 compute: the e4m3 format Q is quantised to; else 0 */
+    float score_scale; /* scale x k_descale (fp8 KV) x q_descale (fp8 compute) */
+    float q_descale;   /* FP8 compute: Q is quantised as q / q_descale */
+    float v_scale;     /* v_descale for an fp8 cache, else 1 */
     int32_t causal, window_left, window_right;
     float softcap;
     /* decomposition (generic kernel) */
-    int32_t nseg;            /* key-range segments; 1 = 2D path (writes out directly) */
-    int32_t block_q;         /* query tokens per program */
-    int32_t heads_per_tile;  /* query heads of one KV head per program */
-    int32_t head_splits;     /* ceil(group / heads_per_tile) */
-    int32_t stages;          /* raw KV stages in shared memory (set by the launcher) */
-    int32_t q_vec16;         /* q rows start 16-byte aligned: vector loads are safe */
+    int32_t nseg;           /* key-range segments; 1 = 2D path (writes out directly) */
+    int32_t block_q;        /* query tokens per program */
+    int32_t heads_per_tile; /* query heads of one KV head per program */
+    int32_t head_splits;    /* ceil(group / heads_per_tile) */
+    int32_t stages;         /* raw KV stages in shared memory (set by the launcher) */
+    int32_t q_vec16;        /* q rows start 16-byte aligned: vector loads are safe */
 } attn_kparams;
 
 #define ATTN_LOG2E 1.4426950408889634f
@@ -135,7 +135,8 @@ __device__ __forceinline__ uint32_t attn_f32_to_fp8(float f, int nuz)
         if (shift >= 25) {
             code = 0;
         } else {
-            uint32_t kept = sig >> shift, rest = sig & ((1u << shift) - 1u), half = 1u << (shift - 1);
+            uint32_t kept = sig >> shift, rest = sig & ((1u << shift) - 1u),
+                     half = 1u << (shift - 1);
             if (rest > half || (rest == half && (kept & 1u)))
                 kept++;
             code = kept;

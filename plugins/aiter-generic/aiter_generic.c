@@ -281,72 +281,15 @@ attn_status aiter_generic_kernels_probe_devices(const attn_plugin_context *ctx,
 
 #else /* !ATTNREG_HAVE_GPU_KERNELS */
 
-/* Empty: "built without kernels". */
-static const char *const aiter_generic_no_archs[] = {NULL};
+#define ATTN_NO_KERNELS_PLUGIN_NAME AITER_GENERIC_NAME
+#include "attn_no_kernels.h"
 
-#define AITER_GENERIC_NO_KERNELS_SENTENCE AITER_GENERIC_NAME ": built without GPU kernels"
-
-static attn_status aiter_generic_create_without_kernels(const attn_plugin_context *ctx,
-                                                        const attn_shape *shape, void **backend,
-                                                        char *err, size_t err_size)
-{
-    (void)ctx;
-    (void)shape;
-    if (backend)
-        *backend = NULL;
-    attn_pred_set_error(err, err_size, AITER_GENERIC_NO_KERNELS_SENTENCE);
-    return ATTN_ERR_NO_KERNELS;
-}
-
-static attn_status aiter_generic_workspace_size_without_kernels(void *backend,
-                                                                const attn_batch_limits *limits,
-                                                                size_t *bytes)
-{
-    (void)backend;
-    (void)limits;
-    if (bytes)
-        *bytes = 0;
-    return ATTN_ERR_NO_KERNELS;
-}
-
-static attn_status aiter_generic_forward_without_kernels(void *backend,
-                                                         const attn_forward_args *args, char *err,
-                                                         size_t err_size)
-{
-    (void)backend;
-    (void)args;
-    attn_pred_set_error(err, err_size, AITER_GENERIC_NO_KERNELS_SENTENCE);
-    return ATTN_ERR_NO_KERNELS;
-}
-
-/* create never succeeds, so there is never a backend object to free. */
-static void aiter_generic_destroy_without_kernels(void *backend)
-{
-    (void)backend;
-}
-
-/* No GPU runtime is linked in, so there is nothing to ask for devices; say
- * why rather than leave the probe out, which would read as an old plugin. */
-static attn_status aiter_generic_probe_devices_without_kernels(const attn_plugin_context *ctx,
-                                                               attn_device_info *devices,
-                                                               uint32_t capacity, uint32_t *count,
-                                                               char *err, size_t err_size)
-{
-    (void)ctx;
-    (void)devices;
-    (void)capacity;
-    if (count)
-        *count = 0;
-    attn_pred_set_error(err, err_size, AITER_GENERIC_NO_KERNELS_SENTENCE);
-    return ATTN_ERR_NO_DEVICE;
-}
-
-#define AITER_GENERIC_BUILT_ARCHS aiter_generic_no_archs
-#define AITER_GENERIC_CREATE aiter_generic_create_without_kernels
-#define AITER_GENERIC_WORKSPACE_SIZE aiter_generic_workspace_size_without_kernels
-#define AITER_GENERIC_FORWARD aiter_generic_forward_without_kernels
-#define AITER_GENERIC_DESTROY aiter_generic_destroy_without_kernels
-#define AITER_GENERIC_PROBE_DEVICES aiter_generic_probe_devices_without_kernels
+#define AITER_GENERIC_BUILT_ARCHS attn_no_kernels_archs
+#define AITER_GENERIC_CREATE attn_no_kernels_create
+#define AITER_GENERIC_WORKSPACE_SIZE attn_no_kernels_workspace_size
+#define AITER_GENERIC_FORWARD attn_no_kernels_forward
+#define AITER_GENERIC_DESTROY attn_no_kernels_destroy
+#define AITER_GENERIC_PROBE_DEVICES attn_no_kernels_probe_devices
 
 #endif /* ATTNREG_HAVE_GPU_KERNELS */
 

@@ -19,7 +19,8 @@
  *   - bytes = what must move at least: K and V of every visible key once, Q
  *     read, output written; GB/s = bytes / time; "of copy" = GB/s / copy GB/s.
  *
- *   usage: gpu_attn_bench [out.json]
+ *   usage: gpu_attn_bench [--decode-only] [out.json]
+ *   --decode-only: only the plain-decode shapes (a short run for tuning).
  */
 #include <math.h>
 #include <stdint.h>
@@ -321,6 +322,12 @@ int main(int argc, char **argv)
         printf("one: %.1f us, %.0f GB/s, nseg %d\n", r.us, r.gbs, r.nseg);
         return 0;
     }
+    bool decode_only = false;
+    if (argc > 1 && strcmp(argv[1], "--decode-only") == 0) {
+        decode_only = true;
+        argc--;
+        argv++;
+    }
     copy_gbs = measure_copy();
     printf("device: %s (%s, %d CUs); device-to-device copy (read + write): memcpy %.0f GB/s, "
            "copy kernel %.0f GB/s; using %.0f GB/s\n",
@@ -336,12 +343,14 @@ int main(int argc, char **argv)
     fill_kernel<<<4096, 256, 0, stream>>>(ck, cache_bytes, 1, 11);
     fill_kernel<<<4096, 256, 0, stream>>>(cv, cache_bytes, 1, 13);
     CHECK_HIP(hipStreamSynchronize(stream));
-    for (int q : {2, 4})
-        for (int kv : {1024, 4096, 16384})
-            for (int b : {1, 8, 32, 64})
-                for (int k : {0, 1})
-                    res.push_back(run_one("mtp", (gpu_attn_kernel)k, 16, 1, 256,
-                                          ATTN_DTYPE_FP8_E4M3FN, q, kv, b, ck, cv, cache_bytes));
+    if (!decode_only)
+        for (int q : {2, 4})
+            for (int kv : {1024, 4096, 16384})
+                for (int b : {1, 8, 32, 64})
+                    for (int k : {0, 1})
+                        res.push_back(run_one("mtp", (gpu_attn_kernel)k, 16, 1, 256,
+                                              ATTN_DTYPE_FP8_E4M3FN, q, kv, b, ck, cv,
+                                              cache_bytes));
     /* Plain decode, generic kernel. */
     fill_kernel<<<4096, 256, 0, stream>>>(ck, cache_bytes, 0, 17);
     fill_kernel<<<4096, 256, 0, stream>>>(cv, cache_bytes, 0, 19);
@@ -352,16 +361,18 @@ int main(int argc, char **argv)
                                   1, kv, b, ck, cv, cache_bytes));
 
     /* Table. */
-    printf("\nMTP shapes: 16:1 heads, D 256, page 16, bf16 Q, fp8 KV (copy %.0f GB/s)\n", copy_gbs);
-    printf("| q_len | kv_len | batch | MB | generic us | GB/s | %% copy | nseg | mtp us | GB/s | %% copy | TFLOP/s | nseg | mtp/generic |\n");
-    printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-    for (size_t i = 0; i + 1 < res.size(); i++) {
-        if (res[i].family != "mtp" || res[i].kernel != 0)
-            continue;
-        const Result &g = res[i], &m = res[i + 1];
-        printf("| %d | %d | %d | %.2f | %.1f | %.0f | %.1f | %d | %.1f | %.0f | %.1f | %.0f | %d | %.2fx |\n",
-               g.q_len, g.kv_len, g.batch, g.bytes / 1e6, g.us, g.gbs, 100 * g.frac, g.nseg, m.us,
-               m.gbs, 100 * m.frac, m.tflops, m.nseg, g.us / m.us);
+    if (!decode_only) {
+        printf("\nMTP shapes: 16:1 heads, D 256, page 16, bf16 Q, fp8 KV (copy %.0f GB/s)\n", copy_gbs);
+        printf("| q_len | kv_len | batch | MB | generic us | GB/s | %% copy | nseg | mtp us | GB/s | %% copy | TFLOP/s | nseg | mtp/generic |\n");
+        printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        for (size_t i = 0; i + 1 < res.size(); i++) {
+            if (res[i].family != "mtp" || res[i].kernel != 0)
+                continue;
+            const Result &g = res[i], &m = res[i + 1];
+            printf("| %d | %d | %d | %.2f | %.1f | %.0f | %.1f | %d | %.1f | %.0f | %.1f | %.0f | %d | %.2fx |\n",
+                   g.q_len, g.kv_len, g.batch, g.bytes / 1e6, g.us, g.gbs, 100 * g.frac, g.nseg, m.us,
+                   m.gbs, 100 * m.frac, m.tflops, m.nseg, g.us / m.us);
+        }
     }
     printf("\nPlain decode: 32:8 heads, D 128, page 16, bf16 Q/KV, q_len 1 (generic)\n");
     printf("| kv_len | batch | MB | us | GB/s | %% copy | nseg |\n|---|---|---|---|---|---|---|\n");

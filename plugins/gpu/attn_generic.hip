@@ -520,3 +520,440 @@ hipError_t attn_launch_generic(const attn_kparams *p, int max_tile_q, hipStream_
         return launch_generic_d<4, 1>(p, stream);
     return launch_generic_d<4, 2>(p, stream);
 }
+
+/* ---- decode path: every sequence of the batch has at most one query token ----
+ *
+ * Plain decode is memory-bound even for scalar FP32 code (32:8 heads, D 128,
+ * bf16: 4 FLOP per byte of K/V), so what limits the kernel above on it is
+ * the instructions it spends per byte: with one query row per warp it stages
+ * every K/V element as float through shared memory and leaves most rows of a
+ * program empty. This path instead:
+ *   - runs one program per (sequence, KV head, group of GT query heads, key
+ *     segment), with all GT query heads of that KV head in the program, so
+ *     each K/V element is read once from global memory for all of them;
+ *   - splits the KEYS across warps and lanes, not the rows: a row of D
+ *     elements is held by L lanes (8 elements each, one 16-byte load for
+ *     bf16/f16, 8 bytes for fp8), so a warp reads 32 / L whole key rows per
+ *     load, straight from the paged cache into registers;
+ *   - keeps an online softmax per warp over tiles of DEC_KEYS keys (one
+ *     rescale of the accumulator per tile, not per key), merges the warps in
+ *     shared memory at the end, and writes either the normalised output
+ *     (nseg == 1) or the same (max, sum, acc) partials the 3D path writes, so
+ *     attn_reduce_kernel merges the segments.
+ * With one query position per sequence every head sees the same key range
+ * [klo, khi), so masking is a range check per key. */
+#define DEC_WARPS 4
+#define DEC_KEYS 8 /* keys per warp per iteration */
+
+/* 8 elements of a K/V row as raw words: 16 bytes for 16-bit types, 8 for fp8. */
+template <int KVB>
+static __device__ __forceinline__ void dec_load(const uint8_t *src, uint32_t (&w)[2 * KVB])
+{
+    if constexpr (KVB == 2) {
+        const uint4 u = *(const uint4 *)src;
+        w[0] = u.x;
+        w[1] = u.y;
+        w[2] = u.z;
+        w[3] = u.w;
+    } else {
+        const uint2 u = *(const uint2 *)src;
+        w[0] = u.x;
+        w[1] = u.y;
+    }
+}
+
+/* Raw words -> 8 floats. The dtype test is uniform over the grid, so it is
+ * a predictable branch, not divergence. */
+template <int KVB>
+static __device__ __forceinline__ void dec_cvt(const uint32_t (&w)[2 * KVB], int dtype, float *o)
+{
+    if constexpr (KVB == 2) {
+        if (dtype == ATTN_DTYPE_BF16) {
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                o[2 * k] = __uint_as_float(w[k] << 16);
+                o[2 * k + 1] = __uint_as_float(w[k] & 0xFFFF0000u);
+            }
+        } else {
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                o[2 * k] = attn_f16_to_f32(w[k] & 0xFFFFu);
+                o[2 * k + 1] = attn_f16_to_f32(w[k] >> 16);
+            }
+        }
+    } else {
+        const int nuz = dtype == ATTN_DTYPE_FP8_E4M3FNUZ;
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+            o[k] = attn_fp8_to_f32((w[0] >> (8 * k)) & 0xFFu, nuz);
+            o[4 + k] = attn_fp8_to_f32((w[1] >> (8 * k)) & 0xFFu, nuz);
+        }
+    }
+}
+
+/* Programs a multiprocessor should hold at once: with up to 4 heads of at
+ * most 128 dims the registers allow 4 (16 warps, each with a tile of K/V
+ * loads in flight: more bytes in flight hide more memory latency); the
+ * larger variants need more registers than 4 programs would leave them. */
+#define DEC_MIN_BLOCKS(D, GT) ((D) <= 128 && (GT) <= 4 ? 4 : 1)
+
+template <int D, int KVB, int GT>
+__global__ void __launch_bounds__(DEC_WARPS * 32, DEC_MIN_BLOCKS(D, GT))
+    attn_decode_kernel(const attn_kparams p)
+{
+    constexpr int NCH = D / 8;              /* 8-element chunks per row */
+    constexpr int L = NCH <= 8 ? 8 : 16;    /* lanes per key row (power of two) */
+    constexpr int C = (NCH + L - 1) / L;    /* chunks per lane */
+    constexpr int KPW = 32 / L;             /* key rows per warp-wide load */
+    constexpr int U = DEC_KEYS / KPW;       /* loads per lane per iteration */
+    constexpr int W = 2 * KVB;              /* 32-bit words per chunk */
+    __shared__ float sm_acc[DEC_WARPS][GT][D];
+    __shared__ float sm_ml[DEC_WARPS][GT][2];
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int grp = lane / L, gl = lane % L;
+    const int s = blockIdx.x;
+    const int kvh = blockIdx.y / p.head_splits, hsplit = blockIdx.y % p.head_splits;
+    const int seg = blockIdx.z;
+    const int q0 = p.cu_seqlens_q[s];
+    if (p.cu_seqlens_q[s + 1] - q0 < 1)
+        return; /* a sequence without a query token this step: uniform over the block */
+    const int K = p.seqused_k[s];
+    const int pos = K - 1; /* the one query token is the last position */
+    int klo = 0, khi = K;
+    if (p.window_right >= 0)
+        khi = min(khi, pos + p.window_right + 1);
+    if (p.window_left >= 0)
+        klo = max(klo, pos - p.window_left);
+    /* This segment's slice of the visible keys, in whole tiles of DEC_KEYS. */
+    const int ntile = khi > klo ? (khi - klo + DEC_KEYS - 1) / DEC_KEYS : 0;
+    const int per = (ntile + p.nseg - 1) / p.nseg;
+    const int t_lo = seg * per, t_hi = min(ntile, t_lo + per);
+
+    /* Q of the GT heads, this lane's chunks, times the score multiplier (log2
+     * units unless a softcap needs natural units first); FP8 compute
+     * quantises Q as cpu-ref does. Heads past the group are zero and never
+     * stored. */
+    const float qmul = p.softcap > 0.f ? p.score_scale : p.score_scale * ATTN_LOG2E;
+    float q[GT][C][8];
+#pragma unroll
+    for (int h = 0; h < GT; h++) {
+        const int hg = hsplit * GT + h;
+#pragma unroll
+        for (int c = 0; c < C; c++) {
+            const int ch = gl + c * L;
+#pragma unroll
+            for (int e = 0; e < 8; e++) {
+                float v = 0.f;
+                if (hg < p.group && ch < NCH) {
+                    const int64_t off = (int64_t)q0 * p.q_stride_token +
+                                        (int64_t)(kvh * p.group + hg) * p.q_stride_head + ch * 8 + e;
+                    v = attn_load_elem(p.q, off, p.q_dtype);
+                    if (p.q_quant) {
+                        const int nuz = p.q_quant == ATTN_DTYPE_FP8_E4M3FNUZ;
+                        v = attn_fp8_to_f32(attn_f32_to_fp8(v / p.q_descale, nuz), nuz);
+                    }
+                    v *= qmul;
+                }
+                q[h][c][e] = v;
+            }
+        }
+    }
+
+    float m[GT], l[GT], acc[GT][C][8];
+#pragma unroll
+    for (int h = 0; h < GT; h++) {
+        m[h] = -INFINITY;
+        l[h] = 0.f;
+#pragma unroll
+        for (int c = 0; c < C; c++)
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                acc[h][c][e] = 0.f;
+    }
+
+    const int32_t *bt = p.block_table + (int64_t)s * p.bt_stride;
+    /* Pages are almost always a power of two: a shift and a mask instead of
+     * two integer divisions per key. */
+    const bool pow2page = (p.page & (p.page - 1)) == 0;
+    const int pshift = __ffs(p.page) - 1;
+    const uint8_t *kc = (const uint8_t *)p.k_cache, *vc = (const uint8_t *)p.v_cache;
+
+    /* Block-table entries of a warp's keys are fetched one tile ahead: the
+     * K/V loads depend on them, and a lookup in the same iteration would put
+     * a second memory latency in front of every tile. */
+    int nblk[U];
+    auto fetch_bt = [&](int t) {
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int key = klo + t * DEC_KEYS + u * KPW + grp;
+            nblk[u] = 0;
+            if (t < t_hi && key < khi)
+                nblk[u] = bt[pow2page ? key >> pshift : key / p.page];
+        }
+    };
+    fetch_bt(t_lo + warp);
+
+    for (int t = t_lo + warp; t < t_hi; t += DEC_WARPS) {
+        const int kb = klo + t * DEC_KEYS;
+        /* All loads of the tile first (K and V of DEC_KEYS keys), so that a
+         * warp has them in flight together before it waits on any. */
+        uint32_t kw[U][C][W], vw[U][C][W];
+        bool kok[U];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            const int key = kb + u * KPW + grp;
+            const bool ok = key < khi;
+            kok[u] = ok;
+            int64_t row = 0;
+            if (ok) {
+                const int off = pow2page ? key & (p.page - 1) : key % p.page;
+                row = ((int64_t)nblk[u] * p.page + off) * p.hkv + kvh;
+            }
+#pragma unroll
+            for (int c = 0; c < C; c++) {
+                const int ch = gl + c * L;
+                if (ok && (NCH % L == 0 || ch < NCH)) {
+                    dec_load<KVB>(kc + row * (D * KVB) + ch * 8 * KVB, kw[u][c]);
+                    dec_load<KVB>(vc + row * (D * KVB) + ch * 8 * KVB, vw[u][c]);
+                } else {
+                    /* Zero words: the key's probability is 0 and 0 x 0 stays 0. */
+#pragma unroll
+                    for (int x = 0; x < W; x++)
+                        kw[u][c][x] = vw[u][c][x] = 0u;
+                }
+            }
+        }
+
+        fetch_bt(t + DEC_WARPS);
+
+        /* Scores: each lane's partial dot product over its chunks, summed over
+         * the L lanes of the row (all lanes end with the full score). */
+        float sc[U][GT];
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            float kf[C][8];
+#pragma unroll
+            for (int c = 0; c < C; c++)
+                dec_cvt<KVB>(kw[u][c], p.kv_dtype, kf[c]);
+#pragma unroll
+            for (int h = 0; h < GT; h++) {
+                float a0 = 0.f, a1 = 0.f;
+#pragma unroll
+                for (int c = 0; c < C; c++)
+#pragma unroll
+                    for (int e = 0; e < 8; e += 2) {
+                        a0 = fmaf(q[h][c][e], kf[c][e], a0);
+                        a1 = fmaf(q[h][c][e + 1], kf[c][e + 1], a1);
+                    }
+                float a = a0 + a1;
+#pragma unroll
+                for (int mk = L / 2; mk >= 1; mk >>= 1)
+                    a += attn_shfl_xor32(a, mk);
+                if (p.softcap > 0.f)
+                    a = p.softcap * tanhf(a / p.softcap) * ATTN_LOG2E;
+                sc[u][h] = kok[u] ? a : -INFINITY;
+            }
+        }
+
+        /* Online softmax over the tile: one maximum per head over the warp's
+         * DEC_KEYS keys, one rescale of the accumulator. */
+#pragma unroll
+        for (int h = 0; h < GT; h++) {
+            float mt = sc[0][h];
+#pragma unroll
+            for (int u = 1; u < U; u++)
+                mt = fmaxf(mt, sc[u][h]);
+#pragma unroll
+            for (int mk = L; mk < 32; mk <<= 1)
+                mt = fmaxf(mt, attn_shfl_xor32(mt, mk));
+            const float mn = fmaxf(m[h], mt);
+            const float mu = mn == -INFINITY ? 0.f : mn; /* all masked so far: no NaN */
+            const float alpha = exp2f(m[h] - mu);
+            m[h] = mn;
+            float ls = l[h] * alpha;
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const float pr = exp2f(sc[u][h] - mu);
+                ls += pr;
+                sc[u][h] = pr;
+            }
+            l[h] = ls;
+#pragma unroll
+            for (int c = 0; c < C; c++)
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    acc[h][c][e] *= alpha;
+        }
+
+        /* P x V: each lane accumulates its chunks of its own keys' rows. */
+#pragma unroll
+        for (int u = 0; u < U; u++) {
+            float vf[C][8];
+#pragma unroll
+            for (int c = 0; c < C; c++)
+                dec_cvt<KVB>(vw[u][c], p.kv_dtype, vf[c]);
+#pragma unroll
+            for (int h = 0; h < GT; h++)
+#pragma unroll
+                for (int c = 0; c < C; c++)
+#pragma unroll
+                    for (int e = 0; e < 8; e++)
+                        acc[h][c][e] = fmaf(sc[u][h], vf[c][e], acc[h][c][e]);
+        }
+    }
+
+    /* Sum the KPW key groups of the warp (same maximum: it was reduced over
+     * the whole warp), then hand each warp's (max, sum, acc) to shared memory. */
+#pragma unroll
+    for (int h = 0; h < GT; h++) {
+#pragma unroll
+        for (int mk = L; mk < 32; mk <<= 1) {
+            l[h] += attn_shfl_xor32(l[h], mk);
+#pragma unroll
+            for (int c = 0; c < C; c++)
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    acc[h][c][e] += attn_shfl_xor32(acc[h][c][e], mk);
+        }
+    }
+    if (grp == 0) {
+#pragma unroll
+        for (int h = 0; h < GT; h++) {
+#pragma unroll
+            for (int c = 0; c < C; c++) {
+                const int ch = gl + c * L;
+                if (NCH % L == 0 || ch < NCH)
+#pragma unroll
+                    for (int e = 0; e < 8; e++)
+                        sm_acc[warp][h][ch * 8 + e] = acc[h][c][e];
+            }
+            if (lane == 0) {
+                sm_ml[warp][h][0] = m[h];
+                sm_ml[warp][h][1] = l[h];
+            }
+        }
+    }
+    __syncthreads();
+
+    /* Merge the warps with the log-sum-exp rule and store: the normalised
+     * output (with the sink in the denominator and v_descale) for one
+     * segment, else this segment's partial for attn_reduce_kernel. */
+    const int token = q0;
+    for (int idx = tid; idx < GT * D; idx += DEC_WARPS * 32) {
+        const int h = idx / D, dd = idx % D;
+        const int hg = hsplit * GT + h;
+        if (hg >= p.group)
+            continue;
+        const int head = kvh * p.group + hg;
+        float M = -INFINITY;
+#pragma unroll
+        for (int w = 0; w < DEC_WARPS; w++)
+            if (sm_ml[w][h][1] > 0.f)
+                M = fmaxf(M, sm_ml[w][h][0]);
+        const float mu = M == -INFINITY ? 0.f : M;
+        float Ls = 0.f, A = 0.f;
+#pragma unroll
+        for (int w = 0; w < DEC_WARPS; w++) {
+            const float lw = sm_ml[w][h][1];
+            if (lw > 0.f) {
+                const float f = exp2f(sm_ml[w][h][0] - mu);
+                Ls += lw * f;
+                A = fmaf(sm_acc[w][h][dd], f, A);
+            }
+        }
+        if (p.nseg == 1) {
+            float f = 1.f, denom = Ls;
+            if (p.sinks) {
+                const float sk = p.sinks[head] * ATTN_LOG2E;
+                const float mx = fmaxf(M, sk);
+                f = exp2f(M - mx);
+                denom = Ls * f + exp2f(sk - mx);
+            }
+            const float inv = denom > 0.f ? f * p.v_scale / denom : 0.f;
+            const int64_t ob =
+                (int64_t)token * p.out_stride_token + (int64_t)head * p.out_stride_head;
+            attn_store_elem(p.out, ob + dd, p.out_dtype, A * inv);
+        } else {
+            const int64_t wi = ((int64_t)seg * p.num_tokens + token) * p.hq + head;
+            if (dd == 0) {
+                p.ws_ml[2 * wi] = M;
+                p.ws_ml[2 * wi + 1] = Ls;
+            }
+            if (Ls > 0.f)
+                p.ws_acc[wi * D + dd] = A;
+        }
+    }
+}
+
+/* Query heads per decode program: the whole group when it is small, so each
+ * K/V byte is read once; at most 8 (4 for D > 128, where a lane holds two
+ * chunks per head) to keep Q and the accumulator in registers. A larger
+ * group is split over several programs that each read the KV head. */
+int attn_decode_heads_per_program(int group, int d)
+{
+    const int cap = d > 128 ? 4 : 8;
+    int gt = group <= 1 ? 1 : group <= 2 ? 2 : group <= 4 ? 4 : 8;
+    return gt > cap ? cap : gt;
+}
+
+template <int D, int KVB, int GT>
+static hipError_t launch_decode_t(const attn_kparams *p, hipStream_t stream)
+{
+    dim3 grid(p->num_seqs, p->hkv * p->head_splits, p->nseg);
+    attn_decode_kernel<D, KVB, GT><<<grid, DEC_WARPS * 32, 0, stream>>>(*p);
+    hipError_t e = hipGetLastError();
+    if (e != hipSuccess || p->nseg == 1)
+        return e;
+    return attn_launch_reduce(p, p->nseg, stream);
+}
+
+template <int D, int KVB>
+static hipError_t launch_decode_g(const attn_kparams *p, hipStream_t stream)
+{
+    switch (p->heads_per_tile) {
+    case 1:
+        return launch_decode_t<D, KVB, 1>(p, stream);
+    case 2:
+        return launch_decode_t<D, KVB, 2>(p, stream);
+    case 4:
+        return launch_decode_t<D, KVB, 4>(p, stream);
+    case 8:
+        if constexpr (D <= 128)
+            return launch_decode_t<D, KVB, 8>(p, stream);
+        else
+            return hipErrorInvalidValue;
+    default:
+        return hipErrorInvalidValue;
+    }
+}
+
+template <int KVB>
+static hipError_t launch_decode_d(const attn_kparams *p, hipStream_t stream)
+{
+    switch (p->d) {
+    case 64:
+        return launch_decode_g<64, KVB>(p, stream);
+    case 80:
+        return launch_decode_g<80, KVB>(p, stream);
+    case 96:
+        return launch_decode_g<96, KVB>(p, stream);
+    case 128:
+        return launch_decode_g<128, KVB>(p, stream);
+    case 192:
+        return launch_decode_g<192, KVB>(p, stream);
+    case 256:
+        return launch_decode_g<256, KVB>(p, stream);
+    default:
+        return hipErrorInvalidValue;
+    }
+}
+
+/* p->heads_per_tile (a value of attn_decode_heads_per_program), head_splits
+ * and nseg are set by the caller. */
+hipError_t attn_launch_decode(const attn_kparams *p, hipStream_t stream)
+{
+    if (kv_bytes_of(p->kv_dtype) == 1)
+        return launch_decode_d<1>(p, stream);
+    return launch_decode_d<2>(p, stream);
+}

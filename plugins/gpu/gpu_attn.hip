@@ -275,11 +275,41 @@ static void generic_tiling(int group, int *block_q, int *hpt, int *hsplit)
  * is split into the power of two of segments that brings the grid to about
  * two programs per compute unit, at most 64, and never below 256 keys (8
  * tiles) per segment, where the reduce would cost more than it saves. */
+/* Segment rule of the decode path (max_seqlen_q == 1; attn_generic.hip).
+ * Its programs are short and its grid is one wave or less at batch 64 (512
+ * programs for 32:8 heads), and a partly filled last wave leaves whole
+ * multiprocessors waiting on one program's memory latency. So the key range
+ * is split until the grid has about 16 programs per compute unit (several
+ * waves, so the last one is a small fraction of the time), in powers of two,
+ * at most 64, and never below 128 keys (32 per warp) a segment: a partial is
+ * hq x (D + 2) floats per token, small against the K/V bytes of 128 keys. */
+static int decode_nseg(const gpu_attn_ctx *c, int S, int maxk)
+{
+    if (c->forced_nseg)
+        return c->forced_nseg;
+    int hkv = attn_shape_kv_heads(&c->shape);
+    int group = c->shape.num_q_heads / hkv;
+    int hs = ceil_div(group, attn_decode_heads_per_program(group, c->shape.head_dim));
+    long work = (long)S * hkv * hs;
+    long target = 16L * c->cus;
+    if (work <= 0 || work >= target)
+        return 1;
+    int n = next_pow2((int)((target + work - 1) / work));
+    int cap = ceil_div(maxk > 0 ? maxk : 1, 128);
+    if (n > cap)
+        n = next_pow2(cap) > cap ? next_pow2(cap) / 2 : cap;
+    if (n > ATTN_MAX_SEGMENTS)
+        n = ATTN_MAX_SEGMENTS;
+    return n < 1 ? 1 : n;
+}
+
 static int generic_nseg(const gpu_attn_ctx *c, int T, int S, int maxq, int maxk)
 {
     int group = c->shape.num_q_heads / attn_shape_kv_heads(&c->shape);
     int bq, hpt, hs;
     generic_tiling(group, &bq, &hpt, &hs);
+    if (maxq == 1)
+        return decode_nseg(c, S, maxk);
     if (c->forced_nseg)
         return c->forced_nseg;
     long tiles = (long)S * ceil_div(maxq > 0 ? maxq : 1, bq);
@@ -360,6 +390,14 @@ extern "C" attn_status gpu_attn_workspace_size(const gpu_attn_ctx *ctx,
         if (limits->max_num_seqs > 0 && S > limits->max_num_seqs)
             break; /* more tokens than the sequences can hold */
         int n = gpu_attn_plan_segments(ctx, T, S, maxq, maxk);
+        /* A batch of T one-token sequences takes the generic kernel's decode
+         * path, whose segment rule differs: size for it too. */
+        if (ctx->kernel == GPU_ATTN_KERNEL_GENERIC && maxq > 1 &&
+            (limits->max_num_seqs <= 0 || T <= limits->max_num_seqs)) {
+            int nd = gpu_attn_plan_segments(ctx, T, T, 1, maxk);
+            if (nd > 1 && partial_bytes(ctx, T, nd) > worst)
+                worst = partial_bytes(ctx, T, nd);
+        }
         if (ctx->kernel == GPU_ATTN_KERNEL_GENERIC && n <= 1)
             continue;
         size_t b = partial_bytes(ctx, T, n);
@@ -456,7 +494,14 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
         nseg = mtp_nseg(ctx, a->num_tokens, a->num_seqs, a->max_seqlen_k);
     } else {
         nseg = generic_nseg(ctx, a->num_tokens, a->num_seqs, a->max_seqlen_q, a->max_seqlen_k);
-        generic_tiling(p.group, &p.block_q, &p.heads_per_tile, &p.head_splits);
+        if (a->max_seqlen_q == 1) {
+            /* Decode: one program per (sequence, KV head, head group, segment). */
+            p.block_q = 1;
+            p.heads_per_tile = attn_decode_heads_per_program(p.group, p.d);
+            p.head_splits = ceil_div(p.group, p.heads_per_tile);
+        } else {
+            generic_tiling(p.group, &p.block_q, &p.heads_per_tile, &p.head_splits);
+        }
     }
     /* A workspace sized for smaller limits than this batch: use fewer
      * segments rather than write past it. */
@@ -477,6 +522,8 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
     hipError_t e;
     if (ctx->kernel == GPU_ATTN_KERNEL_MTP)
         e = attn_launch_mtp(&p, a->max_seqlen_q, nseg, stream);
+    else if (a->max_seqlen_q == 1)
+        e = attn_launch_decode(&p, stream);
     else
         e = attn_launch_generic(&p, a->max_seqlen_q, stream, 4);
     if (e != hipSuccess) {

@@ -256,5 +256,11 @@ size_t attn_generic_smem_bytes(int d, int dv, int kv_bytes, int rows_per_warp, i
 int attn_mtp_has_mma(void);
 /* Whether the generic kernel is compiled for this head size / KV type. */
 int attn_generic_supports(int d, int dv, int kv_dtype);
+/* The generic kernel's decode path (every sequence has at most one query
+ * token; same head sizes and KV types as attn_generic_supports): query heads
+ * per program for a group size and head size, and the launch (which expects
+ * heads_per_tile, head_splits and nseg set). */
+int attn_decode_heads_per_program(int group, int d);
+hipError_t attn_launch_decode(const attn_kparams *p, hipStream_t stream);
 
 #endif /* ATTN_GPU_ATTN_INTERNAL_H */

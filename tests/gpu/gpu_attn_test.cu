@@ -6,6 +6,8 @@
  *   seeded random sweep: >= 100 configurations per kernel (random block
  *   permutations, mixed query lengths, fp8 and bf16/f16 caches, windows,
  *   softcap, sinks, strided q/out, forced 2D / 3D segment counts);
+ *   the generic kernel's decode path (every sequence one query token):
+ *   the same features, one token per sequence;
  *   the upstream MTP reference case: query lengths [4, 2], kv lengths
  *   [1024, 769], 16/1 and 32/2 heads, D 256, page 16, fp8 KV, descale 1.0.
  *
@@ -560,6 +562,30 @@ static Case random_generic(int i)
     return c;
 }
 
+/* The generic kernel's decode path: every sequence has one query token
+ * (max_seqlen_q == 1), with every feature the generic kernel has (any GQA
+ * ratio, all head sizes, 16-bit and fp8 caches, FP8 compute, windows,
+ * softcap, sinks, strided q/out, forced and rule segment counts). */
+static Case random_decode(int i)
+{
+    Case c = random_generic(i);
+    static char names[200][32];
+    snprintf(names[i % 200], 32, "decode-%03d", i);
+    c.name = names[i % 200];
+    int S = pick({1, 1, 2, 3, 5, 8, 16, 33});
+    c.qlens.assign(S, 1);
+    c.klens.clear();
+    for (int s = 0; s < S; s++) {
+        int k = 1 + (rng_int(0, 1) ? rng_int(0, 300) : rng_int(0, 4000));
+        if (rng_int(0, 9) == 0)
+            k = pick({1, 2, 7, 8, 9, 16, 17});
+        c.klens.push_back(k);
+    }
+    c.nseg = pick({0, 0, 0, 1, 2, 3, 8, 64});
+    limit_cost(c);
+    return c;
+}
+
 static Case random_mtp(int i)
 {
     Case c;
@@ -655,7 +681,7 @@ int main(int argc, char **argv)
     const char *seed = getenv("ATTNREG_TEST_SEED");
     rng_state ^= seed ? strtoull(seed, NULL, 0) : 20261129ull;
 
-    Stats gen, mtp;
+    Stats gen, mtp, dec;
     /* Upstream reference case on both kernels, both head layouts, bf16 and f32 out. */
     for (int o : {ATTN_DTYPE_BF16, ATTN_DTYPE_F32}) {
         run_case(upstream_case(GPU_ATTN_KERNEL_MTP, 16, 1, o), mtp, true);
@@ -667,12 +693,16 @@ int main(int argc, char **argv)
         run_case(random_generic(i), gen, false);
     for (int i = 0; i < count; i++)
         run_case(random_mtp(i), mtp, false);
+    for (int i = 0; i < count; i++)
+        run_case(random_decode(i), dec, false);
 
     printf("generic: %d configurations, %d failed, worst error/allowed %.3g\n", gen.run, gen.failed,
            gen.worst_ratio);
     printf("mtp:     %d configurations, %d failed, worst error/allowed %.3g\n", mtp.run, mtp.failed,
            mtp.worst_ratio);
+    printf("decode (generic, q_len 1): %d configurations, %d failed, worst error/allowed %.3g\n",
+           dec.run, dec.failed, dec.worst_ratio);
     printf("cpu-ref cross-check: %s (%d configurations compared with cpu-ref)\n",
            cpu_ref ? "on" : "off", cpu_ref_checked);
-    return gen.failed || mtp.failed ? 1 : 0;
+    return gen.failed || mtp.failed || dec.failed ? 1 : 0;
 }

@@ -1,5 +1,14 @@
 #!/bin/bash
-# Device verification of the GPU backends through the real registry + CLI.
+# Device verification of the GPU backends through the real registry + CLI,
+# on a machine with an NVIDIA GPU that has no apt (no libinih): run it from
+# the repository root with a carry folder made on the build machine:
+#   mkdir -p .device-carry/{bin,lib/attnreg,share/attnreg}
+#   cp build/bin/{attnreg,gpu_attn_test} .device-carry/bin/
+#   cp -a build/lib/libattnreg.so* /lib/x86_64-linux-gnu/libinih.so.1 .device-carry/lib/
+#   cp build/lib/attnreg/*.so .device-carry/lib/attnreg/
+#   cp -r build/share/attnreg/conf-sm90 .device-carry/share/attnreg/
+# conf-sm90 (from tests/gpu) lists sm_90 for the aiter plugins; the shipped
+# conf never does.
 D=${ATTNREG_CARRY:-.device-carry}; export LD_LIBRARY_PATH=$PWD/$D/lib; B=$D/bin/attnreg
 C="--conf-only --conf $D/share/attnreg/conf-sm90"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader

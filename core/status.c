@@ -88,20 +88,9 @@ ATTNREG_API const char *attn_reason_name(int32_t reason)
     return reason_names[reason];
 }
 
-static const char *const dtype_names[ATTN_DTYPE_COUNT] = {
-    [ATTN_DTYPE_INVALID] = "invalid",
-    [ATTN_DTYPE_F32] = "f32",
-    [ATTN_DTYPE_F16] = "f16",
-    [ATTN_DTYPE_BF16] = "bf16",
-    [ATTN_DTYPE_FP8_E4M3FN] = "fp8_e4m3fn",
-    [ATTN_DTYPE_FP8_E4M3FNUZ] = "fp8_e4m3fnuz",
-};
-
 ATTNREG_API const char *attn_dtype_name(int32_t dtype)
 {
-    if (dtype <= 0 || dtype >= ATTN_DTYPE_COUNT)
-        return "invalid";
-    return dtype_names[dtype];
+    return attn_dtype_spelling(dtype);
 }
 
 ATTNREG_API attn_dtype attn_dtype_from_name(const char *name)
@@ -109,7 +98,7 @@ ATTNREG_API attn_dtype attn_dtype_from_name(const char *name)
     if (!name)
         return ATTN_DTYPE_INVALID;
     for (int i = 1; i < ATTN_DTYPE_COUNT; i++)
-        if (strcmp(name, dtype_names[i]) == 0)
+        if (strcmp(name, attn_dtype_spelling(i)) == 0)
             return (attn_dtype)i;
     return ATTN_DTYPE_INVALID;
 }

@@ -54,6 +54,27 @@ typedef enum attn_dtype {
 } attn_dtype;
 #define ATTN_DTYPE_COUNT 6
 
+/* The spelling of a dtype in conf files, the CLI and messages ("bf16",
+ * "fp8_e4m3fn", ...); "invalid" for anything else. Inline so that plugins,
+ * which do not link libattnreg, spell dtypes exactly as the registry does. */
+static inline const char *attn_dtype_spelling(int32_t dtype)
+{
+    switch (dtype) {
+    case ATTN_DTYPE_F32:
+        return "f32";
+    case ATTN_DTYPE_F16:
+        return "f16";
+    case ATTN_DTYPE_BF16:
+        return "bf16";
+    case ATTN_DTYPE_FP8_E4M3FN:
+        return "fp8_e4m3fn";
+    case ATTN_DTYPE_FP8_E4M3FNUZ:
+        return "fp8_e4m3fnuz";
+    default:
+        return "invalid";
+    }
+}
+
 /* Why a candidate was rejected. Stable codes; attn_reason_name() gives the
  * stable machine-readable name ("Q_LEN", ...). */
 typedef enum attn_reason {

@@ -601,7 +601,7 @@ int main(int argc, char **argv)
             mark = "  < target";
         }
         printf("%-8s %-11s %5d %6d %6d %9.1f %10.3f %9.2f %8.2f %7.0f%% %9.1f %8.1f %7.0f%%%s%s\n",
-               cases[i].kind, attn_conv_dtype_name(cases[i].kv_dtype), cases[i].batch,
+               cases[i].kind, attn_dtype_spelling(cases[i].kv_dtype), cases[i].batch,
                cases[i].q_len, cases[i].kv_len, r.kv_bytes / (1 << 20), r.seconds * 1e3, gbps,
                copy_bw / 1e9, of_copy * 100, gflops, fma_peak / 1e9, of_fma * 100,
                from_dram ? "" : "  (in cache)", mark);
@@ -613,9 +613,9 @@ int main(int argc, char **argv)
                 "\"kv_len\": %d, \"seconds\": %.6g, \"kv_gbps\": %.4g, \"frac_memcpy\": %.4f, "
                 "\"gflops\": %.4g, \"frac_fma\": %.4f, \"working_set_bytes\": %zu, "
                 "\"memcpy_gbps\": %.3f, \"fma_peak_gflops\": %.2f}",
-                i ? "," : "", cases[i].kind, attn_conv_dtype_name(cases[i].kv_dtype),
-                cases[i].batch, cases[i].q_len, cases[i].kv_len, r.seconds, gbps, of_copy, gflops,
-                of_fma, r.working_set, copy_bw / 1e9, fma_peak / 1e9);
+                i ? "," : "", cases[i].kind, attn_dtype_spelling(cases[i].kv_dtype), cases[i].batch,
+                cases[i].q_len, cases[i].kv_len, r.seconds, gbps, of_copy, gflops, of_fma,
+                r.working_set, copy_bw / 1e9, fma_peak / 1e9);
     }
     printf("\ntargets: decode >= 50%% of memcpy at kv_len >= 4096 from DRAM: %s (%d cases); "
            "prefill >= 25%% of FMA peak: %s\n",

@@ -35,26 +35,6 @@
  * the plugin ABI asks. */
 #define EXAMPLE_MAX_HEAD_DIM 128
 
-/* A plugin cannot call libattnreg's attn_dtype_name(), so it keeps its own
- * names; these are the ones the conf files and the CLI use. */
-static const char *example_dtype_name(int32_t dtype)
-{
-    switch (dtype) {
-    case ATTN_DTYPE_F32:
-        return "f32";
-    case ATTN_DTYPE_F16:
-        return "f16";
-    case ATTN_DTYPE_BF16:
-        return "bf16";
-    case ATTN_DTYPE_FP8_E4M3FN:
-        return "fp8_e4m3fn";
-    case ATTN_DTYPE_FP8_E4M3FNUZ:
-        return "fp8_e4m3fnuz";
-    default:
-        return "unknown";
-    }
-}
-
 /* ---- capability predicates ---------------------------------------------
  * A predicate accepts with attn_accept() or rejects with attn_reject(), a
  * reason code and one sentence that names the offending value and what would
@@ -79,16 +59,16 @@ static int example_check_dtypes(const attn_plugin_context *ctx, const attn_shape
     (void)ctx;
     if (shape->q_dtype != ATTN_DTYPE_F32)
         return attn_reject(verdict, ATTN_REASON_Q_DTYPE, "q_dtype %s not in {f32}",
-                           example_dtype_name(shape->q_dtype));
+                           attn_dtype_spelling(shape->q_dtype));
     if (shape->kv_dtype != ATTN_DTYPE_F32)
         return attn_reject(verdict, ATTN_REASON_KV_DTYPE, "kv_dtype %s not in {f32}",
-                           example_dtype_name(shape->kv_dtype));
+                           attn_dtype_spelling(shape->kv_dtype));
     if (shape->compute_dtype != ATTN_DTYPE_F32)
         return attn_reject(verdict, ATTN_REASON_COMPUTE_DTYPE, "compute_dtype %s not in {f32}",
-                           example_dtype_name(shape->compute_dtype));
+                           attn_dtype_spelling(shape->compute_dtype));
     if (shape->out_dtype != ATTN_DTYPE_F32)
         return attn_reject(verdict, ATTN_REASON_OUT_DTYPE, "out_dtype %s not in {f32}",
-                           example_dtype_name(shape->out_dtype));
+                           attn_dtype_spelling(shape->out_dtype));
     return attn_accept(verdict);
 }
 

@@ -116,19 +116,19 @@ static int aiter_generic_require_q_or_fp8(attn_verdict *verdict, const attn_shap
         return attn_accept(verdict);
     if (attn_pred_is_fp8(dtype) && arch_fp8 != ATTN_DTYPE_INVALID)
         return attn_reject(verdict, reason, "%s %s is not the FP8 format of %.*s, which uses %s",
-                           field, attn_pred_dtype_name(dtype), ATTN_ARCH_MAX - 1, shape->arch,
-                           attn_pred_dtype_name(arch_fp8));
+                           field, attn_dtype_spelling(dtype), ATTN_ARCH_MAX - 1, shape->arch,
+                           attn_dtype_spelling(arch_fp8));
     if (attn_pred_is_fp8(dtype))
         return attn_reject(verdict, reason, "%s %s: no FP8 format is known for arch %.*s", field,
-                           attn_pred_dtype_name(dtype), ATTN_ARCH_MAX - 1, shape->arch);
+                           attn_dtype_spelling(dtype), ATTN_ARCH_MAX - 1, shape->arch);
     /* Without a usable q_dtype there is no 16-bit type to match; say so
      * rather than print a set that leaves out the very type asked for. */
     if (attn_pred_is_16bit_float(dtype) && !attn_pred_is_16bit_float(shape->q_dtype))
         return attn_reject(verdict, reason,
                            "%s %s needs q_dtype bf16 or f16 to match, but q_dtype is %s", field,
-                           attn_pred_dtype_name(dtype), attn_pred_dtype_name(shape->q_dtype));
+                           attn_dtype_spelling(dtype), attn_dtype_spelling(shape->q_dtype));
     return attn_reject(verdict, reason, "%s %s not in %s: a 16-bit %s must equal q_dtype", field,
-                       attn_pred_dtype_name(dtype),
+                       attn_dtype_spelling(dtype),
                        attn_pred_format_dtype_set(set, sizeof set, allowed, count), field);
 }
 
@@ -153,18 +153,17 @@ static int aiter_generic_check_out_dtype(const attn_plugin_context *ctx, const a
     if (attn_pred_is_16bit_float(shape->q_dtype))
         return attn_reject(verdict, ATTN_REASON_OUT_DTYPE,
                            "out_dtype %s not in {%s}: aiter-generic writes its output in q_dtype",
-                           attn_pred_dtype_name(shape->out_dtype),
-                           attn_pred_dtype_name(shape->q_dtype));
+                           attn_dtype_spelling(shape->out_dtype),
+                           attn_dtype_spelling(shape->q_dtype));
     if (!attn_pred_is_16bit_float(shape->out_dtype))
         return attn_reject(verdict, ATTN_REASON_OUT_DTYPE,
                            "out_dtype %s not in {bf16, f16}: aiter-generic writes its output in "
                            "q_dtype",
-                           attn_pred_dtype_name(shape->out_dtype));
+                           attn_dtype_spelling(shape->out_dtype));
     /* Without a usable q_dtype there is no type to match (see q_dtype). */
     return attn_reject(verdict, ATTN_REASON_OUT_DTYPE,
                        "out_dtype %s needs q_dtype bf16 or f16 to match, but q_dtype is %s",
-                       attn_pred_dtype_name(shape->out_dtype),
-                       attn_pred_dtype_name(shape->q_dtype));
+                       attn_dtype_spelling(shape->out_dtype), attn_dtype_spelling(shape->q_dtype));
 }
 
 /* 16-bit math runs in the query's type; FP8 math in the arch's format. */
@@ -202,8 +201,8 @@ static int aiter_generic_check_fp8_compute_kv(const attn_plugin_context *ctx,
         return attn_accept(verdict);
     return attn_reject(verdict, ATTN_REASON_COMPUTE_DTYPE,
                        "compute_dtype %s needs an FP8 KV cache, but kv_dtype is %s",
-                       attn_pred_dtype_name(shape->compute_dtype),
-                       attn_pred_dtype_name(shape->kv_dtype));
+                       attn_dtype_spelling(shape->compute_dtype),
+                       attn_dtype_spelling(shape->kv_dtype));
 }
 
 static int aiter_generic_check_page_size(const attn_plugin_context *ctx, const attn_shape *shape,

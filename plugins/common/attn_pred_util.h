@@ -31,27 +31,6 @@
 
 /* ---- names ----------------------------------------------------------- */
 
-/* The dtype names of the conf files and the CLI (same as attn_dtype_name). */
-static inline const char *attn_pred_dtype_name(int32_t dtype)
-{
-    switch (dtype) {
-    case ATTN_DTYPE_F32:
-        return "f32";
-    case ATTN_DTYPE_F16:
-        return "f16";
-    case ATTN_DTYPE_BF16:
-        return "bf16";
-    case ATTN_DTYPE_FP8_E4M3FN:
-        return "fp8_e4m3fn";
-    case ATTN_DTYPE_FP8_E4M3FNUZ:
-        return "fp8_e4m3fnuz";
-    case ATTN_DTYPE_INVALID:
-        return "invalid";
-    default:
-        return "unknown";
-    }
-}
-
 static inline int attn_pred_is_fp8(int32_t dtype)
 {
     return dtype == ATTN_DTYPE_FP8_E4M3FN || dtype == ATTN_DTYPE_FP8_E4M3FNUZ;
@@ -122,7 +101,7 @@ static inline const char *attn_pred_format_dtype_set(char *buf, size_t size, con
     for (i = 0; i < count; i++) {
         if (i)
             attn_pred_append(buf, size, &used, ", ");
-        attn_pred_append(buf, size, &used, attn_pred_dtype_name(dtypes[i]));
+        attn_pred_append(buf, size, &used, attn_dtype_spelling(dtypes[i]));
     }
     attn_pred_append(buf, size, &used, "}");
     return buf;
@@ -216,7 +195,7 @@ static inline int attn_pred_require_dtype_in(attn_verdict *verdict, attn_reason 
     char set[ATTN_PRED_SET_MAX];
     if (attn_pred_int_in(dtype, allowed, count))
         return attn_accept(verdict);
-    return attn_reject(verdict, reason, "%s %s not in %s", field, attn_pred_dtype_name(dtype),
+    return attn_reject(verdict, reason, "%s %s not in %s", field, attn_dtype_spelling(dtype),
                        attn_pred_format_dtype_set(set, sizeof set, allowed, count));
 }
 

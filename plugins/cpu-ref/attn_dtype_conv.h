@@ -64,26 +64,6 @@ static inline size_t attn_conv_dtype_size(int32_t dtype)
     }
 }
 
-/* The conf-file spelling of a dtype, for messages (plugins do not link
- * libattnreg, so they cannot call attn_dtype_name). */
-static inline const char *attn_conv_dtype_name(int32_t dtype)
-{
-    switch (dtype) {
-    case ATTN_DTYPE_F32:
-        return "f32";
-    case ATTN_DTYPE_F16:
-        return "f16";
-    case ATTN_DTYPE_BF16:
-        return "bf16";
-    case ATTN_DTYPE_FP8_E4M3FN:
-        return "fp8_e4m3fn";
-    case ATTN_DTYPE_FP8_E4M3FNUZ:
-        return "fp8_e4m3fnuz";
-    default:
-        return "invalid";
-    }
-}
-
 static inline int attn_conv_dtype_is_fp8(int32_t dtype)
 {
     return dtype == ATTN_DTYPE_FP8_E4M3FN || dtype == ATTN_DTYPE_FP8_E4M3FNUZ;

@@ -131,7 +131,7 @@ static int check_q_dtype(const attn_plugin_context *ctx, const attn_shape *shape
         return attn_reject(v, ATTN_REASON_Q_DTYPE,
                            "cpu-ref takes queries as f32, f16 or bf16, not %s (FP8 queries come "
                            "from quantising with an fp8 compute dtype)",
-                           attn_conv_dtype_name(shape->q_dtype));
+                           attn_dtype_spelling(shape->q_dtype));
     return attn_accept(v);
 }
 
@@ -160,9 +160,9 @@ static int check_compute_dtype(const attn_plugin_context *ctx, const attn_shape 
         if (shape->kv_dtype != shape->compute_dtype)
             return attn_reject(v, ATTN_REASON_COMPUTE_DTYPE,
                                "cpu-ref computes in %s only with a %s KV cache, not %s",
-                               attn_conv_dtype_name(shape->compute_dtype),
-                               attn_conv_dtype_name(shape->compute_dtype),
-                               attn_conv_dtype_name(shape->kv_dtype));
+                               attn_dtype_spelling(shape->compute_dtype),
+                               attn_dtype_spelling(shape->compute_dtype),
+                               attn_dtype_spelling(shape->kv_dtype));
         return attn_accept(v);
     }
     return attn_reject(v, ATTN_REASON_COMPUTE_DTYPE,
@@ -178,7 +178,7 @@ static int check_out_dtype(const attn_plugin_context *ctx, const attn_shape *sha
     if (!is_float_dtype(shape->out_dtype))
         return attn_reject(v, ATTN_REASON_OUT_DTYPE,
                            "cpu-ref writes f32, f16 or bf16 outputs, not %s",
-                           attn_conv_dtype_name(shape->out_dtype));
+                           attn_dtype_spelling(shape->out_dtype));
     return attn_accept(v);
 }
 
@@ -553,7 +553,7 @@ static attn_status validate_args(const cpu_ref_backend *b, const attn_forward_ar
         (!isfinite(a->q_descale) || a->q_descale == 0.0f))
         FAIL(ATTN_ERR_INVALID_ARGUMENT,
              "cpu-ref: q_descale %g must be finite and non-zero for %s compute",
-             (double)a->q_descale, attn_conv_dtype_name(s->compute_dtype));
+             (double)a->q_descale, attn_dtype_spelling(s->compute_dtype));
     if (s->has_sinks && !a->sinks)
         FAIL(ATTN_ERR_INVALID_ARGUMENT, "cpu-ref: the shape has sinks but args.sinks is NULL");
     if (!s->has_sinks && a->sinks)

@@ -106,10 +106,10 @@ static int run_attnreg(const attn_oracle_problem *p, const char *extra, char *me
              "--out %s/out.npy --scale %.9g --k-descale %.9g --v-descale %.9g --q-descale %.9g "
              "%s%s%s %s 2>%s/stderr.txt >/dev/null",
              attnreg, s->num_q_heads, s->num_kv_heads, s->head_dim, s->head_dim_v,
-             attn_conv_dtype_name(s->q_dtype), attn_conv_dtype_name(s->kv_dtype),
-             attn_conv_dtype_name(s->compute_dtype), attn_conv_dtype_name(s->out_dtype),
-             s->page_size, s->causal ? "" : "--no-causal", dir, dir, dir, dir, dir, dir, dir,
-             (double)p->scale, (double)p->k_descale, (double)p->v_descale, (double)p->q_descale,
+             attn_dtype_spelling(s->q_dtype), attn_dtype_spelling(s->kv_dtype),
+             attn_dtype_spelling(s->compute_dtype), attn_dtype_spelling(s->out_dtype), s->page_size,
+             s->causal ? "" : "--no-causal", dir, dir, dir, dir, dir, dir, dir, (double)p->scale,
+             (double)p->k_descale, (double)p->v_descale, (double)p->q_descale,
              p->sinks ? "--sinks-file " : "", p->sinks ? dir : "", p->sinks ? "/s.npy" : "", extra,
              dir);
     int status = system(cmd);

@@ -124,9 +124,9 @@ static void describe_shape(const attn_shape *s, char *buf, size_t size)
              "q_heads=%d kv_heads=%d head_dim=%d head_dim_v=%d q=%s kv=%s compute=%s out=%s "
              "page=%d max_q_len=%d max_kv_len=%d causal=%d window=(%d,%d) softcap=%g sinks=%d",
              s->num_q_heads, s->num_kv_heads, s->head_dim, s->head_dim_v,
-             attn_conv_dtype_name(s->q_dtype), attn_conv_dtype_name(s->kv_dtype),
-             attn_conv_dtype_name(s->compute_dtype), attn_conv_dtype_name(s->out_dtype),
-             s->page_size, s->max_q_len, s->max_kv_len, s->causal, s->window_left, s->window_right,
+             attn_dtype_spelling(s->q_dtype), attn_dtype_spelling(s->kv_dtype),
+             attn_dtype_spelling(s->compute_dtype), attn_dtype_spelling(s->out_dtype), s->page_size,
+             s->max_q_len, s->max_kv_len, s->causal, s->window_left, s->window_right,
              (double)s->softcap, s->has_sinks);
 }
 

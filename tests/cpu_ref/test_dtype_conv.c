@@ -106,7 +106,7 @@ static void check_fp8_table(int32_t dtype, int bias, int nuz)
         float got = nuz ? attn_conv_fp8_e4m3fnuz_to_f32((uint8_t)c)
                         : attn_conv_fp8_e4m3fn_to_f32((uint8_t)c);
         ck_assert_msg(same_value(got, want), "%s code 0x%02x: conv %a, expected %a",
-                      attn_conv_dtype_name(dtype), c, (double)got, want);
+                      attn_dtype_spelling(dtype), c, (double)got, want);
         ck_assert_msg(same_value(attn_oracle_fp8_value(dtype, (uint8_t)c), want),
                       "oracle code 0x%02x", c);
         ck_assert_msg(same_value(attn_conv_load_f32(dtype, codes, c), want), "load code 0x%02x", c);
@@ -125,7 +125,7 @@ static void check_fp8_table(int32_t dtype, int bias, int nuz)
                 uint8_t c = (uint8_t)(i + offset);
                 double want = expected_fp8(c, bias, nuz);
                 ck_assert_msg(same_value(decoded[i], want), "%s kernel %s code 0x%02x: %a vs %a",
-                              attn_conv_dtype_name(dtype), names[k], c, (double)decoded[i], want);
+                              attn_dtype_spelling(dtype), names[k], c, (double)decoded[i], want);
             }
         }
     }
@@ -177,7 +177,7 @@ static void check_fp8_encoder(int32_t dtype, int bias, int nuz)
         float mid = (float)((v + next) / 2); /* exact: 5 significant bits */
         int even = (c & 1) ? c + 1 : c;
         ck_assert_msg(encode_fp8(dtype, mid) == even, "%s midpoint %a: got 0x%02x want 0x%02x",
-                      attn_conv_dtype_name(dtype), (double)mid, encode_fp8(dtype, mid), even);
+                      attn_dtype_spelling(dtype), (double)mid, encode_fp8(dtype, mid), even);
         ck_assert_int_eq(encode_fp8(dtype, nextafterf(mid, 0.0f)), c);
         ck_assert_int_eq(encode_fp8(dtype, nextafterf(mid, INFINITY)), c + 1);
     }
@@ -200,7 +200,7 @@ static void check_fp8_encoder(int32_t dtype, int bias, int nuz)
         float x = (float)ldexp(m, attn_oracle_rand_int(&rng, -14, 10));
         uint8_t want = attn_oracle_fp8_quantize(dtype, x);
         ck_assert_msg(encode_fp8(dtype, x) == want, "%s %a: got 0x%02x want 0x%02x",
-                      attn_conv_dtype_name(dtype), (double)x, encode_fp8(dtype, x), want);
+                      attn_dtype_spelling(dtype), (double)x, encode_fp8(dtype, x), want);
     }
 }
 
@@ -223,14 +223,14 @@ static void check_16_all_codes(int32_t dtype, int exponent_bits, int mantissa_bi
         double want = expected_16((uint16_t)c, exponent_bits, mantissa_bits);
         float got = dtype == ATTN_DTYPE_F16 ? attn_conv_f16_to_f32((uint16_t)c)
                                             : attn_conv_bf16_to_f32((uint16_t)c);
-        ck_assert_msg(same_value(got, want), "%s 0x%04x: %a vs %a", attn_conv_dtype_name(dtype), c,
+        ck_assert_msg(same_value(got, want), "%s 0x%04x: %a vs %a", attn_dtype_spelling(dtype), c,
                       (double)got, want);
         ck_assert_msg(same_value(attn_oracle_decode(dtype, codes, c), want), "oracle 0x%04x", c);
         /* Every non-NaN value encodes back to its own code. */
         if (!isnan(want)) {
             uint16_t back =
                 dtype == ATTN_DTYPE_F16 ? attn_conv_f32_to_f16(got) : attn_conv_f32_to_bf16(got);
-            ck_assert_msg(back == c, "%s 0x%04x re-encodes as 0x%04x", attn_conv_dtype_name(dtype),
+            ck_assert_msg(back == c, "%s 0x%04x re-encodes as 0x%04x", attn_dtype_spelling(dtype),
                           c, back);
         } else {
             uint16_t back =
@@ -249,7 +249,7 @@ static void check_16_all_codes(int32_t dtype, int exponent_bits, int mantissa_bi
                 uint16_t c = (uint16_t)(i + offset);
                 double want = expected_16(c, exponent_bits, mantissa_bits);
                 ck_assert_msg(same_value(decoded[i], want), "%s kernel %s 0x%04x: %a vs %a",
-                              attn_conv_dtype_name(dtype), names[k], c, (double)decoded[i], want);
+                              attn_dtype_spelling(dtype), names[k], c, (double)decoded[i], want);
             }
         }
     }
@@ -286,7 +286,7 @@ static void check_16_midpoints(int32_t dtype, int exponent_bits, int mantissa_bi
             uint16_t got =
                 dtype == ATTN_DTYPE_F16 ? attn_conv_f32_to_f16(m) : attn_conv_f32_to_bf16(m);
             ck_assert_msg(got == (uint16_t)(even | sign), "%s midpoint %a: 0x%04x, want 0x%04x",
-                          attn_conv_dtype_name(dtype), (double)m, got, even | sign);
+                          attn_dtype_spelling(dtype), (double)m, got, even | sign);
             float below = nextafterf(m, 0.0f),
                   above = nextafterf(m, negative ? -INFINITY : INFINITY);
             got = dtype == ATTN_DTYPE_F16 ? attn_conv_f32_to_f16(below)
@@ -367,7 +367,7 @@ START_TEST(test_store_and_round_helpers)
     ck_assert(attn_conv_round_to(ATTN_DTYPE_F32, 0.1f) == 0.1f);
     ck_assert_uint_eq(attn_conv_dtype_size(ATTN_DTYPE_BF16), 2);
     ck_assert_uint_eq(attn_conv_dtype_size(ATTN_DTYPE_INVALID), 0);
-    ck_assert_str_eq(attn_conv_dtype_name(ATTN_DTYPE_FP8_E4M3FNUZ), "fp8_e4m3fnuz");
+    ck_assert_str_eq(attn_dtype_spelling(ATTN_DTYPE_FP8_E4M3FNUZ), "fp8_e4m3fnuz");
 }
 END_TEST
 

@@ -502,8 +502,8 @@ static bool run_case(const Case &c, Stats &st, bool verbose)
                "rel L2 %.3g, bad %ld, cpu-ref bad %ld\n",
                ok ? "ok  " : "FAIL", c.name,
                c.kernel == GPU_ATTN_KERNEL_MTP ? "mtp" : "generic", T, S, c.hq, c.hkv, D, c.page,
-               attn_conv_dtype_name(c.q_dtype), attn_conv_dtype_name(c.kv_dtype),
-               attn_conv_dtype_name(c.out_dtype), attn_conv_dtype_name(c.compute_dtype), c.causal,
+               attn_dtype_spelling(c.q_dtype), attn_dtype_spelling(c.kv_dtype),
+               attn_dtype_spelling(c.out_dtype), attn_dtype_spelling(c.compute_dtype), c.causal,
                c.wl, c.wr, c.softcap, c.sinks, nseg_used, maxk, worst, rel, bad, bad_cpu);
         if (!ok && first_bad != (size_t)-1) {
             size_t tok = first_bad / ((size_t)c.hq * Dv), h = first_bad / Dv % c.hq, d = first_bad % Dv;

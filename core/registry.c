@@ -312,6 +312,20 @@ ATTNREG_API attn_status attn_registry_plugin(const attn_registry *reg, size_t in
     return ATTN_OK;
 }
 
+ATTNREG_API attn_status attn_registry_list(const attn_registry *reg, attn_plugin_info *infos,
+                                           size_t capacity, size_t *count)
+{
+    if (!reg || !count || (capacity && !infos))
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_registry_list: bad argument");
+    for (size_t i = 0; i < capacity && i < reg->num_candidates; i++) {
+        if (infos[i].struct_size == 0)
+            infos[i].struct_size = sizeof infos[i];
+        attn_registry_plugin(reg, i, &infos[i]);
+    }
+    *count = reg->num_candidates;
+    return ATTN_OK;
+}
+
 ATTNREG_API int attn_plugin_info_has_arch(const attn_plugin_info *info, const char *arch)
 {
     if (!info || !info->candidate || !arch)

@@ -151,6 +151,11 @@ typedef struct attn_plugin_info {
 ATTNREG_API size_t attn_registry_plugin_count(const attn_registry *registry);
 ATTNREG_API attn_status attn_registry_plugin(const attn_registry *registry, size_t index,
                                              attn_plugin_info *out);
+/* Every candidate at once, in priority order: fills up to `capacity` infos
+ * (each with struct_size set by the caller, or 0 for the current size) and
+ * sets *count to the number registered, which may exceed capacity. */
+ATTNREG_API attn_status attn_registry_list(const attn_registry *registry, attn_plugin_info *infos,
+                                           size_t capacity, size_t *count);
 ATTNREG_API int attn_plugin_info_has_arch(const attn_plugin_info *info, const char *arch);
 
 /* What loading the plugin's library found. Loads it if not loaded yet. */

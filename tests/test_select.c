@@ -953,6 +953,34 @@ static attn_registry *open_shipped(int strict, int runnable)
     return open_with(&opt);
 }
 
+/* attn_registry_list gives the same candidates, in the same priority order,
+ * as the one-at-a-time accessor, and reports the full count when the
+ * caller's array is smaller. */
+START_TEST(list_matches_priority_order)
+{
+    attn_registry *reg = open_shipped(0, 0);
+    attn_plugin_info infos[8];
+    size_t count = 0;
+    memset(infos, 0, sizeof infos);
+    ck_assert_int_eq(attn_registry_list(reg, infos, 8, &count), ATTN_OK);
+    ck_assert_uint_eq(count, 3);
+    ck_assert_str_eq(infos[0].name, "aiter-mtp-gfx950");
+    ck_assert_str_eq(infos[1].name, "aiter-generic");
+    ck_assert_str_eq(infos[2].name, "cpu-ref");
+    ck_assert_int_eq(infos[0].priority, 100);
+    ck_assert(attn_plugin_info_has_arch(&infos[1], "gfx942"));
+    ck_assert(!attn_plugin_info_has_arch(&infos[2], "gfx950"));
+    attn_plugin_info one[1];
+    memset(one, 0, sizeof one);
+    count = 0;
+    ck_assert_int_eq(attn_registry_list(reg, one, 1, &count), ATTN_OK);
+    ck_assert_uint_eq(count, 3);
+    ck_assert_str_eq(one[0].name, "aiter-mtp-gfx950");
+    ck_assert_int_eq(attn_registry_list(reg, NULL, 4, &count), ATTN_ERR_INVALID_ARGUMENT);
+    attn_registry_close(reg);
+}
+END_TEST
+
 START_TEST(shipped_fp8_gqa_falls_back_to_bf16)
 {
     attn_registry *reg = open_shipped(0, 0);
@@ -1282,6 +1310,7 @@ static Suite *select_suite(void)
 
     ts_add_fixtures(order, 20);
     tcase_add_test(order, priority_then_name_order);
+    tcase_add_test(order, list_matches_priority_order);
     tcase_add_test(order, first_accepting_wins);
     tcase_add_test(order, invalid_shape_before_any_plugin);
     tcase_add_test(order, unsupported_lists_every_reason);

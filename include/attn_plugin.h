@@ -15,6 +15,11 @@
  *   1.1  Appended attn_plugin_descriptor.probe_devices (optional device
  *        probe). Hosts accept 1.0 plugins and treat them as having no probe.
  *
+ * Threads: the host may call predicates, create and probe_devices from
+ * several threads at once (selection is concurrent); they must not modify
+ * shared state without their own locking. init and fini run once, alone.
+ * One backend object is used by one thread at a time.
+ *
  * Negotiation rules (enforced by the host):
  *   - descriptor.abi_major must equal the host's ATTN_PLUGIN_ABI_MAJOR;
  *   - descriptor.abi_minor newer than the host's is refused;

@@ -11,27 +11,8 @@
 
 ATTNREG_API void attn_shape_init(attn_shape *s)
 {
-    if (!s)
-        return;
-    memset(s, 0, sizeof *s);
-    s->struct_size = sizeof *s;
-    strcpy(s->arch, "cpu");
-    s->num_q_heads = 1;
-    s->num_kv_heads = 0;
-    s->head_dim = 128;
-    s->head_dim_v = 0;
-    s->q_dtype = ATTN_DTYPE_BF16;
-    s->kv_dtype = ATTN_DTYPE_BF16;
-    s->compute_dtype = ATTN_DTYPE_BF16;
-    s->out_dtype = ATTN_DTYPE_BF16;
-    s->page_size = 16;
-    s->max_q_len = 1;
-    s->max_kv_len = 1;
-    s->causal = 1;
-    s->window_left = -1;
-    s->window_right = -1;
-    s->softcap = 0.0f;
-    s->has_sinks = 0;
+    if (s)
+        attn_shape_defaults(s);
 }
 
 attn_status attn_shape_normalize(const attn_shape *in, attn_shape *out)

@@ -119,7 +119,8 @@ typedef enum attn_reason {
 
 /* The shape descriptor: everything a backend needs to decide whether it can
  * run a call, known before any tensor exists. Fill it with attn_shape_init()
- * (host API) or ATTN_SHAPE_DEFAULTS, then set what differs. */
+ * (host API) or attn_shape_defaults() (below; for plugins and tests that do
+ * not link libattnreg), then set what differs. */
 typedef struct attn_shape {
     uint32_t struct_size;     /* sizeof(attn_shape) as the writer knows it */
     char arch[ATTN_ARCH_MAX]; /* "gfx950", "gfx942", "sm_90", "cpu" */
@@ -140,6 +141,32 @@ typedef struct attn_shape {
     float softcap;         /* 0 = none */
     int32_t has_sinks;     /* 1 = per-head sink logits are passed */
 } attn_shape;
+
+/* The defaults of attn_shape_init(): arch "cpu", 1 query head, MHA, head_dim
+ * 128, every dtype bf16, page 16, q and kv length 1, causal, no window, no
+ * softcap, no sinks. */
+static inline void attn_shape_defaults(attn_shape *s)
+{
+    static const attn_shape defaults = {sizeof(attn_shape),
+                                        "cpu",
+                                        1,
+                                        0,
+                                        128,
+                                        0,
+                                        ATTN_DTYPE_BF16,
+                                        ATTN_DTYPE_BF16,
+                                        ATTN_DTYPE_BF16,
+                                        ATTN_DTYPE_BF16,
+                                        16,
+                                        1,
+                                        1,
+                                        1,
+                                        -1,
+                                        -1,
+                                        0.0f,
+                                        0};
+    *s = defaults;
+}
 
 /* The tensors of one forward call (vLLM's paged layouts). Pointers are in
  * the backend's memory space (host memory for cpu-ref, device memory for

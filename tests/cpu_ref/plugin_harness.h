@@ -43,8 +43,4 @@ attn_status harness_run(const harness_plugin *plugin, const attn_plugin_context 
                         const attn_shape *shape, attn_forward_args *args, char *err,
                         size_t err_size);
 
-/* A shape with attn_shape_init's documented defaults (the tests do not link
- * libattnreg). */
-void harness_shape_defaults(attn_shape *shape);
-
 #endif /* CPU_REF_PLUGIN_HARNESS_H */

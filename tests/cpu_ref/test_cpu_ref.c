@@ -202,7 +202,7 @@ static void make_config(uint64_t seed, int index, sweep_config *c)
     attn_oracle_rand_next(&rng);
     memset(c, 0, sizeof *c);
     attn_shape *s = &c->shape;
-    harness_shape_defaults(s);
+    attn_shape_defaults(s);
     s->q_dtype = float_dtypes[index % 3];
     s->kv_dtype = kv_dtypes[(index / 3) % 5];
     s->out_dtype = float_dtypes[(index / 15) % 3];
@@ -333,7 +333,7 @@ END_TEST
 
 static void base_shape(attn_shape *s)
 {
-    harness_shape_defaults(s);
+    attn_shape_defaults(s);
     s->num_q_heads = 4;
     s->num_kv_heads = 2;
     s->head_dim = 32;
@@ -684,7 +684,7 @@ START_TEST(test_predicates)
     ck_assert_str_eq(plugin.desc->built_archs[0], "cpu");
     ck_assert_ptr_null(plugin.desc->built_archs[1]);
     attn_shape s;
-    harness_shape_defaults(&s);
+    attn_shape_defaults(&s);
     expect_accept(&s);
     /* Everything the semantics describe is accepted. */
     s.num_q_heads = 32;

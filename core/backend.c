@@ -32,25 +32,10 @@ ATTNREG_API attn_status attn_backend_create(attn_registry *reg, const attn_selec
     if (!attn_candidate_ensure_loaded(c))
         return attn_fail(c->load_status, "%s: %s", c->name, c->load_message);
     const attn_shape *s = &sel->effective_shape;
-    if (!c->desc.built_archs || !c->desc.built_archs[0])
-        return attn_fail(ATTN_ERR_NO_KERNELS,
-                         "%s was built without kernels: its binary holds code for no arch "
-                         "(asked for %s)",
-                         c->name, s->arch);
-    if (!attn_candidate_has_built_arch(c, s->arch))
-        return attn_fail(ATTN_ERR_ARCH_NOT_IN_BINARY,
-                         "%s holds code for %s, not for %s (selection answers for any arch; "
-                         "create needs the code)",
-                         c->name, c->built_archs_text, s->arch);
-    attn_status st = attn_candidate_probe(c);
+    char why[512];
+    attn_status st = attn_candidate_can_run(c, s->arch, why, sizeof why);
     if (st != ATTN_OK)
-        return attn_fail(ATTN_ERR_NO_DEVICE, "%s: no device: %s", c->name,
-                         c->probe_message ? c->probe_message : attn_status_message(st));
-    int present = 0;
-    for (uint32_t i = 0; i < c->num_devices; i++)
-        present |= strcmp(c->devices[i].arch, s->arch) == 0;
-    if (!present)
-        return attn_fail(ATTN_ERR_NO_DEVICE, "%s: no %s device is present", c->name, s->arch);
+        return attn_fail(st, "%s: %s", c->name, why);
 
     attn_backend *b = calloc(1, sizeof *b);
     if (!b)

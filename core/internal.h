@@ -261,6 +261,11 @@ void attn_candidate_unload(attn_candidate *c);
 int attn_candidate_has_built_arch(const attn_candidate *c, const char *arch);
 /* Probe once; returns the status and fills the candidate-owned device list. */
 attn_status attn_candidate_probe(attn_candidate *c);
+/* Whether the loaded candidate can run `arch` on this machine: code for it in
+ * the binary and a device of that arch. ATTN_OK, or ATTN_ERR_NO_KERNELS /
+ * ATTN_ERR_ARCH_NOT_IN_BINARY / ATTN_ERR_NO_DEVICE with a sentence in msg.
+ * Shared by runnable-mode selection and attn_backend_create. */
+attn_status attn_candidate_can_run(attn_candidate *c, const char *arch, char *msg, size_t size);
 
 /* select.c: decisions */
 void attn_decision_free(decision *d);

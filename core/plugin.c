@@ -205,3 +205,31 @@ attn_status attn_candidate_probe(attn_candidate *c)
     pthread_mutex_unlock(&c->load_lock);
     return st;
 }
+
+attn_status attn_candidate_can_run(attn_candidate *c, const char *arch, char *msg, size_t size)
+{
+    if (!attn_candidate_has_built_arch(c, arch)) {
+        if (!c->built_archs_text || !c->built_archs_text[0]) {
+            snprintf(msg, size, "built without kernels: the binary holds code for no arch");
+            return ATTN_ERR_NO_KERNELS;
+        }
+        snprintf(msg, size, "the binary holds code for %s, not %s", c->built_archs_text, arch);
+        return ATTN_ERR_ARCH_NOT_IN_BINARY;
+    }
+    attn_status st = attn_candidate_probe(c);
+    if (st != ATTN_OK) {
+        snprintf(msg, size, "no device: %s",
+                 c->probe_message ? c->probe_message : attn_status_message(st));
+        return ATTN_ERR_NO_DEVICE;
+    }
+    for (uint32_t i = 0; i < c->num_devices; i++)
+        if (strcmp(c->devices[i].arch, arch) == 0)
+            return ATTN_OK;
+    strbuf sb = {0};
+    for (uint32_t i = 0; i < c->num_devices; i++)
+        strbuf_printf(&sb, "%s%s", i ? ", " : "", c->devices[i].arch);
+    char *found = strbuf_take(&sb);
+    snprintf(msg, size, "no %s device present (found: %s)", arch, found);
+    free(found);
+    return ATTN_ERR_NO_DEVICE;
+}

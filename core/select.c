@@ -157,28 +157,13 @@ static int check_plugin_layer(attn_candidate *c, const attn_shape *s, verdict_re
 
 static int check_runnable_layer(attn_candidate *c, const attn_shape *s, verdict_rec *r)
 {
-    if (!attn_candidate_has_built_arch(c, s->arch)) {
-        if (!c->built_archs_text || !c->built_archs_text[0])
-            return reject(r, ATTN_REASON_ARCH_NOT_IN_BINARY, "runnable", NULL, 0,
-                          "built without kernels: the binary holds code for no arch");
-        return reject(r, ATTN_REASON_ARCH_NOT_IN_BINARY, "runnable", NULL, 0,
-                      "the binary holds code for %s, not %s", c->built_archs_text, s->arch);
-    }
-    attn_status st = attn_candidate_probe(c);
-    if (st != ATTN_OK)
-        return reject(r, ATTN_REASON_NO_DEVICE, "runnable", NULL, 0, "no device: %s",
-                      c->probe_message ? c->probe_message : attn_status_message(st));
-    for (uint32_t i = 0; i < c->num_devices; i++)
-        if (strcmp(c->devices[i].arch, s->arch) == 0)
-            return 1;
-    strbuf sb = {0};
-    for (uint32_t i = 0; i < c->num_devices; i++)
-        strbuf_printf(&sb, "%s%s", i ? ", " : "", c->devices[i].arch);
-    char *found = strbuf_take(&sb);
-    reject(r, ATTN_REASON_NO_DEVICE, "runnable", NULL, 0, "no %s device present (found: %s)",
-           s->arch, found);
-    free(found);
-    return 0;
+    char why[512];
+    attn_status st = attn_candidate_can_run(c, s->arch, why, sizeof why);
+    if (st == ATTN_OK)
+        return 1;
+    return reject(r,
+                  st == ATTN_ERR_NO_DEVICE ? ATTN_REASON_NO_DEVICE : ATTN_REASON_ARCH_NOT_IN_BINARY,
+                  "runnable", NULL, 0, "%s", why);
 }
 
 /* ---- passes ------------------------------------------------------------ */

@@ -135,7 +135,21 @@ __global__ void copy_kernel(const uint4 *__restrict__ src, uint4 *__restrict__ d
         dst[i] = src[i];
 }
 
-static double memcpy_gbs = 0, kernel_copy_gbs = 0;
+/* A read-only stream: 16-byte loads, folded so the compiler keeps them. */
+__global__ void read_kernel(const uint4 *__restrict__ src, size_t n16, uint32_t *sink)
+{
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    size_t stride = (size_t)gridDim.x * blockDim.x;
+    uint32_t x = 0;
+    for (; i < n16; i += stride) {
+        uint4 v = src[i];
+        x ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+    if (x == 0x9E3779B9u)
+        *sink = x;
+}
+
+static double memcpy_gbs = 0, kernel_copy_gbs = 0, read_gbs = 0;
 
 /* Copy bandwidth of this run (bytes read + bytes written), the better of
  * the runtime's device-to-device memcpy and a copy kernel: the denominator
@@ -152,6 +166,8 @@ static double measure_copy(void)
     memcpy_gbs = 2.0 * n / (us * 1e-6) / 1e9;
     us = time_calls([&](int) { copy_kernel<<<132 * 16, 256, 0, stream>>>((const uint4 *)src, (uint4 *)dst, n / 16); }, 4, &g);
     kernel_copy_gbs = 2.0 * n / (us * 1e-6) / 1e9;
+    us = time_calls([&](int) { read_kernel<<<132 * 16, 256, 0, stream>>>((const uint4 *)src, n / 16, (uint32_t *)dst); }, 4, &g);
+    read_gbs = (double)n / (us * 1e-6) / 1e9;
     hipFree(src);
     hipFree(dst);
     return std::max(memcpy_gbs, kernel_copy_gbs);
@@ -180,7 +196,11 @@ static Result run_one(const char *family, gpu_attn_kernel kernel, int hq, int hk
     for (size_t i = 0; i < bt.size(); i++)
         bt[i] = (int)i;
     uint64_t x = 12345;
-    for (size_t i = bt.size() - 1; i > 0; i--) {
+    /* ATTNREG_BENCH_LINEAR_BLOCKS=1: every sequence's blocks in order (a
+     * diagnosis of how much the scattered pages cost; not the default). */
+    const char *lin = getenv("ATTNREG_BENCH_LINEAR_BLOCKS");
+    const bool shuffle = !(lin && strcmp(lin, "1") == 0);
+    for (size_t i = bt.size() - 1; shuffle && i > 0; i--) {
         x = x * 6364136223846793005ull + 1442695040888963407ull;
         size_t j = (size_t)(x >> 33) % (i + 1);
         /* shuffle within a set only, so sets stay disjoint */
@@ -330,8 +350,8 @@ int main(int argc, char **argv)
     }
     copy_gbs = measure_copy();
     printf("device: %s (%s, %d CUs); device-to-device copy (read + write): memcpy %.0f GB/s, "
-           "copy kernel %.0f GB/s; using %.0f GB/s\n",
-           dev.name, dev.arch, dev.compute_units, memcpy_gbs, kernel_copy_gbs, copy_gbs);
+           "copy kernel %.0f GB/s; using %.0f GB/s; read-only kernel %.0f GB/s\n",
+           dev.name, dev.arch, dev.compute_units, memcpy_gbs, kernel_copy_gbs, copy_gbs, read_gbs);
 
     const size_t cache_bytes = 3ull << 30; /* per K and V: covers batch 64 x 16k x 2 sets */
     uint8_t *ck, *cv;
@@ -385,8 +405,9 @@ int main(int argc, char **argv)
         FILE *f = fopen(argv[1], "w");
         if (f) {
             fprintf(f, "{\n  \"device\": \"%s\",\n  \"arch\": \"%s\",\n  \"copy_gbs\": %.1f,\n  "
-                       "\"memcpy_gbs\": %.1f,\n  \"copy_kernel_gbs\": %.1f,\n  \"results\": [\n",
-                    dev.name, dev.arch, copy_gbs, memcpy_gbs, kernel_copy_gbs);
+                       "\"memcpy_gbs\": %.1f,\n  \"copy_kernel_gbs\": %.1f,\n  \"read_kernel_gbs\": %.1f,\n  "
+                       "\"results\": [\n",
+                    dev.name, dev.arch, copy_gbs, memcpy_gbs, kernel_copy_gbs, read_gbs);
             for (size_t i = 0; i < res.size(); i++) {
                 const Result &r = res[i];
                 fprintf(f,

@@ -376,36 +376,65 @@ __global__ void __launch_bounds__(GEN_WARPS * 32)
 
 /* Merge nseg partials of each (token, head) with the log-sum-exp rule, add
  * the sink to the denominator, scale by v_descale and store. A segment that
- * saw no key has sum 0 and is skipped (its acc was never written). */
+ * saw no key has sum 0 and is skipped (its acc was never written).
+ * The first warp reads every segment's (max, sum) at once (two per lane)
+ * and leaves one weight per segment in shared memory; then every thread
+ * sums its output columns over the segments with independent loads. A
+ * serial walk over the segments, each waiting on its load, made this kernel
+ * a chain of 3 x nseg memory round trips: longer than the attention kernel
+ * itself on small batches. */
+#define RED_MAX_SEG 64
 __global__ void __launch_bounds__(128) attn_reduce_kernel(const attn_kparams p, int nseg)
 {
+    __shared__ float weight[RED_MAX_SEG];
+    __shared__ float scale;
     const int token = blockIdx.x, head = blockIdx.y;
     const int64_t stride = (int64_t)p.num_tokens * p.hq;
     const int64_t base = (int64_t)token * p.hq + head;
-    float mx = -INFINITY;
-    for (int sg = 0; sg < nseg; sg++) {
-        float ms = p.ws_ml[2 * (base + sg * stride)], ls = p.ws_ml[2 * (base + sg * stride) + 1];
-        if (ls > 0.f)
-            mx = fmaxf(mx, ms);
+    nseg = min(nseg, RED_MAX_SEG);
+    if (threadIdx.x < 32) {
+        const int lane = threadIdx.x;
+        float ms[2], ls[2];
+        float mx = -INFINITY;
+#pragma unroll
+        for (int k = 0; k < 2; k++) {
+            const int sg = lane + 32 * k;
+            ms[k] = -INFINITY;
+            ls[k] = 0.f;
+            if (sg < nseg) {
+                ms[k] = p.ws_ml[2 * (base + sg * stride)];
+                ls[k] = p.ws_ml[2 * (base + sg * stride) + 1];
+            }
+            if (ls[k] > 0.f)
+                mx = fmaxf(mx, ms[k]);
+        }
+        mx = warp_max32(mx);
+        const float sk = p.sinks ? p.sinks[head] * ATTN_LOG2E : -INFINITY;
+        const float M = fmaxf(mx, sk);
+        const float mu = M == -INFINITY ? 0.f : M;
+        float part = 0.f;
+#pragma unroll
+        for (int k = 0; k < 2; k++) {
+            const int sg = lane + 32 * k;
+            const float w = ls[k] > 0.f ? exp2f(ms[k] - mu) : 0.f;
+            part += ls[k] * w;
+            if (sg < nseg)
+                weight[sg] = w;
+        }
+        float denom = warp_sum32(part) + (p.sinks ? exp2f(sk - mu) : 0.f);
+        if (lane == 0)
+            scale = denom > 0.f ? p.v_scale / denom : 0.f;
     }
-    float sk = p.sinks ? p.sinks[head] * ATTN_LOG2E : -INFINITY;
-    float M = fmaxf(mx, sk);
-    float mu = M == -INFINITY ? 0.f : M;
-    float denom = p.sinks ? exp2f(sk - mu) : 0.f;
-    for (int sg = 0; sg < nseg; sg++) {
-        float ms = p.ws_ml[2 * (base + sg * stride)], ls = p.ws_ml[2 * (base + sg * stride) + 1];
-        if (ls > 0.f)
-            denom += ls * exp2f(ms - mu);
-    }
-    float inv = denom > 0.f ? p.v_scale / denom : 0.f;
-    int64_t ob = (int64_t)(token)*p.out_stride_token + (int64_t)head * p.out_stride_head;
+    __syncthreads();
+    const float inv = scale;
+    const int64_t ob = (int64_t)(token)*p.out_stride_token + (int64_t)head * p.out_stride_head;
     for (int dd = threadIdx.x; dd < p.dv; dd += blockDim.x) {
         float a = 0.f;
+#pragma unroll 8
         for (int sg = 0; sg < nseg; sg++) {
-            int64_t i = base + sg * stride;
-            float ls = p.ws_ml[2 * i + 1];
-            if (ls > 0.f)
-                a += p.ws_acc[i * p.dv + dd] * exp2f(p.ws_ml[2 * i] - mu);
+            const float w = weight[sg];
+            if (w != 0.f) /* a segment without keys left its acc unwritten */
+                a += p.ws_acc[(base + sg * stride) * p.dv + dd] * w;
         }
         attn_store_elem(p.out, ob + dd, p.out_dtype, a * inv);
     }

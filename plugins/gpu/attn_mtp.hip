@@ -13,7 +13,7 @@
  * f32 accumulate).
  *
  * Layout of the mma path (NVIDIA, sm_89+; 4 warps, tiles of 32 keys, three
- * shared-memory stages filled by cp.async, two tiles in flight):
+ * shared-memory stages of raw fp8 filled by cp.async, two tiles in flight):
  *   warp w owns token tw = w % QW (16 rows = its 16 heads, one m16 tile) and
  *   key group kg = w / QW: with QW = 4 every warp takes all 32 keys of a
  *   tile; with QW = 2 each of a token's two warps takes 16 of them, and
@@ -21,18 +21,31 @@
  *   Q: bf16 -> f16 in shared memory, each row scaled by a power of two that
  *   puts its largest element in [2^14, 2^15) (exact for bf16 inputs, no f16
  *   overflow); the power is folded into the row's score multiplier.
- *   K: fp8 in shared memory (cp.async), converted to f16 pairs by the
- *   hardware (cvt.rn.f16x2.e4m3x2, exact) right before the mma. The head
- *   dimension is permuted consistently for Q and K so that each lane reads 8
- *   contiguous bytes per two mma; each key row is shifted by 0-96 bytes so
- *   that those reads hit every bank once with plain (base + constant)
- *   addresses.
- *   V: fp8, transposed in shared memory to [d][keys] so that a lane's four
- *   B-operand keys are one 32-bit word; the keys of the score tile are
- *   permuted so that they line up with that word.
- *   P: f16 (probabilities in [0, 1]: 11 significant bits).
+ *   K, V: convert once, then ldmatrix. When a raw fp8 tile has landed, all
+ *   128 threads convert it once to f16 (cvt.rn.f16x2.e4m3x2, exact) into
+ *   two row-major [key][d] tiles, Kh and Vh. Every warp then reads its
+ *   operands with ldmatrix: Q (A operand) and K (B operand of S = Q K^T)
+ *   plain, V (B operand of P V) transposed by ldmatrix .trans. With QW = 4
+ *   a K or V element is thus converted once instead of once per warp, and
+ *   V needs no transpose in software.
+ *   Swizzle: every f16 row (Q, Kh, Vh) is 512 bytes = 32 chunks of 16
+ *   bytes, and chunk c of row r is stored at chunk c ^ (r & 7). An ldmatrix
+ *   phase reads one 16-byte chunk from each of 8 consecutive rows, which
+ *   the swizzle puts in 8 different bank groups. The raw fp8 rows (256
+ *   bytes) use the same rule so that the conversion, which reads one chunk
+ *   of 8 consecutive keys per phase and writes two f16 chunks per key, is
+ *   conflict-free on both sides.
+ *   P: the f32 score accumulators become the A operand of P V directly
+ *   (the mma C layout of two n8 tiles is the A layout of one k16 chunk),
+ *   rounded to f16 (probabilities in [0, 1]: 11 significant bits).
  *   Partials (max, sum, acc) go to the workspace for every segment, and
  *   attn_reduce_kernel merges them (sinks, v_descale, output dtype there).
+ *   Shared memory: Q 32 KiB (QW = 4), raw stages 3 x 16 KiB, Kh + Vh
+ *   32 KiB: 112 KiB, so two programs (8 warps) fit on an SM of 228 KiB.
+ *   Kh and Vh are single-buffered (a second pair, 32 KiB more, would leave
+ *   room for one program per SM only), so each tile costs two barriers:
+ *   one before the conversion (the previous tile's mma are done with Kh and
+ *   Vh) and one after it; the other program on the SM fills those gaps.
  * On AMD the launcher runs the portable generic kernel with 64-row programs
  * instead, which keeps the "one KV read for all tokens" property but uses
  * scalar math. NVIDIA devices below sm_89 (no e4m3 conversion instruction)
@@ -73,23 +86,55 @@ static __device__ __forceinline__ void cp_async_wait()
 }
 
 #ifdef ATTN_MTP_MMA
-/* Two e4m3 bytes -> two f16 (low byte -> low half), exact. */
-static __device__ __forceinline__ uint32_t fp8x2_to_f16x2(uint32_t two)
+/* Four e4m3 bytes -> four f16, exact: bytes 0, 1 -> lo (byte 0 in the low
+ * half), bytes 2, 3 -> hi. */
+static __device__ __forceinline__ void fp8x4_to_f16x4(uint32_t four, uint32_t &lo, uint32_t &hi)
 {
-    uint32_t r;
-    asm("{\n .reg .b16 t;\n cvt.u16.u32 t, %1;\n cvt.rn.f16x2.e4m3x2 %0, t;\n}\n"
-        : "=r"(r)
-        : "r"(two));
-    return r;
+    asm("{\n .reg .b16 a, b;\n mov.b32 {a, b}, %2;\n cvt.rn.f16x2.e4m3x2 %0, a;\n"
+        " cvt.rn.f16x2.e4m3x2 %1, b;\n}\n"
+        : "=r"(lo), "=r"(hi)
+        : "r"(four));
 }
 
-static __device__ __forceinline__ void mma16816(float *c, uint32_t a0, uint32_t a1, uint32_t a2,
-                                                uint32_t a3, uint32_t b0, uint32_t b1)
+/* Four 8x8 b16 matrices: lanes 8j..8j+7 give the row addresses of matrix j,
+ * and register j of lane i receives row i/4, columns 2(i%4), 2(i%4)+1 of
+ * matrix j (of its transpose with .trans). Volatile: the compiler must not
+ * move the reads across the barriers that publish Kh and Vh. */
+static __device__ __forceinline__ void ldsm_x4(uint32_t addr, uint32_t *r)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+static __device__ __forceinline__ void ldsm_x4_trans(uint32_t addr, uint32_t *r)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
+static __device__ __forceinline__ void mma16816(float *c, const uint32_t *a, uint32_t b0,
+                                                uint32_t b1)
 {
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
                  "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* 2^x by the hardware (MUFU.EX2), flushing results below 2^-126 to zero.
+ * exp2f gives the same value for every normal result, but wraps the
+ * instruction in a range fix-up for subnormal results (3 more instructions
+ * per call, 10-18 calls per warp and tile). Such results cannot matter in
+ * the online softmax: a probability that small rounds to 0 in f16 anyway
+ * and cannot move a row sum that is >= 1 (the row's maximum contributes
+ * 2^0), and a rescale factor that small only drops old contributions below
+ * 2^-126 of the new maximum's. */
+static __device__ __forceinline__ float exp2_ftz(float x)
+{
+    float r;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(x));
+    return r;
 }
 
 static __device__ __forceinline__ uint32_t pack_f16x2(float lo, float hi)
@@ -102,17 +147,20 @@ static __device__ __forceinline__ uint32_t pack_f16x2(float lo, float hi)
 /* Shared-memory plan of the mma kernel, in bytes. */
 template <int QW>
 struct mtp_smem {
-    static constexpr int TILE = 32;               /* keys per tile */
-    static constexpr int KW = 8 * QW;             /* keys of a tile per warp */
-    static constexpr int STAGES = 3;              /* raw KV stages: 2 tiles in flight */
-    static constexpr int QROW = MTP_D * 2 + 64;   /* f16 Q row, padded (bank spread) */
-    static constexpr int Q_BYTES = QW * 16 * QROW;
-    static constexpr int KROW = MTP_D + 128;      /* fp8 K row: 256 bytes shifted by 0-96 */
-    static constexpr int KRAW = TILE * KROW;      /* one fp8 K tile */
-    static constexpr int VRAW = TILE * MTP_D;
-    static constexpr int STAGE = KRAW + VRAW;
-    static constexpr int VT = MTP_D * TILE;       /* transposed V */
-    static constexpr int TOTAL = Q_BYTES + STAGES * STAGE + VT + QW * 16 * 4;
+    static constexpr int TILE = 32;       /* keys per tile */
+    static constexpr int KW = 8 * QW;     /* keys of a tile per warp */
+    static constexpr int STAGES = 3;      /* raw KV stages: 2 tiles in flight */
+    static constexpr int ROW = MTP_D * 2; /* f16 row: 32 swizzled 16-byte chunks */
+    static constexpr int Q_BYTES = QW * 16 * ROW;
+    static constexpr int RAW = TILE * MTP_D; /* one fp8 K or V tile */
+    static constexpr int STAGE = 2 * RAW;    /* K then V */
+    static constexpr int HALF = TILE * ROW;  /* one f16 K or V tile */
+    static constexpr int TOTAL = Q_BYTES + STAGES * STAGE + 2 * HALF + QW * 16 * 4;
+    /* Two programs per SM: 228 KiB, less 1 KiB reserved per program. */
+    static_assert(2 * (TOTAL + 1024) <= 228 * 1024, "two programs per SM must fit");
+    /* The QW = 2 merge reuses the raw stages. */
+    static_assert(QW != 2 || (QW * 128 * 32 + QW * 4 * 32) * 4 <= STAGES * STAGE,
+                  "merge buffer must fit in the stages");
 };
 
 template <int QW>
@@ -125,12 +173,13 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
     constexpr int NT = KW / 8;  /* n8 score tiles per warp */
     constexpr int KC = KW / 16; /* k16 chunks of P x V per warp */
     constexpr int STAGES = L::STAGES;
-    constexpr int W = TILE / 4; /* 32-bit words per transposed V row */
+    constexpr int ROW = L::ROW;
     extern __shared__ __align__(16) uint8_t mtp_sm[];
     uint8_t *Qh = mtp_sm;
     uint8_t *stage0 = Qh + L::Q_BYTES;
-    uint8_t *Vt = stage0 + STAGES * L::STAGE;
-    float *rowmul = (float *)(Vt + L::VT);
+    uint8_t *Kh = stage0 + STAGES * L::STAGE;
+    uint8_t *Vh = Kh + L::HALF;
+    float *rowmul = (float *)(Vh + L::HALF);
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, t = lane & 3;
@@ -145,7 +194,8 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
     const int32_t *bt = p.block_table + (int64_t)s * p.bt_stride;
 
     /* ---- Q: bf16 -> f16 with a per-row power-of-two scale. Warp w converts
-     * rows [w*QW*4, (w+1)*QW*4); each lane one 16-byte chunk of a row. */
+     * rows [w*QW*4, (w+1)*QW*4); each lane one 16-byte chunk of a row,
+     * stored at its swizzled place (chunk lane ^ (row & 7)). */
     for (int rr = 0; rr < QW * 4; rr++) {
         const int row = warp * QW * 4 + rr; /* row = token*16 + head */
         const int tok = row >> 4, hh = row & 15;
@@ -181,7 +231,7 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
 #pragma unroll
         for (int k = 0; k < 4; k++)
             h[k] = pack_f16x2(ldexpf(v[2 * k], sh), ldexpf(v[2 * k + 1], sh));
-        *(uint4 *)(Qh + row * L::QROW + lane * 16) = make_uint4(h[0], h[1], h[2], h[3]);
+        *(uint4 *)(Qh + row * ROW + ((lane ^ (row & 7)) << 4)) = make_uint4(h[0], h[1], h[2], h[3]);
         if (lane == 0) {
             const float base = p.softcap > 0.f ? p.score_scale : p.score_scale * ATTN_LOG2E;
             rowmul[row] = ldexpf(base, -sh);
@@ -200,9 +250,9 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
     const int ntiles = kend > kstart ? (kend - kstart + TILE - 1) / TILE : 0;
 
     /* ---- Tile loader: K and V raw (fp8) by cp.async, 16 bytes a chunk,
-     * zero-filled past kend. Swizzles: K chunk c of key k at c ^ fK(k) (the
-     * mma reads of 8 rows x 4 lanes hit 32 banks); V chunk c at c ^ ((k>>2)&7)
-     * (the transposing 16-byte reads of 8 key quads hit 32 banks). */
+     * zero-filled past kend (so those keys convert to +0 and never bring a
+     * NaN into P x V). Chunk c of key k is stored at chunk c ^ (k & 7) of
+     * its 256-byte row (see the conversion below). */
     /* The two block-table entries of a tile (16 keys each, page 16), fetched
      * one tile ahead of the copies that use them (see the generic kernel). */
     auto fetch_bt = [&](int it, int &b0, int &b1) {
@@ -212,31 +262,96 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
         b0 = kb < kend ? bt[kb / MTP_PAGE] : 0;
         b1 = kb + 16 < kend ? bt[kb / MTP_PAGE + 1] : 0;
     };
+    /* In round i a thread copies chunk cc = tid % 16 of key kl = tid / 16 +
+     * 8i of the tile. A tile starts at a multiple of 32 keys, so kl % 16 is
+     * the key's slot in its page (rounds 0, 1 read page b0, rounds 2, 3 page
+     * b1), and the source offset is blk * page_bytes plus one of two
+     * per-thread constants. */
+    const int64_t page_bytes = (int64_t)MTP_PAGE * p.hkv * MTP_D;
+    const int ckl = tid >> 4, ccc = tid & 15;
+    const int64_t slot_off0 = ((int64_t)ckl * p.hkv + kvh) * MTP_D + ccc * 16;
+    const int64_t slot_off1 = slot_off0 + (int64_t)8 * p.hkv * MTP_D;
+    const int cdst = ckl * MTP_D + ((ccc ^ ckl) << 4); /* ckl = kl & 7 */
     auto load_tile = [&](int it, int st, int b0, int b1) {
         uint8_t *Ks = stage0 + st * L::STAGE;
-        uint8_t *Vs = Ks + L::KRAW;
+        uint8_t *Vs = Ks + L::RAW;
         const int kb = kstart + it * TILE;
 #pragma unroll
         for (int i = 0; i < TILE * 16 / 128; i++) {
-            const int idx = tid + 128 * i;
-            const int kl = idx >> 4, c = idx & 15;
-            const int key = kb + kl;
-            const bool ok = key < kend;
-            const uint8_t *srck = (const uint8_t *)p.k_cache, *srcv = (const uint8_t *)p.v_cache;
-            if (ok) {
-                const int64_t blk = kl < 16 ? b0 : b1;
-                const int64_t row = ((blk * MTP_PAGE + key % MTP_PAGE) * p.hkv + kvh) * MTP_D + c * 16;
-                srck += row;
-                srcv += row;
-            }
-            /* Key kl's row starts 32 x kshift(kl) bytes into its slot, so
-             * that the 4 keys one mma phase reads (kl, kl+1, kl+4, kl+5)
-             * fall in 4 different 32-byte bank groups at any one d. */
-            const int kshift = (kl & 1) + 2 * ((kl >> 2) & 1);
-            cp_async16(Ks + kl * L::KROW + 32 * kshift + c * 16, srck, ok ? 16 : 0);
-            cp_async16(Vs + kl * MTP_D + ((c ^ ((kl >> 2) & 7)) * 16), srcv, ok ? 16 : 0);
+            const bool ok = kb + ckl + 8 * i < kend;
+            const int64_t off =
+                ok ? (int64_t)(i < 2 ? b0 : b1) * page_bytes + (i & 1 ? slot_off1 : slot_off0) : 0;
+            const int dst = cdst + i * 8 * MTP_D;
+            cp_async16(Ks + dst, (const uint8_t *)p.k_cache + off, ok ? 16 : 0);
+            cp_async16(Vs + dst, (const uint8_t *)p.v_cache + off, ok ? 16 : 0);
         }
     };
+
+    /* ---- Conversion of a landed raw tile into Kh and Vh. In round i, thread
+     * tid takes raw chunk cc = tid / 8 (d 16cc..16cc+15) of key 8i + tid % 8,
+     * and writes f16 chunks 2cc and 2cc+1 of that key. Each 8-lane phase
+     * thus reads and writes one chunk of 8 consecutive keys, which the
+     * swizzles spread over 8 bank groups. Every address is a per-thread base
+     * plus a compile-time offset. */
+    const int cr = tid & 7, cc = tid >> 3;
+    const int raw_off = cr * MTP_D + ((cc ^ cr) << 4);
+    const int h_off0 = cr * ROW + (((2 * cc) ^ cr) << 4);
+    const int h_off1 = cr * ROW + (((2 * cc + 1) ^ cr) << 4);
+    auto convert = [&](const uint8_t *raw, uint8_t *hh) {
+        uint4 x[TILE / 8];
+#pragma unroll
+        for (int i = 0; i < TILE / 8; i++)
+            x[i] = *(const uint4 *)(raw + raw_off + i * 8 * MTP_D);
+#pragma unroll
+        for (int i = 0; i < TILE / 8; i++) {
+            uint32_t y[8];
+            fp8x4_to_f16x4(x[i].x, y[0], y[1]);
+            fp8x4_to_f16x4(x[i].y, y[2], y[3]);
+            fp8x4_to_f16x4(x[i].z, y[4], y[5]);
+            fp8x4_to_f16x4(x[i].w, y[6], y[7]);
+            *(uint4 *)(hh + h_off0 + i * 8 * ROW) = make_uint4(y[0], y[1], y[2], y[3]);
+            *(uint4 *)(hh + h_off1 + i * 8 * ROW) = make_uint4(y[4], y[5], y[6], y[7]);
+        }
+    };
+
+    /* ---- ldmatrix addresses. Lane l gives the address of row lr = l % 8 of
+     * matrix lm = l / 8. Every row base below is a multiple of 8 rows, so
+     * the swizzle term of that row is lr, and chunk 8a + x (x < 8) of it is
+     * stored at chunk 8a + (x ^ lr): the XOR only touches the low three
+     * bits. Each lane therefore keeps one base per value of x it uses, and
+     * every read is such a base plus a compile-time offset (128a bytes plus
+     * whole rows).
+     * Q (A operand, k16 chunk kk): matrices (rows 0-7, d 0-7), (rows 8-15,
+     * d 0-7), (rows 0-7, d 8-15), (rows 8-15, d 8-15) are registers a0..a3
+     * of the m16n8k16 A fragment. Lane l reads chunk 2kk + lm / 2, stored
+     * at 8(kk / 4) + ((2(kk % 4)) ^ (lm / 2 ^ lr)).
+     * K (B operand of S; n8 tile j = keys 8j..8j+7; k16 chunks 2q, 2q+1):
+     * matrix lm is d chunk 4q + lm of those 8 keys. Lane i receives key
+     * i / 4, d 2(i % 4) and 2(i % 4) + 1 of each, which is b0, b1 of k16
+     * chunk 2q, then b0, b1 of chunk 2q + 1. Chunk 4q + lm is stored at
+     * 8(q / 2) + ((4(q % 2)) ^ (lm ^ lr)).
+     * V (B operand of P V; k16 chunk kc = keys 16kc..16kc+15; n8 tiles 2u,
+     * 2u+1 = d 16u..16u+15): matrix lm is keys 16kc + 8(lm % 2) + 0..7 x d
+     * chunk 2u + lm / 2, read transposed: lane i receives keys 2(i % 4) and
+     * 2(i % 4) + 1 at d i / 4 of each, which is b0, b1 of d tile 2u, then
+     * b0, b1 of 2u + 1. Chunk 2u + lm / 2 is stored at 8(u / 4) +
+     * ((2(u % 4)) ^ (lm / 2 ^ lr)). */
+    const int lr = lane & 7, lm = lane >> 3;
+    const int cq = (lm >> 1) ^ lr, ck = lm ^ lr;
+    uint32_t qa[4], ka[2], va[4];
+    {
+        const uint32_t qrow = smem_addr(Qh) + (tw * 16 + 8 * (lm & 1) + lr) * ROW;
+        const uint32_t krow = smem_addr(Kh) + (kg * KW + lr) * ROW;
+        const uint32_t vrow = smem_addr(Vh) + (kg * KW + 8 * (lm & 1) + lr) * ROW;
+#pragma unroll
+        for (int u = 0; u < 4; u++) {
+            qa[u] = qrow + (((2 * u) ^ cq) << 4);
+            va[u] = vrow + (((2 * u) ^ cq) << 4);
+        }
+#pragma unroll
+        for (int u = 0; u < 2; u++)
+            ka[u] = krow + (((4 * u) ^ ck) << 4);
+    }
 
     float o[32][4];
 #pragma unroll
@@ -262,155 +377,118 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
     for (int it = 0; it < ntiles; it++) {
         const int st = it % STAGES;
         cp_async_wait<STAGES - 2>();
-        __syncthreads(); /* B1: tile `it` landed; tile it-1 and Vt are free */
+        __syncthreads(); /* B1: tile `it` landed; tile it-1's stage and Kh/Vh are free */
         if (it + STAGES - 1 < ntiles)
             load_tile(it + STAGES - 1, (it + STAGES - 1) % STAGES, nb0, nb1);
         cp_async_commit();
         fetch_bt(it + STAGES, nb0, nb1); /* used by the next iteration's copies */
 
         const uint8_t *Ks = stage0 + st * L::STAGE;
-        const uint8_t *Vs = Ks + L::KRAW;
-        /* Transpose V: unit (a, dq) = keys 4a..4a+3 x d 16dq..16dq+15. The
-         * store order is rotated by dq so that the 32 lanes of a store hit
-         * 32 banks. */
-#pragma unroll
-        for (int i = 0; i < W * 16 / 128; i++) {
-            const int u = tid + 128 * i;
-            const int a = u % W, dq = u / W;
-            uint4 x[4];
-#pragma unroll
-            for (int r = 0; r < 4; r++)
-                x[r] = *(const uint4 *)(Vs + (4 * a + r) * MTP_D + ((dq ^ (a & 7)) * 16));
-#pragma unroll
-            for (int c = 0; c < 4; c++) {
-                const uint32_t c0 = c == 0 ? x[0].x : c == 1 ? x[0].y : c == 2 ? x[0].z : x[0].w;
-                const uint32_t c1 = c == 0 ? x[1].x : c == 1 ? x[1].y : c == 2 ? x[1].z : x[1].w;
-                const uint32_t c2 = c == 0 ? x[2].x : c == 1 ? x[2].y : c == 2 ? x[2].z : x[2].w;
-                const uint32_t c3 = c == 0 ? x[3].x : c == 1 ? x[3].y : c == 2 ? x[3].z : x[3].w;
-#pragma unroll
-                for (int k = 0; k < 4; k++) {
-                    const int rb = (k + dq) & 3;
-                    const uint32_t sel = (uint32_t)rb | ((uint32_t)(rb + 4) << 4);
-                    const uint32_t lo = __byte_perm(c0, c1, sel);
-                    const uint32_t hi = __byte_perm(c2, c3, sel);
-                    const uint32_t y = __byte_perm(lo, hi, 0x5410);
-                    const int d = 16 * dq + 4 * c + rb;
-                    const int hv = 4 * ((d / (32 / W)) & (W / 4 - 1));
-                    *(uint32_t *)(Vt + d * TILE + 4 * (a ^ hv)) = y;
-                }
-            }
-        }
+        convert(Ks, Kh);
+        convert(Ks + L::RAW, Vh);
+        __syncthreads(); /* B2: Kh and Vh complete */
+        if (!active)
+            continue;
 
-        /* S = Q K^T for this warp's KW keys (NT n-tiles). Column n of n-tile
-         * j is key kg*KW + sigma(j, n), sigma(j, n) = (j/2)*16 + 4(n/2) +
-         * 2(j%2) + n%2, which makes the P fragments line up with V words. */
+        /* S = Q K^T for this warp's KW keys: column n of n-tile j is key
+         * kg*KW + 8j + n. */
         float sacc[NT][4];
 #pragma unroll
         for (int j = 0; j < NT; j++)
             sacc[j][0] = sacc[j][1] = sacc[j][2] = sacc[j][3] = 0.f;
-        const int kb = kstart + it * TILE + kg * KW;
-        if (active) {
-            /* Every address below is a per-lane base plus a compile-time
-             * offset (no swizzle arithmetic in the loop). */
-            const uint8_t *qa_row = Qh + (tw * 16 + g) * L::QROW + t * 16;
-            const uint8_t *qb_row = qa_row + 8 * L::QROW;
-            /* kshift of every key this lane reads is g & 3 (see load_tile). */
-            const uint8_t *k_lane = Ks + (kg * KW + 4 * (g >> 1) + (g & 1)) * L::KROW +
-                                    32 * (g & 3) + (t >> 1) * 16 + (t & 1) * 8;
 #pragma unroll
-            for (int pp = 0; pp < 8; pp++) {
-                const uint4 qa = *(const uint4 *)(qa_row + pp * 64);
-                const uint4 qb = *(const uint4 *)(qb_row + pp * 64);
+        for (int q = 0; q < 8; q++) {
+            uint32_t a[2][4];
+            ldsm_x4(qa[(2 * q) & 3] + ((2 * q) >> 2) * 128, a[0]);
+            ldsm_x4(qa[(2 * q + 1) & 3] + ((2 * q + 1) >> 2) * 128, a[1]);
+            uint32_t b[NT][4];
 #pragma unroll
-                for (int j = 0; j < NT; j++) {
-                    const uint2 kk = *(const uint2 *)(k_lane + ((j >> 1) * 16 + 2 * (j & 1)) * L::KROW +
-                                                      pp * 32);
-                    mma16816(sacc[j], qa.x, qb.x, qa.y, qb.y, fp8x2_to_f16x2(kk.x & 0xFFFFu),
-                             fp8x2_to_f16x2(kk.x >> 16));
-                    mma16816(sacc[j], qa.z, qb.z, qa.w, qb.w, fp8x2_to_f16x2(kk.y & 0xFFFFu),
-                             fp8x2_to_f16x2(kk.y >> 16));
-                }
-            }
+            for (int j = 0; j < NT; j++)
+                ldsm_x4(ka[q & 1] + j * 8 * ROW + (q >> 1) * 128, b[j]);
+#pragma unroll
+            for (int j = 0; j < NT; j++)
+                mma16816(sacc[j], a[0], b[j][0], b[j][1]);
+#pragma unroll
+            for (int j = 0; j < NT; j++)
+                mma16816(sacc[j], a[1], b[j][2], b[j][3]);
+        }
 
-            /* Scores in log2 units, masks, online softmax (rows g, g+8). */
-            const bool full = kb + KW - 1 < kend && (!p.causal || kb + KW - 1 <= pos) &&
-                              (p.window_left < 0 || kb >= pos - p.window_left) &&
-                              (p.window_right < 0 || kb + KW - 1 <= pos + p.window_right);
-            float mx0 = -INFINITY, mx1 = -INFINITY;
+        /* Scores in log2 units, masks, online softmax (rows g, g+8). */
+        const int kb = kstart + it * TILE + kg * KW;
+        const bool full = kb + KW - 1 < kend && (!p.causal || kb + KW - 1 <= pos) &&
+                          (p.window_left < 0 || kb >= pos - p.window_left) &&
+                          (p.window_right < 0 || kb + KW - 1 <= pos + p.window_right);
+        float mx0 = -INFINITY, mx1 = -INFINITY;
 #pragma unroll
-            for (int j = 0; j < NT; j++) {
+        for (int j = 0; j < NT; j++) {
 #pragma unroll
-                for (int b = 0; b < 2; b++) {
-                    float s0 = sacc[j][b] * rm0, s1 = sacc[j][2 + b] * rm1;
-                    if (p.softcap > 0.f) {
-                        s0 = p.softcap * tanhf(s0 / p.softcap) * ATTN_LOG2E;
-                        s1 = p.softcap * tanhf(s1 / p.softcap) * ATTN_LOG2E;
-                    }
-                    if (!full) {
-                        const int key = kb + (j >> 1) * 16 + 4 * t + 2 * (j & 1) + b;
-                        if (key >= kend || !attn_visible(p, key, pos)) {
-                            s0 = -INFINITY;
-                            s1 = -INFINITY;
-                        }
-                    }
-                    sacc[j][b] = s0;
-                    sacc[j][2 + b] = s1;
-                    mx0 = fmaxf(mx0, s0);
-                    mx1 = fmaxf(mx1, s1);
+            for (int b = 0; b < 2; b++) {
+                float s0 = sacc[j][b] * rm0, s1 = sacc[j][2 + b] * rm1;
+                if (p.softcap > 0.f) {
+                    s0 = p.softcap * tanhf(s0 / p.softcap) * ATTN_LOG2E;
+                    s1 = p.softcap * tanhf(s1 / p.softcap) * ATTN_LOG2E;
                 }
-            }
-            mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-            mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-            mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-            mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-            const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
-            const float mu0 = mn0 == -INFINITY ? 0.f : mn0, mu1 = mn1 == -INFINITY ? 0.f : mn1;
-            const float al0 = exp2f(m0 - mu0), al1 = exp2f(m1 - mu1);
-            m0 = mn0;
-            m1 = mn1;
-            float ps0 = 0.f, ps1 = 0.f;
-#pragma unroll
-            for (int j = 0; j < NT; j++) {
-                sacc[j][0] = exp2f(sacc[j][0] - mu0);
-                sacc[j][1] = exp2f(sacc[j][1] - mu0);
-                sacc[j][2] = exp2f(sacc[j][2] - mu1);
-                sacc[j][3] = exp2f(sacc[j][3] - mu1);
-                ps0 += sacc[j][0] + sacc[j][1];
-                ps1 += sacc[j][2] + sacc[j][3];
-            }
-            l0 = l0 * al0 + ps0;
-            l1 = l1 * al1 + ps1;
-            /* Rescale the accumulator only when some row's maximum moved
-             * (after the first tiles it rarely does): 128 multiplies saved
-             * per tile otherwise. */
-            if (__any_sync(0xffffffffu, al0 != 1.f || al1 != 1.f)) {
-#pragma unroll
-                for (int i = 0; i < 32; i++) {
-                    o[i][0] *= al0;
-                    o[i][1] *= al0;
-                    o[i][2] *= al1;
-                    o[i][3] *= al1;
+                if (!full) {
+                    const int key = kb + 8 * j + 2 * t + b;
+                    if (key >= kend || !attn_visible(p, key, pos)) {
+                        s0 = -INFINITY;
+                        s1 = -INFINITY;
+                    }
                 }
+                sacc[j][b] = s0;
+                sacc[j][2 + b] = s1;
+                mx0 = fmaxf(mx0, s0);
+                mx1 = fmaxf(mx1, s1);
             }
         }
-        __syncthreads(); /* B2: Vt complete */
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+        const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
+        const float mu0 = mn0 == -INFINITY ? 0.f : mn0, mu1 = mn1 == -INFINITY ? 0.f : mn1;
+        const float al0 = exp2_ftz(m0 - mu0), al1 = exp2_ftz(m1 - mu1);
+        m0 = mn0;
+        m1 = mn1;
+        float ps0 = 0.f, ps1 = 0.f;
+#pragma unroll
+        for (int j = 0; j < NT; j++) {
+            sacc[j][0] = exp2_ftz(sacc[j][0] - mu0);
+            sacc[j][1] = exp2_ftz(sacc[j][1] - mu0);
+            sacc[j][2] = exp2_ftz(sacc[j][2] - mu1);
+            sacc[j][3] = exp2_ftz(sacc[j][3] - mu1);
+            ps0 += sacc[j][0] + sacc[j][1];
+            ps1 += sacc[j][2] + sacc[j][3];
+        }
+        l0 = l0 * al0 + ps0;
+        l1 = l1 * al1 + ps1;
+        /* Rescale the accumulator only when some row's maximum moved
+         * (after the first tiles it rarely does): 128 multiplies saved
+         * per tile otherwise. */
+        if (__any_sync(0xffffffffu, al0 != 1.f || al1 != 1.f)) {
+#pragma unroll
+            for (int i = 0; i < 32; i++) {
+                o[i][0] *= al0;
+                o[i][1] *= al0;
+                o[i][2] *= al1;
+                o[i][3] *= al1;
+            }
+        }
 
-        if (active) {
+        /* O += P V: the C fragments of n-tiles 2kc and 2kc+1 (keys 16kc..
+         * 16kc+15) are the A fragment of k16 chunk kc. */
 #pragma unroll
-            for (int kc = 0; kc < KC; kc++) {
-                const uint32_t a0 = pack_f16x2(sacc[2 * kc][0], sacc[2 * kc][1]);
-                const uint32_t a1 = pack_f16x2(sacc[2 * kc][2], sacc[2 * kc][3]);
-                const uint32_t a2 = pack_f16x2(sacc[2 * kc + 1][0], sacc[2 * kc + 1][1]);
-                const uint32_t a3 = pack_f16x2(sacc[2 * kc + 1][2], sacc[2 * kc + 1][3]);
-                const int wv = kg * (KW / 4) + kc * 4 + t;
+        for (int kc = 0; kc < KC; kc++) {
+            const uint32_t a[4] = {pack_f16x2(sacc[2 * kc][0], sacc[2 * kc][1]),
+                                   pack_f16x2(sacc[2 * kc][2], sacc[2 * kc][3]),
+                                   pack_f16x2(sacc[2 * kc + 1][0], sacc[2 * kc + 1][1]),
+                                   pack_f16x2(sacc[2 * kc + 1][2], sacc[2 * kc + 1][3])};
 #pragma unroll
-                for (int dt = 0; dt < 32; dt++) {
-                    const int d = 8 * dt + g;
-                    const int hv = 4 * ((d / (32 / W)) & (W / 4 - 1));
-                    const uint32_t vw = *(const uint32_t *)(Vt + d * TILE + 4 * (wv ^ hv));
-                    mma16816(o[dt], a0, a1, a2, a3, fp8x2_to_f16x2(vw & 0xFFFFu),
-                             fp8x2_to_f16x2(vw >> 16));
-                }
+            for (int u = 0; u < 16; u++) {
+                uint32_t b[4];
+                ldsm_x4_trans(va[u & 3] + kc * 16 * ROW + (u >> 2) * 128, b);
+                mma16816(o[2 * u], a, b[0], b[1]);
+                mma16816(o[2 * u + 1], a, b[2], b[3]);
             }
         }
     }

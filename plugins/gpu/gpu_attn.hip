@@ -283,10 +283,45 @@ static void generic_tiling(int group, int *block_q, int *hpt, int *hsplit)
  * waves, so the last one is a small fraction of the time), in powers of two,
  * at most 64, and never below 128 keys (32 per warp) a segment: a partial is
  * hq x (D + 2) floats per token, small against the K/V bytes of 128 keys. */
+/* Whether this shape's decode batches run on the matrix-unit decode kernel
+ * (attn_decode_mma.hip): NVIDIA, Q and cache of one 16-bit type, D == Dv. */
+static int decode_uses_mma(const gpu_attn_ctx *c)
+{
+    const attn_shape *s = &c->shape;
+    return attn_decode_mma_supported(s->head_dim, attn_shape_head_dim_v(s), s->q_dtype,
+                                     s->kv_dtype, is_fp8(s->compute_dtype));
+}
+
+/* Segment rule of the matrix-unit decode kernel. Its programs are single
+ * warps that each stream their own tiles, so what matters is that every
+ * multiprocessor holds as many as its shared memory allows (one full wave:
+ * programs per CU x CUs); beyond that more segments only add partials.
+ * Split the key range until the grid reaches one wave, in powers of two,
+ * at most 64, and never below 64 keys (4 tiles) a segment, where the
+ * partial and the reduce would cost more than the keys. */
+static int decode_mma_nseg(const gpu_attn_ctx *c, int S, int maxk)
+{
+    int hkv = attn_shape_kv_heads(&c->shape);
+    int group = c->shape.num_q_heads / hkv;
+    long work = (long)S * hkv * ceil_div(group, 16);
+    long target = (long)attn_decode_mma_programs_per_cu(c->shape.head_dim) * c->cus;
+    if (work <= 0 || work >= target)
+        return 1;
+    int n = next_pow2((int)((target + work - 1) / work));
+    int cap = ceil_div(maxk > 0 ? maxk : 1, 64);
+    if (n > cap)
+        n = next_pow2(cap) > cap ? next_pow2(cap) / 2 : cap;
+    if (n > ATTN_MAX_SEGMENTS)
+        n = ATTN_MAX_SEGMENTS;
+    return n < 1 ? 1 : n;
+}
+
 static int decode_nseg(const gpu_attn_ctx *c, int S, int maxk)
 {
     if (c->forced_nseg)
         return c->forced_nseg;
+    if (decode_uses_mma(c))
+        return decode_mma_nseg(c, S, maxk);
     int hkv = attn_shape_kv_heads(&c->shape);
     int group = c->shape.num_q_heads / hkv;
     int hs = ceil_div(group, attn_decode_heads_per_program(group, c->shape.head_dim));
@@ -495,9 +530,11 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
     } else {
         nseg = generic_nseg(ctx, a->num_tokens, a->num_seqs, a->max_seqlen_q, a->max_seqlen_k);
         if (a->max_seqlen_q == 1) {
-            /* Decode: one program per (sequence, KV head, head group, segment). */
+            /* Decode: one program per (sequence, KV head, head group, segment);
+             * the matrix-unit kernel takes up to 16 heads a program. */
             p.block_q = 1;
-            p.heads_per_tile = attn_decode_heads_per_program(p.group, p.d);
+            p.heads_per_tile =
+                decode_uses_mma(ctx) ? 16 : attn_decode_heads_per_program(p.group, p.d);
             p.head_splits = ceil_div(p.group, p.heads_per_tile);
         } else {
             generic_tiling(p.group, &p.block_q, &p.heads_per_tile, &p.head_splits);
@@ -522,6 +559,10 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
     hipError_t e;
     if (ctx->kernel == GPU_ATTN_KERNEL_MTP)
         e = attn_launch_mtp(&p, a->max_seqlen_q, nseg, stream);
+    else if (a->max_seqlen_q == 1 && decode_uses_mma(ctx) && a->num_seqs <= 65535)
+        /* (its grid puts sequences in y, at most 65535; a larger batch runs
+         * the scalar decode kernel with the same segments) */
+        e = attn_launch_decode_mma(&p, stream);
     else if (a->max_seqlen_q == 1)
         e = attn_launch_decode(&p, stream);
     else

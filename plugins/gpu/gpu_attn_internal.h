@@ -262,5 +262,12 @@ int attn_generic_supports(int d, int dv, int kv_dtype);
  * heads_per_tile, head_splits and nseg set). */
 int attn_decode_heads_per_program(int group, int d);
 hipError_t attn_launch_decode(const attn_kparams *p, hipStream_t stream);
+/* The matrix-unit decode kernel (attn_decode_mma.hip, NVIDIA only): whether
+ * it takes a shape, how many of its one-warp programs a compute unit holds
+ * for head size d, and the launch (heads_per_tile 16, head_splits and nseg
+ * set by the caller). */
+int attn_decode_mma_supported(int d, int dv, int q_dtype, int kv_dtype, int q_quant);
+int attn_decode_mma_programs_per_cu(int d);
+hipError_t attn_launch_decode_mma(const attn_kparams *p, hipStream_t stream);
 
 #endif /* ATTN_GPU_ATTN_INTERNAL_H */

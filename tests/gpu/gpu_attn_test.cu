@@ -7,7 +7,9 @@
  *   permutations, mixed query lengths, fp8 and bf16/f16 caches, windows,
  *   softcap, sinks, strided q/out, forced 2D / 3D segment counts);
  *   the generic kernel's decode path (every sequence one query token):
- *   the same features, one token per sequence;
+ *   the same features, one token per sequence; and the same again with Q
+ *   and the cache of one 16-bit type, the batches that take the
+ *   matrix-unit decode kernel on NVIDIA;
  *   the upstream MTP reference case: query lengths [4, 2], kv lengths
  *   [1024, 769], 16/1 and 32/2 heads, D 256, page 16, fp8 KV, descale 1.0.
  *
@@ -18,7 +20,10 @@
  *   atol is the arithmetic error of the kernel, relative to max|V| x v_descale
  *   (the scale of an output element):
  *     generic: fp32 products, sums and exp2: 1e-4 (observed errors are ~1e-6;
- *       the margin covers softcap's tanhf and long sums);
+ *       the margin covers softcap's tanhf and long sums). The matrix-unit
+ *       decode kernel is held to the same: its products of 16-bit inputs are
+ *       exact in f32, and P enters P x V as a hi + lo pair of 16-bit values
+ *       (about 16 significant bits, a relative 2^-17 per probability);
  *     mtp: Q, K and V reach the mma exactly (bf16 -> f16 with a per-row power
  *       of two; e4m3 -> f16 is exact), so the one rounding is P to f16, a
  *       relative 2^-11 on each probability: the output moves by at most
@@ -586,6 +591,21 @@ static Case random_decode(int i)
     return c;
 }
 
+/* Decode batches that take the matrix-unit decode kernel on NVIDIA
+ * (attn_decode_mma.hip): Q and cache of one 16-bit type, no FP8 compute;
+ * every other feature as random_decode. */
+static Case random_decode_mma(int i)
+{
+    Case c = random_decode(i);
+    static char names[200][32];
+    snprintf(names[i % 200], 32, "decode-mma-%03d", i);
+    c.name = names[i % 200];
+    c.kv_dtype = c.q_dtype;
+    c.compute_dtype = c.q_dtype;
+    c.k_descale = c.v_descale = c.q_descale = 1.0f;
+    return c;
+}
+
 static Case random_mtp(int i)
 {
     Case c;
@@ -681,7 +701,7 @@ int main(int argc, char **argv)
     const char *seed = getenv("ATTNREG_TEST_SEED");
     rng_state ^= seed ? strtoull(seed, NULL, 0) : 20261129ull;
 
-    Stats gen, mtp, dec;
+    Stats gen, mtp, dec, dmma;
     /* Upstream reference case on both kernels, both head layouts, bf16 and f32 out. */
     for (int o : {ATTN_DTYPE_BF16, ATTN_DTYPE_F32}) {
         run_case(upstream_case(GPU_ATTN_KERNEL_MTP, 16, 1, o), mtp, true);
@@ -695,6 +715,8 @@ int main(int argc, char **argv)
         run_case(random_mtp(i), mtp, false);
     for (int i = 0; i < count; i++)
         run_case(random_decode(i), dec, false);
+    for (int i = 0; i < count; i++)
+        run_case(random_decode_mma(i), dmma, false);
 
     printf("generic: %d configurations, %d failed, worst error/allowed %.3g\n", gen.run, gen.failed,
            gen.worst_ratio);
@@ -702,7 +724,10 @@ int main(int argc, char **argv)
            mtp.worst_ratio);
     printf("decode (generic, q_len 1): %d configurations, %d failed, worst error/allowed %.3g\n",
            dec.run, dec.failed, dec.worst_ratio);
+    printf("decode, q and cache one 16-bit type (matrix units on NVIDIA): %d configurations, "
+           "%d failed, worst error/allowed %.3g\n",
+           dmma.run, dmma.failed, dmma.worst_ratio);
     printf("cpu-ref cross-check: %s (%d configurations compared with cpu-ref)\n",
            cpu_ref ? "on" : "off", cpu_ref_checked);
-    return gen.failed || mtp.failed || dec.failed ? 1 : 0;
+    return gen.failed || mtp.failed || dec.failed || dmma.failed ? 1 : 0;
 }

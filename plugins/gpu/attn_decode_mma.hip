@@ -1,0 +1,531 @@
+/*
+ * attn_decode_mma.hip — the generic kernel's decode path on NVIDIA matrix
+ * units: every sequence has at most one query token, Q and the KV cache are
+ * the same 16-bit type (bf16 or f16), head size == value head size, a
+ * multiple of 16 up to 256.
+ *
+ * Why a separate kernel. Plain decode (32:8 heads, D 128, bf16) does 4 FLOP
+ * per byte of K/V, so it is memory-bound for any code that issues few
+ * enough instructions per byte. The scalar decode kernel (attn_generic.hip)
+ * spends about 60 warp instructions per key and KV head (conversions, one
+ * FMA per element and head, shuffles for the dot products) and measured 54 %
+ * of copy bandwidth at best on the H200: issue-bound. Here the dot products
+ * and P x V run on mma.sync m16n8k16, so a 16-key tile costs about 48 mma,
+ * 8 + D/8 ldmatrix and a few dozen softmax instructions: about 10x fewer
+ * instructions per byte, which leaves the kernel free to keep memory busy.
+ *
+ * Layout:
+ *   - one program = ONE warp, owning (sequence, KV head, up to 16 query
+ *     heads of it, key segment). The query heads are the 16 rows of the mma
+ *     tile (a group of 4 uses 4 rows; the matrix units have throughput to
+ *     spare). One-warp programs need no block barrier and no merge between
+ *     warps, and many of them fit on a multiprocessor (each streams its own
+ *     tiles), which is what keeps bytes in flight at every batch size.
+ *   - K and V tiles of 16 keys go global -> shared memory with cp.async in
+ *     STAGES stages (STAGES - 1 tiles in flight while one is computed). The
+ *     block-table entries of a tile are read one tile before its copies are
+ *     issued, so no copy waits on a dependent lookup.
+ *   - Shared rows are padded by 16 bytes: the 8 rows one ldmatrix phase reads
+ *     then start in 8 different 16-byte bank groups for every head size.
+ *   - S = Q K^T: A = Q (ldmatrix, row-major [head][d]), B = K (ldmatrix,
+ *     [key][d] is the "col" layout B wants). f32 accumulation; the score
+ *     multiplier (scale x log2 e) is applied to the f32 scores, so Q enters
+ *     the matrix units unchanged (bf16 x bf16 and f16 x f16 products are
+ *     exact in f32).
+ *   - Online softmax on the accumulator fragments (rows g and g + 8 of each
+ *     lane; a quad of lanes shares a row), in log2 units.
+ *   - O += P V: P from the score fragments (the C layout of S is the A
+ *     layout of P), split into hi + lo 16-bit parts so that P keeps about 16
+ *     significant bits instead of 8 (bf16) or 11 (f16): two mma per n-tile,
+ *     and the result is as close to cpu-ref's f32 math as the scalar kernel.
+ *     B = V via ldmatrix.trans.
+ *   - At the end: the normalised output (one segment) or the same (max, sum,
+ *     acc) partials the other kernels write, merged by attn_reduce_kernel.
+ * Keys are tiled at absolute multiples of 16; keys outside the visible range
+ * [klo, khi) are zero-filled by the copy and masked to -inf.
+ */
+#include <math.h>
+
+#include "gpu_attn_internal.h"
+
+#define DMMA_TILE 16
+
+/* Shared memory of one program: Q (16 rows) and STAGES stages of K and V
+ * (16 rows each), rows of D 16-bit elements plus 16 bytes of padding.
+ * Three stages (two tiles in flight per program) leave room for 7 programs
+ * per multiprocessor at D 128 (3 at D 256): about as many bytes in flight
+ * as 4 stages and 5 programs, and more warps to hide the mma and softmax
+ * latency with. */
+template <int D>
+struct dmma_plan {
+    static constexpr int ROW = D * 2 + 16;
+    static constexpr int STAGES = 3;
+    static constexpr int SMEM = (DMMA_TILE + STAGES * 2 * DMMA_TILE) * ROW;
+};
+
+#if defined(ATTN_PLATFORM_CUDA)
+#include <cuda_bf16.h>
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define ATTN_DMMA_DEVICE 1
+#endif
+
+#ifdef ATTN_DMMA_DEVICE
+static __device__ __forceinline__ uint32_t dmma_smem(const void *p)
+{
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+static __device__ __forceinline__ void dmma_ldsm_x4(uint32_t (&r)[4], const void *p)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(dmma_smem(p)));
+}
+
+static __device__ __forceinline__ void dmma_ldsm_x4_trans(uint32_t (&r)[4], const void *p)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(dmma_smem(p)));
+}
+
+/* c += a b, m16n8k16, f32 accumulate; BF16 picks the input type. */
+template <bool BF16>
+static __device__ __forceinline__ void dmma_mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
+                                                uint32_t b1)
+{
+    if constexpr (BF16)
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
+                     "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    else
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
+                     "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+/* Two floats -> a 16-bit pair (lo in the low half), round to nearest even,
+ * and the residuals the rounding left, so that hi + lo carries ~16 bits. */
+template <bool BF16>
+static __device__ __forceinline__ void dmma_split(float x0, float x1, uint32_t &hi, uint32_t &lo)
+{
+    if constexpr (BF16) {
+        const __nv_bfloat162 h = __floats2bfloat162_rn(x0, x1);
+        const float2 back = __bfloat1622float2(h);
+        const __nv_bfloat162 l = __floats2bfloat162_rn(x0 - back.x, x1 - back.y);
+        hi = *(const uint32_t *)&h;
+        lo = *(const uint32_t *)&l;
+    } else {
+        const __half2 h = __floats2half2_rn(x0, x1);
+        const float2 back = __half22float2(h);
+        const __half2 l = __floats2half2_rn(x0 - back.x, x1 - back.y);
+        hi = *(const uint32_t *)&h;
+        lo = *(const uint32_t *)&l;
+    }
+}
+#endif /* ATTN_DMMA_DEVICE */
+
+template <int D, bool BF16>
+__global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams p)
+{
+#ifdef ATTN_DMMA_DEVICE
+    constexpr int ROWB = dmma_plan<D>::ROW;
+    constexpr int CH = D / 8;      /* 16-byte chunks per row */
+    constexpr int KC = D / 16;     /* k16 chunks of Q K^T */
+    constexpr int NT = D / 8;      /* n8 tiles of the output */
+    constexpr int STAGES = dmma_plan<D>::STAGES;
+    constexpr int STAGE = 2 * DMMA_TILE * ROWB; /* K rows, then V rows */
+    constexpr int LOADS = DMMA_TILE * CH / 32;  /* 16-byte copies per lane per K tile */
+    static_assert(DMMA_TILE * CH % 32 == 0, "a tile's chunks must split evenly over the lanes");
+    extern __shared__ __align__(16) uint8_t dmma_sm[];
+    uint8_t *Qs = dmma_sm;
+    uint8_t *stage0 = Qs + DMMA_TILE * ROWB;
+
+    const int lane = threadIdx.x;
+    const int g = lane >> 2, t = lane & 3;
+    const int s = blockIdx.y;
+    const int kvh = blockIdx.x / p.head_splits, hsplit = blockIdx.x % p.head_splits;
+    const int seg = blockIdx.z;
+    const int q0 = p.cu_seqlens_q[s];
+    if (p.cu_seqlens_q[s + 1] - q0 < 1)
+        return; /* no query token for this sequence in this step */
+    const int K = p.seqused_k[s];
+    const int pos = K - 1; /* the one query token is the last position */
+    int klo = 0, khi = K;
+    if (p.window_right >= 0)
+        khi = min(khi, pos + p.window_right + 1);
+    if (p.window_left >= 0)
+        klo = max(klo, pos - p.window_left);
+    /* Tiles at absolute multiples of 16 keys; this segment's share of them. */
+    const int tfirst = klo / DMMA_TILE;
+    const int ntile = khi > klo ? (khi + DMMA_TILE - 1) / DMMA_TILE - tfirst : 0;
+    const int per = (ntile + p.nseg - 1) / p.nseg;
+    const int t_lo = tfirst + min(ntile, seg * per);
+    const int t_hi = tfirst + min(ntile, seg * per + per);
+    const int nt = t_hi - t_lo;
+
+    const int32_t *bt = p.block_table + (int64_t)s * p.bt_stride;
+    const bool pow2page = (p.page & (p.page - 1)) == 0;
+    const int pshift = __ffs(p.page) - 1;
+    const uint8_t *kc = (const uint8_t *)p.k_cache, *vc = (const uint8_t *)p.v_cache;
+
+    /* When the page size is a multiple of 16 every tile lies in one page:
+     * one block-table entry per tile (the same for all lanes), and a tile's
+     * rows sit at a fixed stride, so a copy costs an add, not a lookup and a
+     * 64-bit multiply. Other page sizes look up the block of every key. */
+    const bool page16 = p.page % DMMA_TILE == 0;
+    const int64_t row_stride = (int64_t)p.hkv * (D * 2); /* bytes between keys of a page */
+
+    /* Block-table entry of key 16 * tile (page16) or 16 * tile + (lane & 15);
+     * 0 past the segment or for a key outside the visible range (its copy is
+     * zero-filled and never reads it). */
+    auto fetch_blk = [&](int tile) -> int {
+        const int key = tile * DMMA_TILE + (page16 ? 0 : (lane & 15));
+        if (tile >= t_hi || (!page16 && (key < klo || key >= khi)))
+            return 0;
+        return bt[pow2page ? key >> pshift : key / p.page];
+    };
+    /* Issue the copies of one tile: lane-chunk i is key row r = idx / CH,
+     * 16-byte chunk c = idx % CH of both K and V. */
+    auto load_tile = [&](int tile, int st, int blk) {
+        uint8_t *Ks = stage0 + st * STAGE;
+        uint8_t *Vs = Ks + DMMA_TILE * ROWB;
+        const int kb = tile * DMMA_TILE;
+        const bool full = kb >= klo && kb + DMMA_TILE <= khi;
+        if (page16) {
+            const int inpage = pow2page ? kb & (p.page - 1) : kb % p.page;
+            const int64_t base = (((int64_t)blk * p.page + inpage) * p.hkv + kvh) * (D * 2);
+#pragma unroll
+            for (int i = 0; i < LOADS; i++) {
+                const unsigned idx = (unsigned)lane + 32u * i;
+                const unsigned r = idx / CH, c = idx % CH;
+                const bool ok = full || (kb + (int)r >= klo && kb + (int)r < khi);
+                const int64_t off = base + (int64_t)r * row_stride + c * 16;
+                attn_cp_async16(Ks + r * ROWB + c * 16, kc + off, ok);
+                attn_cp_async16(Vs + r * ROWB + c * 16, vc + off, ok);
+            }
+            return;
+        }
+#pragma unroll
+        for (int i = 0; i < LOADS; i++) {
+            const int idx = lane + 32 * i;
+            const int r = idx / CH, c = idx % CH;
+            const int key = kb + r;
+            const int b = __shfl_sync(0xffffffffu, blk, r);
+            const bool ok = key >= klo && key < khi;
+            int64_t off = 0;
+            if (ok) {
+                const int inpage = pow2page ? key & (p.page - 1) : key % p.page;
+                off = (((int64_t)b * p.page + inpage) * p.hkv + kvh) * (D * 2) + c * 16;
+            }
+            attn_cp_async16(Ks + r * ROWB + c * 16, kc + off, ok);
+            attn_cp_async16(Vs + r * ROWB + c * 16, vc + off, ok);
+        }
+    };
+
+    /* Start the first tiles before anything else: their latency then
+     * overlaps the Q load below. */
+    int pre[STAGES - 1];
+#pragma unroll
+    for (int i = 0; i < STAGES - 1; i++)
+        pre[i] = fetch_blk(t_lo + i); /* independent lookups, in flight together */
+#pragma unroll
+    for (int i = 0; i < STAGES - 1; i++) {
+        if (i < nt)
+            load_tile(t_lo + i, i, pre[i]);
+        attn_cp_async_commit(); /* empty groups keep the wait counts uniform */
+    }
+    int blk = fetch_blk(t_lo + STAGES - 1);
+
+    /* Q: 16 rows = query heads hsplit * 16 + row of this KV head, raw 16-bit
+     * (the same type as the cache); rows past the group are zeros. */
+    for (int idx = lane; idx < DMMA_TILE * CH; idx += 32) {
+        const int r = idx / CH, c = idx % CH;
+        const int hg = hsplit * DMMA_TILE + r;
+        uint4 v = make_uint4(0u, 0u, 0u, 0u);
+        if (hg < p.group) {
+            const int64_t off = (int64_t)q0 * p.q_stride_token +
+                                (int64_t)(kvh * p.group + hg) * p.q_stride_head + c * 8;
+            const uint16_t *qp = (const uint16_t *)p.q + off;
+            if (p.q_vec16) {
+                v = *(const uint4 *)qp;
+            } else {
+                uint32_t w[4];
+#pragma unroll
+                for (int k = 0; k < 4; k++)
+                    w[k] = (uint32_t)qp[2 * k] | ((uint32_t)qp[2 * k + 1] << 16);
+                v = make_uint4(w[0], w[1], w[2], w[3]);
+            }
+        }
+        *(uint4 *)(Qs + r * ROWB + c * 16) = v;
+    }
+
+    const float qmul = p.softcap > 0.f ? p.score_scale : p.score_scale * ATTN_LOG2E;
+    float o[NT][4];
+#pragma unroll
+    for (int j = 0; j < NT; j++)
+        o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+    float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
+
+    /* Per-lane ldmatrix addresses (byte offsets inside a tile). A (Q): lanes
+     * 8j..8j+7 address matrix j = (rows 0-7 | 8-15) x (chunk 2kc | 2kc+1).
+     * B (K): matrix j = (keys 0-7 | 8-15 for j / 2) x (chunk 2kc + j % 2).
+     * B (V, transposed): matrix j = (keys 0-7 | 8-15 for j % 2) x (chunk
+     * 2n2 + j / 2). */
+    const int a_off = (lane & 15) * ROWB + (lane >> 4) * 16;
+    const int k_off = ((lane & 7) + 8 * (lane >> 4)) * ROWB + ((lane >> 3) & 1) * 16;
+    const int v_off = ((lane & 7) + 8 * ((lane >> 3) & 1)) * ROWB + (lane >> 4) * 16;
+
+    for (int it = 0; it < nt; it++) {
+        attn_cp_async_wait(STAGES - 2);
+        __syncwarp(); /* tile `it` visible to every lane; stage it-1 free */
+        if (it + STAGES - 1 < nt) {
+            load_tile(t_lo + it + STAGES - 1, (it + STAGES - 1) % STAGES, blk);
+            blk = fetch_blk(t_lo + it + STAGES);
+        }
+        attn_cp_async_commit();
+
+        const uint8_t *Ks = stage0 + (it % STAGES) * STAGE;
+        const uint8_t *Vs = Ks + DMMA_TILE * ROWB;
+
+        /* S = Q K^T: two n8 tiles (keys 0-7, 8-15), each accumulated in two
+         * chains (even and odd k16 chunks) so that dependent mma wait half
+         * as long; summed after. */
+        float sc[2][4], sx[2][4];
+#pragma unroll
+        for (int j = 0; j < 2; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                sc[j][e] = sx[j][e] = 0.f;
+#pragma unroll
+        for (int kk = 0; kk < KC; kk++) {
+            uint32_t a[4], b[4];
+            dmma_ldsm_x4(a, Qs + a_off + kk * 32);
+            dmma_ldsm_x4(b, Ks + k_off + kk * 32);
+            dmma_mma<BF16>(kk & 1 ? sx[0] : sc[0], a, b[0], b[1]);
+            dmma_mma<BF16>(kk & 1 ? sx[1] : sc[1], a, b[2], b[3]);
+        }
+#pragma unroll
+        for (int j = 0; j < 2; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                sc[j][e] += sx[j][e];
+
+        /* Scores in log2 units, masks, online softmax for rows g and g + 8. */
+        const int kb = (t_lo + it) * DMMA_TILE;
+        const bool full = kb >= klo && kb + DMMA_TILE <= khi;
+        float mx0 = -INFINITY, mx1 = -INFINITY;
+#pragma unroll
+        for (int j = 0; j < 2; j++) {
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                float s0 = sc[j][e] * qmul, s1 = sc[j][2 + e] * qmul;
+                if (p.softcap > 0.f) {
+                    s0 = p.softcap * tanhf(s0 / p.softcap) * ATTN_LOG2E;
+                    s1 = p.softcap * tanhf(s1 / p.softcap) * ATTN_LOG2E;
+                }
+                if (!full) {
+                    const int key = kb + 8 * j + 2 * t + e;
+                    if (key < klo || key >= khi)
+                        s0 = s1 = -INFINITY;
+                }
+                sc[j][e] = s0;
+                sc[j][2 + e] = s1;
+                mx0 = fmaxf(mx0, s0);
+                mx1 = fmaxf(mx1, s1);
+            }
+        }
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+        const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
+        const float mu0 = mn0 == -INFINITY ? 0.f : mn0, mu1 = mn1 == -INFINITY ? 0.f : mn1;
+        const float al0 = exp2f(m0 - mu0), al1 = exp2f(m1 - mu1);
+        m0 = mn0;
+        m1 = mn1;
+#pragma unroll
+        for (int j = 0; j < 2; j++) {
+            sc[j][0] = exp2f(sc[j][0] - mu0);
+            sc[j][1] = exp2f(sc[j][1] - mu0);
+            sc[j][2] = exp2f(sc[j][2] - mu1);
+            sc[j][3] = exp2f(sc[j][3] - mu1);
+        }
+        l0 = l0 * al0 + (sc[0][0] + sc[0][1] + sc[1][0] + sc[1][1]);
+        l1 = l1 * al1 + (sc[0][2] + sc[0][3] + sc[1][2] + sc[1][3]);
+        /* Rescale only when some row's maximum moved: after the first tiles
+         * it rarely does, and it is D / 2 multiplies per lane. */
+        if (__any_sync(0xffffffffu, al0 != 1.f || al1 != 1.f)) {
+#pragma unroll
+            for (int j = 0; j < NT; j++) {
+                o[j][0] *= al0;
+                o[j][1] *= al0;
+                o[j][2] *= al1;
+                o[j][3] *= al1;
+            }
+        }
+
+        /* O += P V with P = hi + lo. A fragment of P (rows g, g + 8; keys
+         * 2t, 2t+1 and 8 + 2t, 8 + 2t + 1): the C layout of the scores. */
+        uint32_t ph[4], pl[4];
+        dmma_split<BF16>(sc[0][0], sc[0][1], ph[0], pl[0]);
+        dmma_split<BF16>(sc[0][2], sc[0][3], ph[1], pl[1]);
+        dmma_split<BF16>(sc[1][0], sc[1][1], ph[2], pl[2]);
+        dmma_split<BF16>(sc[1][2], sc[1][3], ph[3], pl[3]);
+#pragma unroll
+        for (int n2 = 0; n2 < NT / 2; n2++) {
+            uint32_t b[4];
+            dmma_ldsm_x4_trans(b, Vs + v_off + n2 * 32);
+            dmma_mma<BF16>(o[2 * n2], ph, b[0], b[1]);
+            dmma_mma<BF16>(o[2 * n2], pl, b[0], b[1]);
+            dmma_mma<BF16>(o[2 * n2 + 1], ph, b[2], b[3]);
+            dmma_mma<BF16>(o[2 * n2 + 1], pl, b[2], b[3]);
+        }
+    }
+    attn_cp_async_wait(0);
+
+    /* Row sums over the quad of lanes that shares a row. */
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+
+    const int token = q0;
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+        const int hg = hsplit * DMMA_TILE + g + 8 * half;
+        if (hg >= p.group)
+            continue;
+        const int head = kvh * p.group + hg;
+        const float M = half ? m1 : m0, Ls = half ? l1 : l0;
+        if (p.nseg == 1) {
+            float f = 1.f, denom = Ls;
+            if (p.sinks) {
+                const float sk = p.sinks[head] * ATTN_LOG2E;
+                const float mx = fmaxf(M, sk);
+                f = exp2f(M - mx);
+                denom = Ls * f + exp2f(sk - mx);
+            }
+            const float inv = denom > 0.f ? f * p.v_scale / denom : 0.f;
+            const int64_t ob = (int64_t)token * p.out_stride_token + (int64_t)head * p.out_stride_head;
+#pragma unroll
+            for (int j = 0; j < NT; j++) {
+                attn_store_elem(p.out, ob + 8 * j + 2 * t, p.out_dtype, o[j][2 * half] * inv);
+                attn_store_elem(p.out, ob + 8 * j + 2 * t + 1, p.out_dtype,
+                                o[j][2 * half + 1] * inv);
+            }
+        } else {
+            const int64_t wi = ((int64_t)seg * p.num_tokens + token) * p.hq + head;
+            if (t == 0) {
+                p.ws_ml[2 * wi] = M;
+                p.ws_ml[2 * wi + 1] = Ls;
+            }
+            if (Ls > 0.f) {
+#pragma unroll
+                for (int j = 0; j < NT; j++)
+                    *(float2 *)(p.ws_acc + wi * D + 8 * j + 2 * t) =
+                        make_float2(o[j][2 * half], o[j][2 * half + 1]);
+            }
+        }
+    }
+#else
+    (void)p;
+#endif
+}
+
+template <int D, bool BF16>
+static hipError_t launch_dmma_t(const attn_kparams *p, hipStream_t stream)
+{
+    constexpr int smem = dmma_plan<D>::SMEM;
+    /* Opt in to more than 48 KB once per instantiation, before any capture
+     * (see the generic launcher). */
+    static volatile int opted_in = 0;
+    if (!opted_in) {
+        hipError_t e = hipFuncSetAttribute((const void *)attn_decode_mma_kernel<D, BF16>,
+                                           hipFuncAttributeMaxDynamicSharedMemorySize, smem);
+        if (e != hipSuccess)
+            return e;
+        opted_in = 1;
+    }
+    /* KV heads vary fastest: the programs of one sequence start together
+     * and read the 256-byte rows of neighbouring heads (one contiguous row
+     * of hkv x D per key) close in time, which DRAM serves better than
+     * scattered rows. */
+    dim3 grid(p->hkv * p->head_splits, p->num_seqs, p->nseg);
+    attn_decode_mma_kernel<D, BF16><<<grid, 32, smem, stream>>>(*p);
+    hipError_t e = hipGetLastError();
+    if (e != hipSuccess || p->nseg == 1)
+        return e;
+    return attn_launch_reduce(p, p->nseg, stream);
+}
+
+template <bool BF16>
+static hipError_t launch_dmma_d(const attn_kparams *p, hipStream_t stream)
+{
+    switch (p->d) {
+    case 64:
+        return launch_dmma_t<64, BF16>(p, stream);
+    case 80:
+        return launch_dmma_t<80, BF16>(p, stream);
+    case 96:
+        return launch_dmma_t<96, BF16>(p, stream);
+    case 128:
+        return launch_dmma_t<128, BF16>(p, stream);
+    case 192:
+        return launch_dmma_t<192, BF16>(p, stream);
+    case 256:
+        return launch_dmma_t<256, BF16>(p, stream);
+    default:
+        return hipErrorInvalidValue;
+    }
+}
+
+#endif /* ATTN_PLATFORM_CUDA */
+
+int attn_decode_mma_supported(int d, int dv, int q_dtype, int kv_dtype, int q_quant)
+{
+#if defined(ATTN_PLATFORM_CUDA)
+    const bool sized = d == dv && (d == 64 || d == 80 || d == 96 || d == 128 || d == 192 || d == 256);
+    const bool typed = q_dtype == kv_dtype && (kv_dtype == ATTN_DTYPE_BF16 || kv_dtype == ATTN_DTYPE_F16);
+    return sized && typed && !q_quant;
+#else
+    /* No matrix-unit path was written for AMD: the scalar decode kernel runs. */
+    (void)d;
+    (void)dv;
+    (void)q_dtype;
+    (void)kv_dtype;
+    (void)q_quant;
+    return 0;
+#endif
+}
+
+/* Programs of this kernel one multiprocessor holds at once, from its shared
+ * memory (228 KB per SM on sm_90, 1 KB of it reserved per block) and the
+ * limit of 32 resident blocks. */
+int attn_decode_mma_programs_per_cu(int d)
+{
+    const int smem = d <= 64    ? dmma_plan<64>::SMEM
+                     : d <= 80  ? dmma_plan<80>::SMEM
+                     : d <= 96  ? dmma_plan<96>::SMEM
+                     : d <= 128 ? dmma_plan<128>::SMEM
+                     : d <= 192 ? dmma_plan<192>::SMEM
+                                : dmma_plan<256>::SMEM;
+    const int n = 228 * 1024 / (smem + 1024);
+    return n < 1 ? 1 : n > 32 ? 32 : n;
+}
+
+hipError_t attn_launch_decode_mma(const attn_kparams *p, hipStream_t stream)
+{
+#if defined(ATTN_PLATFORM_CUDA)
+    if (p->q_dtype == ATTN_DTYPE_BF16)
+        return launch_dmma_d<true>(p, stream);
+    return launch_dmma_d<false>(p, stream);
+#else
+    (void)p;
+    (void)stream;
+    return hipErrorInvalidValue;
+#endif
+}

@@ -1,8 +1,8 @@
 /*
  * attn_decode_mma.hip — the generic kernel's decode path on NVIDIA matrix
  * units: every sequence has at most one query token, Q and the KV cache are
- * the same 16-bit type (bf16 or f16), head size == value head size, a
- * multiple of 16 up to 256.
+ * the same 16-bit type (bf16 or f16), head size == value head size (64, 80,
+ * 96, 128, 192 or 256), page size a multiple of 16.
  *
  * Why a separate kernel. Plain decode (32:8 heads, D 128, bf16) does 4 FLOP
  * per byte of K/V, so it is memory-bound for any code that issues few
@@ -22,9 +22,10 @@
  *     warps, and many of them fit on a multiprocessor (each streams its own
  *     tiles), which is what keeps bytes in flight at every batch size.
  *   - K and V tiles of 16 keys go global -> shared memory with cp.async in
- *     STAGES stages (STAGES - 1 tiles in flight while one is computed). The
- *     block-table entries of a tile are read one tile before its copies are
- *     issued, so no copy waits on a dependent lookup.
+ *     STAGES stages (STAGES - 1 tiles in flight while one is computed). A
+ *     tile lies in one page (one block-table entry), and the entries are
+ *     read 32 tiles ahead (a window of 32 in the lanes), so no copy waits on
+ *     a dependent lookup.
  *   - Shared rows are padded by 16 bytes: the 8 rows one ldmatrix phase reads
  *     then start in 8 different 16-byte bank groups for every head size.
  *   - S = Q K^T: A = Q (ldmatrix, row-major [head][d]), B = K (ldmatrix,
@@ -49,13 +50,16 @@
 #include "gpu_attn_internal.h"
 
 #define DMMA_TILE 16
+/* The carveout (percent of the largest shared-memory configuration) the
+ * kernel asks for, and the shared memory that gives on sm_90 (the next
+ * supported size above 50 % of 228 KB). */
+#define DMMA_CARVEOUT_PERCENT 50
+#define DMMA_CARVEOUT_SMEM (132 * 1024)
 
 /* Shared memory of one program: Q (16 rows) and STAGES stages of K and V
  * (16 rows each), rows of D 16-bit elements plus 16 bytes of padding.
- * Three stages (two tiles in flight per program) leave room for 7 programs
- * per multiprocessor at D 128 (3 at D 256): about as many bytes in flight
- * as 4 stages and 5 programs, and more warps to hide the mma and softmax
- * latency with. */
+ * Three stages: two tiles in flight per program, 4 programs per
+ * multiprocessor at D 128 with the carveout below (2 at D 256). */
 template <int D>
 struct dmma_plan {
     static constexpr int ROW = D * 2 + 16;
@@ -172,55 +176,49 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
     const int pshift = __ffs(p.page) - 1;
     const uint8_t *kc = (const uint8_t *)p.k_cache, *vc = (const uint8_t *)p.v_cache;
 
-    /* When the page size is a multiple of 16 every tile lies in one page:
-     * one block-table entry per tile (the same for all lanes), and a tile's
+    /* The page size is a multiple of 16 (attn_decode_mma_supported), so a
+     * tile lies in one page: one block-table entry per tile, and the tile's
      * rows sit at a fixed stride, so a copy costs an add, not a lookup and a
-     * 64-bit multiply. Other page sizes look up the block of every key. */
-    const bool page16 = p.page % DMMA_TILE == 0;
+     * 64-bit multiply. */
     const int64_t row_stride = (int64_t)p.hkv * (D * 2); /* bytes between keys of a page */
 
-    /* Block-table entry of key 16 * tile (page16) or 16 * tile + (lane & 15);
-     * 0 past the segment or for a key outside the visible range (its copy is
-     * zero-filled and never reads it). */
-    auto fetch_blk = [&](int tile) -> int {
-        const int key = tile * DMMA_TILE + (page16 ? 0 : (lane & 15));
-        if (tile >= t_hi || (!page16 && (key < klo || key >= khi)))
+    /* Lane l holds the block of tile t_lo + 32 w + l for the current window
+     * w of 32 tiles, and the next window is read when the current one comes
+     * into use, 32 tiles before it is needed. One lookup per tile issued a
+     * single tile ahead left every tile waiting on a dependent global load. */
+    auto fetch_window = [&](int w) -> int {
+        const int tile = t_lo + 32 * w + lane;
+        if (tile >= t_hi)
             return 0;
+        const int key = tile * DMMA_TILE;
         return bt[pow2page ? key >> pshift : key / p.page];
     };
+    int win_cur = fetch_window(0), win_nxt = fetch_window(1), wbase = 0;
+    /* The block of tile t_lo + idx (idx increases call by call). */
+    auto window_blk = [&](int idx) -> int {
+        if ((idx >> 5) != wbase) {
+            win_cur = win_nxt;
+            wbase++;
+            win_nxt = fetch_window(wbase + 1);
+        }
+        return __shfl_sync(0xffffffffu, win_cur, idx & 31);
+    };
     /* Issue the copies of one tile: lane-chunk i is key row r = idx / CH,
-     * 16-byte chunk c = idx % CH of both K and V. */
+     * 16-byte chunk c = idx % CH of both K and V; keys outside the visible
+     * range are zero-filled. */
     auto load_tile = [&](int tile, int st, int blk) {
         uint8_t *Ks = stage0 + st * STAGE;
         uint8_t *Vs = Ks + DMMA_TILE * ROWB;
         const int kb = tile * DMMA_TILE;
         const bool full = kb >= klo && kb + DMMA_TILE <= khi;
-        if (page16) {
-            const int inpage = pow2page ? kb & (p.page - 1) : kb % p.page;
-            const int64_t base = (((int64_t)blk * p.page + inpage) * p.hkv + kvh) * (D * 2);
-#pragma unroll
-            for (int i = 0; i < LOADS; i++) {
-                const unsigned idx = (unsigned)lane + 32u * i;
-                const unsigned r = idx / CH, c = idx % CH;
-                const bool ok = full || (kb + (int)r >= klo && kb + (int)r < khi);
-                const int64_t off = base + (int64_t)r * row_stride + c * 16;
-                attn_cp_async16(Ks + r * ROWB + c * 16, kc + off, ok);
-                attn_cp_async16(Vs + r * ROWB + c * 16, vc + off, ok);
-            }
-            return;
-        }
+        const int inpage = pow2page ? kb & (p.page - 1) : kb % p.page;
+        const int64_t base = (((int64_t)blk * p.page + inpage) * p.hkv + kvh) * (D * 2);
 #pragma unroll
         for (int i = 0; i < LOADS; i++) {
-            const int idx = lane + 32 * i;
-            const int r = idx / CH, c = idx % CH;
-            const int key = kb + r;
-            const int b = __shfl_sync(0xffffffffu, blk, r);
-            const bool ok = key >= klo && key < khi;
-            int64_t off = 0;
-            if (ok) {
-                const int inpage = pow2page ? key & (p.page - 1) : key % p.page;
-                off = (((int64_t)b * p.page + inpage) * p.hkv + kvh) * (D * 2) + c * 16;
-            }
+            const unsigned idx = (unsigned)lane + 32u * i;
+            const unsigned r = idx / CH, c = idx % CH;
+            const bool ok = full || (kb + (int)r >= klo && kb + (int)r < khi);
+            const int64_t off = base + (int64_t)r * row_stride + c * 16;
             attn_cp_async16(Ks + r * ROWB + c * 16, kc + off, ok);
             attn_cp_async16(Vs + r * ROWB + c * 16, vc + off, ok);
         }
@@ -228,17 +226,12 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
 
     /* Start the first tiles before anything else: their latency then
      * overlaps the Q load below. */
-    int pre[STAGES - 1];
-#pragma unroll
-    for (int i = 0; i < STAGES - 1; i++)
-        pre[i] = fetch_blk(t_lo + i); /* independent lookups, in flight together */
 #pragma unroll
     for (int i = 0; i < STAGES - 1; i++) {
         if (i < nt)
-            load_tile(t_lo + i, i, pre[i]);
+            load_tile(t_lo + i, i, window_blk(i));
         attn_cp_async_commit(); /* empty groups keep the wait counts uniform */
     }
-    int blk = fetch_blk(t_lo + STAGES - 1);
 
     /* Q: 16 rows = query heads hsplit * 16 + row of this KV head, raw 16-bit
      * (the same type as the cache); rows past the group are zeros. */
@@ -282,10 +275,8 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
     for (int it = 0; it < nt; it++) {
         attn_cp_async_wait(STAGES - 2);
         __syncwarp(); /* tile `it` visible to every lane; stage it-1 free */
-        if (it + STAGES - 1 < nt) {
-            load_tile(t_lo + it + STAGES - 1, (it + STAGES - 1) % STAGES, blk);
-            blk = fetch_blk(t_lo + it + STAGES);
-        }
+        if (it + STAGES - 1 < nt)
+            load_tile(t_lo + it + STAGES - 1, (it + STAGES - 1) % STAGES, window_blk(it + STAGES - 1));
         attn_cp_async_commit();
 
         const uint8_t *Ks = stage0 + (it % STAGES) * STAGE;
@@ -448,6 +439,17 @@ static hipError_t launch_dmma_t(const attn_kparams *p, hipStream_t stream)
                                            hipFuncAttributeMaxDynamicSharedMemorySize, smem);
         if (e != hipSuccess)
             return e;
+        /* Half of the unified L1/shared storage as shared memory (sm_90:
+         * 132 of 256 KB, 4 programs at D 128), the rest stays L1. Measured
+         * on the H200 at batch 64, kv 8192 (D 128): 531 us with this split,
+         * 598 us with 164 KB shared (5 programs), 635 us with 228 KB (7
+         * programs), 682 us with 100 KB (3). The copies in flight appear to
+         * need L1 room: more programs with less L1 move fewer bytes. */
+        e = hipFuncSetAttribute((const void *)attn_decode_mma_kernel<D, BF16>,
+                                hipFuncAttributePreferredSharedMemoryCarveout,
+                                DMMA_CARVEOUT_PERCENT);
+        if (e != hipSuccess)
+            return e;
         opted_in = 1;
     }
     /* KV heads vary fastest: the programs of one sequence start together
@@ -485,14 +487,15 @@ static hipError_t launch_dmma_d(const attn_kparams *p, hipStream_t stream)
 
 #endif /* ATTN_PLATFORM_CUDA */
 
-int attn_decode_mma_supported(int d, int dv, int q_dtype, int kv_dtype, int q_quant)
+int attn_decode_mma_supported(int d, int dv, int q_dtype, int kv_dtype, int q_quant, int page)
 {
 #if defined(ATTN_PLATFORM_CUDA)
     const bool sized = d == dv && (d == 64 || d == 80 || d == 96 || d == 128 || d == 192 || d == 256);
     const bool typed = q_dtype == kv_dtype && (kv_dtype == ATTN_DTYPE_BF16 || kv_dtype == ATTN_DTYPE_F16);
-    return sized && typed && !q_quant;
+    return sized && typed && !q_quant && page > 0 && page % DMMA_TILE == 0;
 #else
     /* No matrix-unit path was written for AMD: the scalar decode kernel runs. */
+    (void)page;
     (void)d;
     (void)dv;
     (void)q_dtype;
@@ -502,9 +505,9 @@ int attn_decode_mma_supported(int d, int dv, int q_dtype, int kv_dtype, int q_qu
 #endif
 }
 
-/* Programs of this kernel one multiprocessor holds at once, from its shared
- * memory (228 KB per SM on sm_90, 1 KB of it reserved per block) and the
- * limit of 32 resident blocks. */
+/* Programs of this kernel one multiprocessor holds at once: the shared
+ * memory the carveout leaves them (132 KB on sm_90, 1 KB of it reserved per
+ * block), at most 32 resident blocks. */
 int attn_decode_mma_programs_per_cu(int d)
 {
     const int smem = d <= 64    ? dmma_plan<64>::SMEM
@@ -513,7 +516,7 @@ int attn_decode_mma_programs_per_cu(int d)
                      : d <= 128 ? dmma_plan<128>::SMEM
                      : d <= 192 ? dmma_plan<192>::SMEM
                                 : dmma_plan<256>::SMEM;
-    const int n = 228 * 1024 / (smem + 1024);
+    const int n = DMMA_CARVEOUT_SMEM / (smem + 1024);
     return n < 1 ? 1 : n > 32 ? 32 : n;
 }
 

@@ -392,10 +392,16 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
 
         /* S = Q K^T for this warp's KW keys: column n of n-tile j is key
          * kg*KW + 8j + n. */
-        float sacc[NT][4];
+        /* Each n-tile's sum over the 16 k16 chunks is a chain of dependent
+         * mma, and a warp has only NT (2 or 4) of them: a second accumulator
+         * per n-tile (odd chunks) halves the chains (ptxas: no spills). */
+        constexpr int CHAINS = 2;
+        float sacc[NT][4], sodd[NT][4];
 #pragma unroll
         for (int j = 0; j < NT; j++)
-            sacc[j][0] = sacc[j][1] = sacc[j][2] = sacc[j][3] = 0.f;
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                sacc[j][e] = sodd[j][e] = 0.f;
 #pragma unroll
         for (int q = 0; q < 8; q++) {
             uint32_t a[2][4];
@@ -410,7 +416,14 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
                 mma16816(sacc[j], a[0], b[j][0], b[j][1]);
 #pragma unroll
             for (int j = 0; j < NT; j++)
-                mma16816(sacc[j], a[1], b[j][2], b[j][3]);
+                mma16816(CHAINS == 2 ? sodd[j] : sacc[j], a[1], b[j][2], b[j][3]);
+        }
+        if (CHAINS == 2) {
+#pragma unroll
+            for (int j = 0; j < NT; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    sacc[j][e] += sodd[j][e];
         }
 
         /* Scores in log2 units, masks, online softmax (rows g, g+8). */
@@ -483,12 +496,17 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
                                    pack_f16x2(sacc[2 * kc][2], sacc[2 * kc][3]),
                                    pack_f16x2(sacc[2 * kc + 1][0], sacc[2 * kc + 1][1]),
                                    pack_f16x2(sacc[2 * kc + 1][2], sacc[2 * kc + 1][3])};
+            /* V fragments are read one step ahead of the mma that use them,
+             * so the ldmatrix latency overlaps the previous step's mma. */
+            uint32_t b[2][4];
+            ldsm_x4_trans(va[0] + kc * 16 * ROW, b[0]);
 #pragma unroll
             for (int u = 0; u < 16; u++) {
-                uint32_t b[4];
-                ldsm_x4_trans(va[u & 3] + kc * 16 * ROW + (u >> 2) * 128, b);
-                mma16816(o[2 * u], a, b[0], b[1]);
-                mma16816(o[2 * u + 1], a, b[2], b[3]);
+                if (u + 1 < 16)
+                    ldsm_x4_trans(va[(u + 1) & 3] + kc * 16 * ROW + ((u + 1) >> 2) * 128,
+                                  b[(u + 1) & 1]);
+                mma16816(o[2 * u], a, b[u & 1][0], b[u & 1][1]);
+                mma16816(o[2 * u + 1], a, b[u & 1][2], b[u & 1][3]);
             }
         }
     }

@@ -284,18 +284,20 @@ static void generic_tiling(int group, int *block_q, int *hpt, int *hsplit)
  * at most 64, and never below 128 keys (32 per warp) a segment: a partial is
  * hq x (D + 2) floats per token, small against the K/V bytes of 128 keys. */
 /* Whether this shape's decode batches run on the matrix-unit decode kernel
- * (attn_decode_mma.hip): NVIDIA, Q and cache of one 16-bit type, D == Dv. */
+ * (attn_decode_mma.hip): NVIDIA, Q and cache of one 16-bit type, D == Dv,
+ * page size a multiple of 16. */
 static int decode_uses_mma(const gpu_attn_ctx *c)
 {
     const attn_shape *s = &c->shape;
     return attn_decode_mma_supported(s->head_dim, attn_shape_head_dim_v(s), s->q_dtype,
-                                     s->kv_dtype, is_fp8(s->compute_dtype));
+                                     s->kv_dtype, is_fp8(s->compute_dtype), s->page_size);
 }
 
 /* Segment rule of the matrix-unit decode kernel. Its programs are single
  * warps that each stream their own tiles, so what matters is that every
- * multiprocessor holds as many as its shared memory allows (one full wave:
- * programs per CU x CUs); beyond that more segments only add partials.
+ * multiprocessor holds as many as its shared-memory carveout allows (one
+ * full wave: programs per CU x CUs); beyond that more segments only add
+ * partials.
  * Split the key range until the grid reaches one wave, in powers of two,
  * at most 64, and never below 64 keys (4 tiles) a segment, where the
  * partial and the reduce would cost more than the keys. */

@@ -266,7 +266,7 @@ hipError_t attn_launch_decode(const attn_kparams *p, hipStream_t stream);
  * it takes a shape, how many of its one-warp programs a compute unit holds
  * for head size d, and the launch (heads_per_tile 16, head_splits and nseg
  * set by the caller). */
-int attn_decode_mma_supported(int d, int dv, int q_dtype, int kv_dtype, int q_quant);
+int attn_decode_mma_supported(int d, int dv, int q_dtype, int kv_dtype, int q_quant, int page);
 int attn_decode_mma_programs_per_cu(int d);
 hipError_t attn_launch_decode_mma(const attn_kparams *p, hipStream_t stream);
 

@@ -4,7 +4,9 @@
 # the repository root with a carry folder made on the build machine:
 #   mkdir -p .device-carry/{bin,lib/attnreg,share/attnreg}
 #   cp build/bin/{attnreg,gpu_attn_test} .device-carry/bin/
-#   cp -a build/lib/libattnreg.so* /lib/x86_64-linux-gnu/libinih.so.1 .device-carry/lib/
+#   cp -L build/lib/libattnreg.so.0 /lib/x86_64-linux-gnu/libinih.so.1 .device-carry/lib/
+# (-L: the device tool does not carry symbolic links, so the sonames must be
+# plain files)
 #   cp build/lib/attnreg/*.so .device-carry/lib/attnreg/
 #   cp -r build/share/attnreg/conf-sm90 .device-carry/share/attnreg/
 # conf-sm90 (from tests/gpu) lists sm_90 for the aiter plugins; the shipped
@@ -30,6 +32,14 @@ v $G --q-heads 8 --kv-heads 8 --head-dim 128 --kv-dtype fp8_e4m3fn --compute-dty
 v $G --q-heads 12 --kv-heads 4 --head-dim 96 --max-q-len 32 --max-kv-len 700 --seqs 6 --seed 6 --page-size 32 --window 64,16 --no-causal
 v $G --q-heads 40 --kv-heads 8 --head-dim 80 --max-q-len 3 --max-kv-len 3000 --seqs 12 --seed 7 --page-size 64 --sinks --softcap 50
 v $G --q-heads 16 --kv-heads 2 --head-dim 192 --max-q-len 4 --max-kv-len 2000 --seqs 3 --seed 8
+# decode batches on the matrix-unit decode kernel (Q and cache one 16-bit type)
+v $G --q-heads 64 --kv-heads 2 --head-dim 64 --q-dtype f16 --kv-dtype f16 --max-q-len 1 --max-kv-len 3000 --seqs 9 --seed 9 --sinks --softcap 30
+v $G --q-heads 8 --kv-heads 8 --head-dim 256 --max-q-len 1 --max-kv-len 5000 --seqs 5 --seed 10 --page-size 32 --window 700,0 --strided
+v $G --q-heads 20 --kv-heads 4 --head-dim 96 --max-q-len 1 --max-kv-len 777 --seqs 7 --seed 12 --page-size 64
 echo "== verify summary: $pass passed, $fail failed"
-echo "== gpu_attn_test"
-$D/bin/gpu_attn_test $D/lib/attnreg/libattn_cpu_ref.so 120 2>&1 | tail -8
+n=${ATTNREG_VERIFY_GPU_TEST_COUNT:-120}   # 0: skip the kernel-level test
+if [ "$n" -gt 0 ]; then
+  echo "== gpu_attn_test"
+  $D/bin/gpu_attn_test $D/lib/attnreg/libattn_cpu_ref.so "$n" 2>&1 | tail -8
+fi
+[ "$fail" -eq 0 ]

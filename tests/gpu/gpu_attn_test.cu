@@ -41,6 +41,7 @@
 #include <string.h>
 
 #include <algorithm>
+#include <string>
 #include <vector>
 
 #include "attn_dtype_conv.h"
@@ -675,6 +676,7 @@ static Case upstream_case(gpu_attn_kernel kernel, int hq, int hkv, int out_dtype
 
 int main(int argc, char **argv)
 {
+    setvbuf(stdout, NULL, _IOLBF, 0); /* progress survives a timeout kill */
     attn_device_info devs[8];
     for (auto &d : devs)
         d.struct_size = sizeof d;
@@ -698,6 +700,13 @@ int main(int argc, char **argv)
     const char *cref = argc > 1 ? argv[1] : getenv("ATTNREG_CPU_REF_PLUGIN");
     load_cpu_ref(cref);
     int count = argc > 2 ? atoi(argv[2]) : 120;
+    /* argv[3]: the families to run, a comma list of generic, mtp, decode,
+     * decode-mma (default: all), for a device run on a time budget. */
+    const char *fam = argc > 3 ? argv[3] : "generic,mtp,decode,decode-mma";
+    auto wants = [&](const char *name) {
+        std::string list = std::string(",") + fam + ",";
+        return list.find(std::string(",") + name + ",") != std::string::npos;
+    };
     const char *seed = getenv("ATTNREG_TEST_SEED");
     rng_state ^= seed ? strtoull(seed, NULL, 0) : 20261129ull;
 
@@ -709,13 +718,13 @@ int main(int argc, char **argv)
         run_case(upstream_case(GPU_ATTN_KERNEL_GENERIC, 16, 1, o), gen, true);
         run_case(upstream_case(GPU_ATTN_KERNEL_GENERIC, 32, 2, o), gen, true);
     }
-    for (int i = 0; i < count; i++)
+    for (int i = 0; wants("generic") && i < count; i++)
         run_case(random_generic(i), gen, false);
-    for (int i = 0; i < count; i++)
+    for (int i = 0; wants("mtp") && i < count; i++)
         run_case(random_mtp(i), mtp, false);
-    for (int i = 0; i < count; i++)
+    for (int i = 0; wants("decode") && i < count; i++)
         run_case(random_decode(i), dec, false);
-    for (int i = 0; i < count; i++)
+    for (int i = 0; wants("decode-mma") && i < count; i++)
         run_case(random_decode_mma(i), dmma, false);
 
     printf("generic: %d configurations, %d failed, worst error/allowed %.3g\n", gen.run, gen.failed,

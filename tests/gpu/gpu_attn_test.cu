@@ -42,6 +42,7 @@
 
 #include <algorithm>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "attn_dtype_conv.h"
@@ -258,59 +259,76 @@ static bool run_case(const Case &c, Stats &st, bool verbose)
         vmax = std::max(vmax, (double)fabsf(load_raw(vc, c.kv_dtype, i)));
     vmax *= vd;
     const bool fp8c = attn_conv_dtype_is_fp8(c.compute_dtype);
-    for (int s = 0; s < S; s++) {
+    /* One (token, head) row of the reference. Rows are independent, so they
+     * are spread over the host's cores: the float64 reference is most of the
+     * test's time, and the device machine has 16 cores. */
+    std::vector<int> tok_seq(T);
+    for (int s = 0; s < S; s++)
+        for (int i = 0; i < c.qlens[s]; i++)
+            tok_seq[cu[s] + i] = s;
+    auto reference_row = [&](int tok, int h) {
+        const int s = tok_seq[tok];
         const int Q = c.qlens[s], K = c.klens[s];
-        for (int i = 0; i < Q; i++) {
-            const int pos = K - Q + i, tok = cu[s] + i;
-            for (int h = 0; h < c.hq; h++) {
-                const int kvh = h / G;
-                std::vector<double> qv(D);
-                for (int d = 0; d < D; d++) {
-                    float x = load_raw(qh, c.q_dtype, (size_t)tok * q_st + (size_t)h * q_sh + d);
-                    if (fp8c)
-                        x = attn_conv_round_to(c.compute_dtype, x / c.q_descale);
-                    qv[d] = x;
-                }
-                const double sc = (double)scale * kd * (fp8c ? c.q_descale : 1.0);
-                std::vector<double> sv;
-                std::vector<int> keys;
-                double mx = c.sinks ? (double)sinks[h] : -INFINITY;
-                for (int j = 0; j < K; j++) {
-                    if (c.causal && j > pos)
-                        continue;
-                    if (c.wl >= 0 && j < pos - c.wl)
-                        continue;
-                    if (c.wr >= 0 && j > pos + c.wr)
-                        continue;
-                    size_t base = ((size_t)bt[(size_t)s * bt_stride + j / c.page] * c.page +
-                                   j % c.page) * c.hkv + kvh;
-                    double acc = 0;
-                    for (int d = 0; d < D; d++)
-                        acc += qv[d] * load_raw(kc, c.kv_dtype, base * D + d);
-                    double x = acc * sc;
-                    if (c.softcap > 0)
-                        x = c.softcap * tanh(x / c.softcap);
-                    sv.push_back(x);
-                    keys.push_back(j);
-                    mx = std::max(mx, x);
-                }
-                if (sv.empty())
-                    continue; /* zeros (with or without a sink) */
-                double den = c.sinks ? exp((double)sinks[h] - mx) : 0.0;
-                std::vector<double> o(Dv, 0.0);
-                for (size_t n = 0; n < sv.size(); n++) {
-                    double pr = exp(sv[n] - mx);
-                    den += pr;
-                    int j = keys[n];
-                    size_t base = ((size_t)bt[(size_t)s * bt_stride + j / c.page] * c.page +
-                                   j % c.page) * c.hkv + kvh;
-                    for (int d = 0; d < Dv; d++)
-                        o[d] += pr * load_raw(vc, c.kv_dtype, base * Dv + d);
-                }
-                for (int d = 0; d < Dv; d++)
-                    ref[((size_t)tok * c.hq + h) * Dv + d] = o[d] / den * vd;
-            }
+        const int pos = K - Q + (tok - cu[s]);
+        const int kvh = h / G;
+        std::vector<double> qv(D);
+        for (int d = 0; d < D; d++) {
+            float x = load_raw(qh, c.q_dtype, (size_t)tok * q_st + (size_t)h * q_sh + d);
+            if (fp8c)
+                x = attn_conv_round_to(c.compute_dtype, x / c.q_descale);
+            qv[d] = x;
         }
+        const double sc = (double)scale * kd * (fp8c ? c.q_descale : 1.0);
+        std::vector<double> sv;
+        std::vector<int> keys;
+        double mx = c.sinks ? (double)sinks[h] : -INFINITY;
+        for (int j = 0; j < K; j++) {
+            if (c.causal && j > pos)
+                continue;
+            if (c.wl >= 0 && j < pos - c.wl)
+                continue;
+            if (c.wr >= 0 && j > pos + c.wr)
+                continue;
+            size_t base =
+                ((size_t)bt[(size_t)s * bt_stride + j / c.page] * c.page + j % c.page) * c.hkv + kvh;
+            double acc = 0;
+            for (int d = 0; d < D; d++)
+                acc += qv[d] * load_raw(kc, c.kv_dtype, base * D + d);
+            double x = acc * sc;
+            if (c.softcap > 0)
+                x = c.softcap * tanh(x / c.softcap);
+            sv.push_back(x);
+            keys.push_back(j);
+            mx = std::max(mx, x);
+        }
+        if (sv.empty())
+            return; /* zeros (with or without a sink) */
+        double den = c.sinks ? exp((double)sinks[h] - mx) : 0.0;
+        std::vector<double> o(Dv, 0.0);
+        for (size_t n = 0; n < sv.size(); n++) {
+            double pr = exp(sv[n] - mx);
+            den += pr;
+            int j = keys[n];
+            size_t base =
+                ((size_t)bt[(size_t)s * bt_stride + j / c.page] * c.page + j % c.page) * c.hkv + kvh;
+            for (int d = 0; d < Dv; d++)
+                o[d] += pr * load_raw(vc, c.kv_dtype, base * Dv + d);
+        }
+        for (int d = 0; d < Dv; d++)
+            ref[((size_t)tok * c.hq + h) * Dv + d] = o[d] / den * vd;
+    };
+    {
+        const long rows = (long)T * c.hq;
+        unsigned nth = std::thread::hardware_concurrency();
+        nth = std::max(1u, std::min({nth, 16u, (unsigned)std::max(1L, rows)}));
+        std::vector<std::thread> pool;
+        for (unsigned t = 0; t < nth; t++)
+            pool.emplace_back([&, t] {
+                for (long r = t; r < rows; r += nth)
+                    reference_row((int)(r / c.hq), (int)(r % c.hq));
+            });
+        for (auto &th : pool)
+            th.join();
     }
 
     /* ---- GPU ---- */

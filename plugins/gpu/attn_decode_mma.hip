@@ -75,42 +75,6 @@ struct dmma_plan {
 #endif
 
 #ifdef ATTN_DMMA_DEVICE
-static __device__ __forceinline__ uint32_t dmma_smem(const void *p)
-{
-    return (uint32_t)__cvta_generic_to_shared(p);
-}
-
-static __device__ __forceinline__ void dmma_ldsm_x4(uint32_t (&r)[4], const void *p)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(dmma_smem(p)));
-}
-
-static __device__ __forceinline__ void dmma_ldsm_x4_trans(uint32_t (&r)[4], const void *p)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(dmma_smem(p)));
-}
-
-/* c += a b, m16n8k16, f32 accumulate; BF16 picks the input type. */
-template <bool BF16>
-static __device__ __forceinline__ void dmma_mma(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
-                                                uint32_t b1)
-{
-    if constexpr (BF16)
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
-                     "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-    else
-        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
-                     "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-
 /* Two floats -> a 16-bit pair (lo in the low half), round to nearest even,
  * and the residuals the rounding left, so that hi + lo carries ~16 bits. */
 template <bool BF16>
@@ -294,10 +258,10 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
 #pragma unroll
         for (int kk = 0; kk < KC; kk++) {
             uint32_t a[4], b[4];
-            dmma_ldsm_x4(a, Qs + a_off + kk * 32);
-            dmma_ldsm_x4(b, Ks + k_off + kk * 32);
-            dmma_mma<BF16>(kk & 1 ? sx[0] : sc[0], a, b[0], b[1]);
-            dmma_mma<BF16>(kk & 1 ? sx[1] : sc[1], a, b[2], b[3]);
+            attn_ldsm_x4(attn_smem_addr(Qs + a_off + kk * 32), a);
+            attn_ldsm_x4(attn_smem_addr(Ks + k_off + kk * 32), b);
+            attn_mma16816<BF16>(kk & 1 ? sx[0] : sc[0], a, b[0], b[1]);
+            attn_mma16816<BF16>(kk & 1 ? sx[1] : sc[1], a, b[2], b[3]);
         }
 #pragma unroll
         for (int j = 0; j < 2; j++)
@@ -369,11 +333,11 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
 #pragma unroll
         for (int n2 = 0; n2 < NT / 2; n2++) {
             uint32_t b[4];
-            dmma_ldsm_x4_trans(b, Vs + v_off + n2 * 32);
-            dmma_mma<BF16>(o[2 * n2], ph, b[0], b[1]);
-            dmma_mma<BF16>(o[2 * n2], pl, b[0], b[1]);
-            dmma_mma<BF16>(o[2 * n2 + 1], ph, b[2], b[3]);
-            dmma_mma<BF16>(o[2 * n2 + 1], pl, b[2], b[3]);
+            attn_ldsm_x4_trans(attn_smem_addr(Vs + v_off + n2 * 32), b);
+            attn_mma16816<BF16>(o[2 * n2], ph, b[0], b[1]);
+            attn_mma16816<BF16>(o[2 * n2], pl, b[0], b[1]);
+            attn_mma16816<BF16>(o[2 * n2 + 1], ph, b[2], b[3]);
+            attn_mma16816<BF16>(o[2 * n2 + 1], pl, b[2], b[3]);
         }
     }
     attn_cp_async_wait(0);

@@ -65,26 +65,6 @@
 
 #if defined(ATTN_PLATFORM_CUDA)
 
-static __device__ __forceinline__ uint32_t smem_addr(const void *p)
-{
-    return (uint32_t)__cvta_generic_to_shared(p);
-}
-
-static __device__ __forceinline__ void cp_async16(void *dst, const void *src, int src_bytes)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)),
-                 "l"(src), "r"(src_bytes));
-}
-static __device__ __forceinline__ void cp_async_commit()
-{
-    asm volatile("cp.async.commit_group;\n" ::);
-}
-template <int N>
-static __device__ __forceinline__ void cp_async_wait()
-{
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
-}
-
 #ifdef ATTN_MTP_MMA
 /* Four e4m3 bytes -> four f16, exact: bytes 0, 1 -> lo (byte 0 in the low
  * half), bytes 2, 3 -> hi. */
@@ -94,32 +74,6 @@ static __device__ __forceinline__ void fp8x4_to_f16x4(uint32_t four, uint32_t &l
         " cvt.rn.f16x2.e4m3x2 %1, b;\n}\n"
         : "=r"(lo), "=r"(hi)
         : "r"(four));
-}
-
-/* Four 8x8 b16 matrices: lanes 8j..8j+7 give the row addresses of matrix j,
- * and register j of lane i receives row i/4, columns 2(i%4), 2(i%4)+1 of
- * matrix j (of its transpose with .trans). Volatile: the compiler must not
- * move the reads across the barriers that publish Kh and Vh. */
-static __device__ __forceinline__ void ldsm_x4(uint32_t addr, uint32_t *r)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
-static __device__ __forceinline__ void ldsm_x4_trans(uint32_t addr, uint32_t *r)
-{
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-                 : "r"(addr));
-}
-
-static __device__ __forceinline__ void mma16816(float *c, const uint32_t *a, uint32_t b0,
-                                                uint32_t b1)
-{
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
-                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
-                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
 /* 2^x by the hardware (MUFU.EX2), flushing results below 2^-126 to zero.
@@ -282,8 +236,8 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
             const int64_t off =
                 ok ? (int64_t)(i < 2 ? b0 : b1) * page_bytes + (i & 1 ? slot_off1 : slot_off0) : 0;
             const int dst = cdst + i * 8 * MTP_D;
-            cp_async16(Ks + dst, (const uint8_t *)p.k_cache + off, ok ? 16 : 0);
-            cp_async16(Vs + dst, (const uint8_t *)p.v_cache + off, ok ? 16 : 0);
+            attn_cp_async16(Ks + dst, (const uint8_t *)p.k_cache + off, ok);
+            attn_cp_async16(Vs + dst, (const uint8_t *)p.v_cache + off, ok);
         }
     };
 
@@ -340,9 +294,9 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
     const int cq = (lm >> 1) ^ lr, ck = lm ^ lr;
     uint32_t qa[4], ka[2], va[4];
     {
-        const uint32_t qrow = smem_addr(Qh) + (tw * 16 + 8 * (lm & 1) + lr) * ROW;
-        const uint32_t krow = smem_addr(Kh) + (kg * KW + lr) * ROW;
-        const uint32_t vrow = smem_addr(Vh) + (kg * KW + 8 * (lm & 1) + lr) * ROW;
+        const uint32_t qrow = attn_smem_addr(Qh) + (tw * 16 + 8 * (lm & 1) + lr) * ROW;
+        const uint32_t krow = attn_smem_addr(Kh) + (kg * KW + lr) * ROW;
+        const uint32_t vrow = attn_smem_addr(Vh) + (kg * KW + 8 * (lm & 1) + lr) * ROW;
 #pragma unroll
         for (int u = 0; u < 4; u++) {
             qa[u] = qrow + (((2 * u) ^ cq) << 4);
@@ -368,7 +322,7 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
             fetch_bt(i, nb0, nb1);
             load_tile(i, i, nb0, nb1);
         }
-        cp_async_commit(); /* empty groups keep the counting uniform */
+        attn_cp_async_commit(); /* empty groups keep the counting uniform */
     }
     fetch_bt(STAGES - 1, nb0, nb1);
     __syncthreads(); /* Q and rowmul visible */
@@ -376,11 +330,11 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
 
     for (int it = 0; it < ntiles; it++) {
         const int st = it % STAGES;
-        cp_async_wait<STAGES - 2>();
+        attn_cp_async_wait(STAGES - 2);
         __syncthreads(); /* B1: tile `it` landed; tile it-1's stage and Kh/Vh are free */
         if (it + STAGES - 1 < ntiles)
             load_tile(it + STAGES - 1, (it + STAGES - 1) % STAGES, nb0, nb1);
-        cp_async_commit();
+        attn_cp_async_commit();
         fetch_bt(it + STAGES, nb0, nb1); /* used by the next iteration's copies */
 
         const uint8_t *Ks = stage0 + st * L::STAGE;
@@ -405,18 +359,18 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
 #pragma unroll
         for (int q = 0; q < 8; q++) {
             uint32_t a[2][4];
-            ldsm_x4(qa[(2 * q) & 3] + ((2 * q) >> 2) * 128, a[0]);
-            ldsm_x4(qa[(2 * q + 1) & 3] + ((2 * q + 1) >> 2) * 128, a[1]);
+            attn_ldsm_x4(qa[(2 * q) & 3] + ((2 * q) >> 2) * 128, a[0]);
+            attn_ldsm_x4(qa[(2 * q + 1) & 3] + ((2 * q + 1) >> 2) * 128, a[1]);
             uint32_t b[NT][4];
 #pragma unroll
             for (int j = 0; j < NT; j++)
-                ldsm_x4(ka[q & 1] + j * 8 * ROW + (q >> 1) * 128, b[j]);
+                attn_ldsm_x4(ka[q & 1] + j * 8 * ROW + (q >> 1) * 128, b[j]);
 #pragma unroll
             for (int j = 0; j < NT; j++)
-                mma16816(sacc[j], a[0], b[j][0], b[j][1]);
+                attn_mma16816<false>(sacc[j], a[0], b[j][0], b[j][1]);
 #pragma unroll
             for (int j = 0; j < NT; j++)
-                mma16816(CHAINS == 2 ? sodd[j] : sacc[j], a[1], b[j][2], b[j][3]);
+                attn_mma16816<false>(CHAINS == 2 ? sodd[j] : sacc[j], a[1], b[j][2], b[j][3]);
         }
         if (CHAINS == 2) {
 #pragma unroll
@@ -499,18 +453,18 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
             /* V fragments are read one step ahead of the mma that use them,
              * so the ldmatrix latency overlaps the previous step's mma. */
             uint32_t b[2][4];
-            ldsm_x4_trans(va[0] + kc * 16 * ROW, b[0]);
+            attn_ldsm_x4_trans(va[0] + kc * 16 * ROW, b[0]);
 #pragma unroll
             for (int u = 0; u < 16; u++) {
                 if (u + 1 < 16)
-                    ldsm_x4_trans(va[(u + 1) & 3] + kc * 16 * ROW + ((u + 1) >> 2) * 128,
+                    attn_ldsm_x4_trans(va[(u + 1) & 3] + kc * 16 * ROW + ((u + 1) >> 2) * 128,
                                   b[(u + 1) & 1]);
-                mma16816(o[2 * u], a, b[u & 1][0], b[u & 1][1]);
-                mma16816(o[2 * u + 1], a, b[u & 1][2], b[u & 1][3]);
+                attn_mma16816<false>(o[2 * u], a, b[u & 1][0], b[u & 1][1]);
+                attn_mma16816<false>(o[2 * u + 1], a, b[u & 1][2], b[u & 1][3]);
             }
         }
     }
-    cp_async_wait<0>();
+    attn_cp_async_wait(0);
 
     /* Row sums over the 4 lanes of a row. */
     l0 += __shfl_xor_sync(0xffffffffu, l0, 1);

@@ -269,6 +269,24 @@ static void generic_tiling(int group, int *block_q, int *hpt, int *hsplit)
     *hsplit = ceil_div(group, *hpt);
 }
 
+/* The split every segment rule shares: `work` programs without a split,
+ * `target` programs wanted. Split the key range into the power of two of
+ * segments that brings the grid to the target, at most ATTN_MAX_SEGMENTS
+ * and never below `min_keys` keys a segment (rounded down to a power of two
+ * when that bound is not one); 1 when the work already reaches the target. */
+static int split_segments(long work, long target, int maxk, int min_keys)
+{
+    if (work <= 0 || work >= target)
+        return 1;
+    int n = next_pow2((int)((target + work - 1) / work));
+    int cap = ceil_div(maxk > 0 ? maxk : 1, min_keys);
+    if (n > cap)
+        n = next_pow2(cap) > cap ? next_pow2(cap) / 2 : cap;
+    if (n > ATTN_MAX_SEGMENTS)
+        n = ATTN_MAX_SEGMENTS;
+    return n < 1 ? 1 : n;
+}
+
 /* Segment rule of the generic kernel. The 2D grid has about `work` programs
  * (query tiles x KV heads x head splits). When that fills the GPU twice over
  * (two programs per compute unit) the 2D path runs. Otherwise the key range
@@ -307,15 +325,7 @@ static int decode_mma_nseg(const gpu_attn_ctx *c, int S, int maxk)
     int group = c->shape.num_q_heads / hkv;
     long work = (long)S * hkv * ceil_div(group, 16);
     long target = (long)attn_decode_mma_programs_per_cu(c->shape.head_dim) * c->cus;
-    if (work <= 0 || work >= target)
-        return 1;
-    int n = next_pow2((int)((target + work - 1) / work));
-    int cap = ceil_div(maxk > 0 ? maxk : 1, 64);
-    if (n > cap)
-        n = next_pow2(cap) > cap ? next_pow2(cap) / 2 : cap;
-    if (n > ATTN_MAX_SEGMENTS)
-        n = ATTN_MAX_SEGMENTS;
-    return n < 1 ? 1 : n;
+    return split_segments(work, target, maxk, 64);
 }
 
 static int decode_nseg(const gpu_attn_ctx *c, int S, int maxk)
@@ -329,15 +339,7 @@ static int decode_nseg(const gpu_attn_ctx *c, int S, int maxk)
     int hs = ceil_div(group, attn_decode_heads_per_program(group, c->shape.head_dim));
     long work = (long)S * hkv * hs;
     long target = 16L * c->cus;
-    if (work <= 0 || work >= target)
-        return 1;
-    int n = next_pow2((int)((target + work - 1) / work));
-    int cap = ceil_div(maxk > 0 ? maxk : 1, 128);
-    if (n > cap)
-        n = next_pow2(cap) > cap ? next_pow2(cap) / 2 : cap;
-    if (n > ATTN_MAX_SEGMENTS)
-        n = ATTN_MAX_SEGMENTS;
-    return n < 1 ? 1 : n;
+    return split_segments(work, target, maxk, 128);
 }
 
 static int generic_nseg(const gpu_attn_ctx *c, int T, int S, int maxq, int maxk)
@@ -355,15 +357,7 @@ static int generic_nseg(const gpu_attn_ctx *c, int T, int S, int maxq, int maxk)
         tiles = bound;
     long work = tiles * attn_shape_kv_heads(&c->shape) * hs;
     long target = 2L * c->cus;
-    if (work <= 0 || work >= target)
-        return 1;
-    int n = next_pow2((int)((target + work - 1) / work));
-    int cap = ceil_div(maxk > 0 ? maxk : 1, 256);
-    if (n > cap)
-        n = next_pow2(cap) > cap ? next_pow2(cap) / 2 : cap;
-    if (n > ATTN_MAX_SEGMENTS)
-        n = ATTN_MAX_SEGMENTS;
-    return n < 1 ? 1 : n;
+    return split_segments(work, target, maxk, 256);
 }
 
 /* Segment rule of the MTP kernel, the upstream reference rule verbatim:

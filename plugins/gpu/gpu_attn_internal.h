@@ -230,6 +230,49 @@ __device__ __forceinline__ void attn_cp_async_wait(int n)
 #endif
 }
 
+#if defined(ATTN_PLATFORM_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+/* Matrix-unit building blocks of the NVIDIA kernels (attn_decode_mma.hip,
+ * attn_mtp.hip). */
+__device__ __forceinline__ uint32_t attn_smem_addr(const void *p)
+{
+    return (uint32_t)__cvta_generic_to_shared(p);
+}
+
+/* Four 8x8 b16 matrices from shared memory: lanes 8j..8j+7 give the row
+ * addresses of matrix j, and register j of lane i receives row i/4, columns
+ * 2(i%4), 2(i%4)+1 of matrix j (of its transpose with .trans). Volatile: the
+ * compiler must not move the reads across the barriers that publish the
+ * tiles. */
+__device__ __forceinline__ void attn_ldsm_x4(uint32_t addr, uint32_t *r)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+__device__ __forceinline__ void attn_ldsm_x4_trans(uint32_t addr, uint32_t *r)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr));
+}
+
+/* c += a b, m16n8k16, f32 accumulate; BF16 picks bf16 inputs, else f16. */
+template <bool BF16>
+__device__ __forceinline__ void attn_mma16816(float *c, const uint32_t *a, uint32_t b0, uint32_t b1)
+{
+    if constexpr (BF16)
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
+                     "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    else
+        asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
+                     "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+                     : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+#endif
+
 /* Whether key j is visible from query position pos (BRIEF "Attention
  * semantics"); j < K is checked by the caller. */
 __device__ __forceinline__ bool attn_visible(const attn_kparams &p, int j, int pos)

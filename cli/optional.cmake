@@ -7,5 +7,5 @@
 if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/cmd_run.c OR EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/cmd_verify.c)
   target_sources(attnreg_cli PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/run_support.c)
   target_link_libraries(attnreg_cli PRIVATE attnreg_npy attnreg_oracle attnreg_dtype_conv
-                        ${CMAKE_DL_LIBS})
+                        attnreg_tool_error ${CMAKE_DL_LIBS})
 endif()

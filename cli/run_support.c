@@ -2,26 +2,12 @@
  * run_support.c — see run_support.h.
  */
 #include "run_support.h"
+#include "attn_tool_error.h"
 
 #include <dlfcn.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int fail(char *err, size_t err_size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t err_size, const char *fmt, ...)
-{
-    if (err && err_size) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, err_size, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 npy_dtype run_npy_dtype(int32_t dtype)
 {
@@ -128,7 +114,7 @@ static int open_cuda(run_memory *m, char *err, size_t err_size)
 {
     m->library = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
     if (!m->library)
-        return fail(err, err_size, "no CUDA driver (libcuda.so.1): %s", dlerror());
+        return attn_tool_fail(err, err_size, "no CUDA driver (libcuda.so.1): %s", dlerror());
     int missing = 0;
     cu_init_fn init = (cu_init_fn)symbol(m->library, "cuInit", &missing);
     cu_device_get_fn device_get = (cu_device_get_fn)symbol(m->library, "cuDeviceGet", &missing);
@@ -144,16 +130,16 @@ static int open_cuda(run_memory *m, char *err, size_t err_size)
     m->cu.sync = (cu_sync_fn)symbol(m->library, "cuCtxSynchronize", &missing);
     m->cu.error_string = (cu_error_string_fn)symbol(m->library, "cuGetErrorString", &missing);
     if (missing)
-        return fail(err, err_size, "libcuda.so.1 lacks a driver API entry point");
+        return attn_tool_fail(err, err_size, "libcuda.so.1 lacks a driver API entry point");
     int rc, dev = 0;
     if ((rc = init(0)) != 0)
-        return fail(err, err_size, "cuInit: %s", cuda_error(m, rc));
+        return attn_tool_fail(err, err_size, "cuInit: %s", cuda_error(m, rc));
     if ((rc = device_get(&dev, m->device)) != 0)
-        return fail(err, err_size, "cuDeviceGet(%d): %s", m->device, cuda_error(m, rc));
+        return attn_tool_fail(err, err_size, "cuDeviceGet(%d): %s", m->device, cuda_error(m, rc));
     if ((rc = retain(&m->cu.context, dev)) != 0)
-        return fail(err, err_size, "cuDevicePrimaryCtxRetain: %s", cuda_error(m, rc));
+        return attn_tool_fail(err, err_size, "cuDevicePrimaryCtxRetain: %s", cuda_error(m, rc));
     if ((rc = m->cu.ctx_set(m->cu.context)) != 0)
-        return fail(err, err_size, "cuCtxSetCurrent: %s", cuda_error(m, rc));
+        return attn_tool_fail(err, err_size, "cuCtxSetCurrent: %s", cuda_error(m, rc));
     snprintf(m->name, sizeof m->name, "CUDA device %d", m->device);
     return 0;
 }
@@ -164,7 +150,7 @@ static int open_hip(run_memory *m, char *err, size_t err_size)
     if (!m->library)
         m->library = dlopen("libamdhip64.so.5", RTLD_NOW | RTLD_LOCAL);
     if (!m->library)
-        return fail(err, err_size, "no HIP runtime (libamdhip64.so): %s", dlerror());
+        return attn_tool_fail(err, err_size, "no HIP runtime (libamdhip64.so): %s", dlerror());
     int missing = 0;
     hip_set_device_fn set_device = (hip_set_device_fn)symbol(m->library, "hipSetDevice", &missing);
     m->hip.malloc = (hip_malloc_fn)symbol(m->library, "hipMalloc", &missing);
@@ -173,10 +159,10 @@ static int open_hip(run_memory *m, char *err, size_t err_size)
     m->hip.sync = (hip_sync_fn)symbol(m->library, "hipDeviceSynchronize", &missing);
     m->hip.error_string = (hip_error_string_fn)symbol(m->library, "hipGetErrorString", &missing);
     if (missing)
-        return fail(err, err_size, "libamdhip64.so lacks a HIP entry point");
+        return attn_tool_fail(err, err_size, "libamdhip64.so lacks a HIP entry point");
     int rc = set_device(m->device);
     if (rc != 0)
-        return fail(err, err_size, "hipSetDevice(%d): %s", m->device, hip_error(m, rc));
+        return attn_tool_fail(err, err_size, "hipSetDevice(%d): %s", m->device, hip_error(m, rc));
     snprintf(m->name, sizeof m->name, "HIP device %d", m->device);
     return 0;
 }
@@ -185,7 +171,7 @@ run_memory *run_memory_open(const char *arch, char *err, size_t err_size)
 {
     run_memory *m = calloc(1, sizeof *m);
     if (!m) {
-        fail(err, err_size, "out of memory");
+        attn_tool_fail(err, err_size, "out of memory");
         return NULL;
     }
     m->device = device_index();
@@ -230,7 +216,7 @@ void *run_memory_upload(run_memory *m, const void *host, size_t bytes, char *err
     case MEMORY_HOST: {
         void *p = malloc(n);
         if (!p) {
-            fail(err, err_size, "out of memory (%zu bytes)", n);
+            attn_tool_fail(err, err_size, "out of memory (%zu bytes)", n);
             return NULL;
         }
         if (host && bytes)
@@ -240,11 +226,11 @@ void *run_memory_upload(run_memory *m, const void *host, size_t bytes, char *err
     case MEMORY_CUDA: {
         unsigned long long d = 0;
         if ((rc = m->cu.alloc(&d, n)) != 0) {
-            fail(err, err_size, "cuMemAlloc(%zu): %s", n, cuda_error(m, rc));
+            attn_tool_fail(err, err_size, "cuMemAlloc(%zu): %s", n, cuda_error(m, rc));
             return NULL;
         }
         if (host && bytes && (rc = m->cu.htod(d, host, bytes)) != 0) {
-            fail(err, err_size, "cuMemcpyHtoD: %s", cuda_error(m, rc));
+            attn_tool_fail(err, err_size, "cuMemcpyHtoD: %s", cuda_error(m, rc));
             m->cu.free(d);
             return NULL;
         }
@@ -253,11 +239,11 @@ void *run_memory_upload(run_memory *m, const void *host, size_t bytes, char *err
     case MEMORY_HIP: {
         void *d = NULL;
         if ((rc = m->hip.malloc(&d, n)) != 0) {
-            fail(err, err_size, "hipMalloc(%zu): %s", n, hip_error(m, rc));
+            attn_tool_fail(err, err_size, "hipMalloc(%zu): %s", n, hip_error(m, rc));
             return NULL;
         }
         if (host && bytes && (rc = m->hip.memcpy(d, host, bytes, 1)) != 0) {
-            fail(err, err_size, "hipMemcpy to device: %s", hip_error(m, rc));
+            attn_tool_fail(err, err_size, "hipMemcpy to device: %s", hip_error(m, rc));
             m->hip.free(d);
             return NULL;
         }
@@ -277,15 +263,15 @@ int run_memory_download(run_memory *m, void *host, const void *buffer, size_t by
         return 0;
     case MEMORY_CUDA:
         if ((rc = m->cu.sync()) != 0)
-            return fail(err, err_size, "cuCtxSynchronize: %s", cuda_error(m, rc));
+            return attn_tool_fail(err, err_size, "cuCtxSynchronize: %s", cuda_error(m, rc));
         if ((rc = m->cu.dtoh(host, (unsigned long long)(uintptr_t)buffer, bytes)) != 0)
-            return fail(err, err_size, "cuMemcpyDtoH: %s", cuda_error(m, rc));
+            return attn_tool_fail(err, err_size, "cuMemcpyDtoH: %s", cuda_error(m, rc));
         return 0;
     case MEMORY_HIP:
         if ((rc = m->hip.sync()) != 0)
-            return fail(err, err_size, "hipDeviceSynchronize: %s", hip_error(m, rc));
+            return attn_tool_fail(err, err_size, "hipDeviceSynchronize: %s", hip_error(m, rc));
         if ((rc = m->hip.memcpy(host, buffer, bytes, 2)) != 0)
-            return fail(err, err_size, "hipMemcpy to host: %s", hip_error(m, rc));
+            return attn_tool_fail(err, err_size, "hipMemcpy to host: %s", hip_error(m, rc));
         return 0;
     }
     return -1;

@@ -4,26 +4,12 @@
  * definitions in BRIEF.md ("Attention semantics").
  */
 #include "oracle.h"
+#include "attn_tool_error.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int fail(char *err, size_t err_size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t err_size, const char *fmt, ...)
-{
-    if (err && err_size) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, err_size, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 /* ---- decoding from bit fields ---------------------------------------- */
 
@@ -136,7 +122,7 @@ int attn_oracle_forward(const attn_shape *shape, const attn_forward_args *args, 
     const int32_t dv = shape->head_dim_v ? shape->head_dim_v : d;
     const int32_t page = shape->page_size;
     if (hq < 1 || hkv < 1 || hq % hkv || d < 1 || dv < 1 || page < 1)
-        return fail(err, err_size, "oracle: unusable shape");
+        return attn_tool_fail(err, err_size, "oracle: unusable shape");
     const int32_t group = hq / hkv;
     const int fp8_kv =
         shape->kv_dtype == ATTN_DTYPE_FP8_E4M3FN || shape->kv_dtype == ATTN_DTYPE_FP8_E4M3FNUZ;
@@ -161,7 +147,7 @@ int attn_oracle_forward(const attn_shape *shape, const attn_forward_args *args, 
             free(values);
             free(scores);
             free(query);
-            return fail(err, err_size, "oracle: out of memory");
+            return attn_tool_fail(err, err_size, "oracle: out of memory");
         }
         for (int32_t j = 0; j < kv_len; j++) {
             int64_t block = args->block_table[(int64_t)s * args->block_table_stride + j / page];

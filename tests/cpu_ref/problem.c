@@ -9,26 +9,13 @@
  * block-table row (an out-of-range block index).
  */
 #include "oracle.h"
+#include "attn_dtype_conv.h"
+#include "attn_tool_error.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int fail(char *err, size_t err_size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t err_size, const char *fmt, ...)
-{
-    if (err && err_size) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, err_size, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 uint64_t attn_oracle_rand_next(uint64_t *state)
 {
@@ -49,27 +36,6 @@ int32_t attn_oracle_rand_int(uint64_t *state, int32_t lo, int32_t hi)
         return lo;
     uint64_t span = (uint64_t)((int64_t)hi - lo + 1);
     return (int32_t)(lo + (int64_t)(attn_oracle_rand_next(state) % span));
-}
-
-static size_t dtype_size(int32_t dtype)
-{
-    switch (dtype) {
-    case ATTN_DTYPE_F32:
-        return 4;
-    case ATTN_DTYPE_F16:
-    case ATTN_DTYPE_BF16:
-        return 2;
-    case ATTN_DTYPE_FP8_E4M3FN:
-    case ATTN_DTYPE_FP8_E4M3FNUZ:
-        return 1;
-    default:
-        return 0;
-    }
-}
-
-static int is_fp8(int32_t dtype)
-{
-    return dtype == ATTN_DTYPE_FP8_E4M3FN || dtype == ATTN_DTYPE_FP8_E4M3FNUZ;
 }
 
 /* Stores the value of dtype nearest to x (x is chosen so that this never
@@ -177,7 +143,7 @@ void attn_oracle_problem_free(attn_oracle_problem *p)
 
 void attn_oracle_problem_poison_out(attn_oracle_problem *p)
 {
-    int64_t count = (int64_t)(p->out_bytes / dtype_size(p->shape.out_dtype));
+    int64_t count = (int64_t)(p->out_bytes / attn_conv_dtype_size(p->shape.out_dtype));
     for (int64_t i = 0; i < count; i++)
         store_nan(p->shape.out_dtype, p->out, i);
 }
@@ -195,9 +161,9 @@ int attn_oracle_problem_random(attn_oracle_problem *p, const attn_shape *shape_i
     const int32_t hq = s->num_q_heads, hkv = s->num_kv_heads, d = s->head_dim, dv = s->head_dim_v,
                   page = s->page_size;
     if (o->num_seqs < 1 || hq < 1 || hkv < 1 || hq % hkv || d < 1 || dv < 1 || page < 1 ||
-        s->max_q_len < 1 || s->max_kv_len < 0 || !dtype_size(s->q_dtype) ||
-        !dtype_size(s->kv_dtype) || !dtype_size(s->out_dtype))
-        return fail(err, err_size, "problem: unusable shape or options");
+        s->max_q_len < 1 || s->max_kv_len < 0 || !attn_conv_dtype_size(s->q_dtype) ||
+        !attn_conv_dtype_size(s->kv_dtype) || !attn_conv_dtype_size(s->out_dtype))
+        return attn_tool_fail(err, err_size, "problem: unusable shape or options");
     uint64_t rng = o->seed;
 
     /* Lengths. Keys include the new tokens (kv_len >= q_len) unless short
@@ -265,7 +231,7 @@ int attn_oracle_problem_random(attn_oracle_problem *p, const attn_shape *shape_i
     free(order);
 
     /* Caches: every slot poisoned first, then the used slots filled. */
-    const size_t kv_elem = dtype_size(s->kv_dtype);
+    const size_t kv_elem = attn_conv_dtype_size(s->kv_dtype);
     const int64_t k_count = (int64_t)p->num_blocks * page * hkv * d;
     const int64_t v_count = (int64_t)p->num_blocks * page * hkv * dv;
     p->k_bytes = (size_t)k_count * kv_elem;
@@ -278,7 +244,7 @@ int attn_oracle_problem_random(attn_oracle_problem *p, const attn_shape *shape_i
         store_nan(s->kv_dtype, p->k_cache, i);
     for (int64_t i = 0; i < v_count; i++)
         store_nan(s->kv_dtype, p->v_cache, i);
-    const int fp8_kv = is_fp8(s->kv_dtype);
+    const int fp8_kv = attn_conv_dtype_is_fp8(s->kv_dtype);
     for (int32_t i = 0; i < o->num_seqs; i++) {
         for (int32_t j = 0; j < p->seqused_k[i]; j++) {
             int64_t slot =
@@ -307,7 +273,7 @@ int attn_oracle_problem_random(attn_oracle_problem *p, const attn_shape *shape_i
     p->q_stride_head = d + pad_dims;
     p->q_stride_token = (int64_t)(hq + pad_heads) * p->q_stride_head;
     int64_t q_count = (int64_t)(p->num_tokens ? p->num_tokens : 1) * p->q_stride_token;
-    p->q_bytes = (size_t)q_count * dtype_size(s->q_dtype);
+    p->q_bytes = (size_t)q_count * attn_conv_dtype_size(s->q_dtype);
     p->q = malloc(p->q_bytes);
     if (!p->q)
         goto oom;
@@ -324,12 +290,12 @@ int attn_oracle_problem_random(attn_oracle_problem *p, const attn_shape *shape_i
         int64_t tokens = p->num_tokens ? p->num_tokens : 1;
         p->out_stride_token = dv + pad_dims;
         p->out_stride_head = tokens * p->out_stride_token + pad_heads;
-        p->out_bytes = (size_t)(hq * p->out_stride_head) * dtype_size(s->out_dtype);
+        p->out_bytes = (size_t)(hq * p->out_stride_head) * attn_conv_dtype_size(s->out_dtype);
     } else {
         p->out_stride_head = dv;
         p->out_stride_token = (int64_t)hq * dv;
         p->out_bytes = (size_t)((p->num_tokens ? p->num_tokens : 1) * p->out_stride_token) *
-                       dtype_size(s->out_dtype);
+                       attn_conv_dtype_size(s->out_dtype);
     }
     p->out = malloc(p->out_bytes);
     if (!p->out)
@@ -351,12 +317,13 @@ int attn_oracle_problem_random(attn_oracle_problem *p, const attn_shape *shape_i
         p->scale *= (float)(1.0 + 7.0 * attn_oracle_rand_uniform(&rng));
     p->k_descale = fp8_kv ? (float)(0.002 + 0.01 * attn_oracle_rand_uniform(&rng)) : 1.0f;
     p->v_descale = fp8_kv ? (float)(0.002 + 0.01 * attn_oracle_rand_uniform(&rng)) : 1.0f;
-    p->q_descale =
-        is_fp8(s->compute_dtype) ? (float)(0.002 + 0.01 * attn_oracle_rand_uniform(&rng)) : 1.0f;
+    p->q_descale = attn_conv_dtype_is_fp8(s->compute_dtype)
+                       ? (float)(0.002 + 0.01 * attn_oracle_rand_uniform(&rng))
+                       : 1.0f;
     return 0;
 oom:
     attn_oracle_problem_free(p);
-    return fail(err, err_size, "problem: out of memory");
+    return attn_tool_fail(err, err_size, "problem: out of memory");
 }
 
 void attn_oracle_problem_args(const attn_oracle_problem *p, attn_forward_args *a)

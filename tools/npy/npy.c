@@ -6,28 +6,14 @@
  * padded with spaces and a newline, then the raw data.
  */
 #include "npy.h"
+#include "attn_tool_error.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int fail(char *err, size_t err_size, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int fail(char *err, size_t err_size, const char *fmt, ...)
-{
-    if (err && err_size) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, err_size, fmt, ap);
-        va_end(ap);
-    }
-    return -1;
-}
 
 size_t npy_dtype_size(npy_dtype dtype)
 {
@@ -146,83 +132,91 @@ static int parse_header(const char *text, size_t length, const char *name, npy_a
     cursor c = {text, text + length};
     int have_descr = 0, have_order = 0, have_shape = 0;
     if (!take(&c, '{'))
-        return fail(err, err_size, "%s: malformed .npy header (no '{')", name);
+        return attn_tool_fail(err, err_size, "%s: malformed .npy header (no '{')", name);
     for (;;) {
         if (take(&c, '}'))
             break;
         char key[32];
         if (!take_string(&c, key, sizeof key) || !take(&c, ':'))
-            return fail(err, err_size, "%s: malformed .npy header (expected 'key':)", name);
+            return attn_tool_fail(err, err_size, "%s: malformed .npy header (expected 'key':)",
+                                  name);
         if (strcmp(key, "descr") == 0) {
             char descr[32];
             if (!take_string(&c, descr, sizeof descr))
-                return fail(err, err_size,
-                            "%s: malformed .npy header (descr is not a string; "
-                            "structured dtypes are not supported)",
-                            name);
+                return attn_tool_fail(err, err_size,
+                                      "%s: malformed .npy header (descr is not a string; "
+                                      "structured dtypes are not supported)",
+                                      name);
             array->dtype = dtype_from_descr(descr);
             if (array->dtype == NPY_DTYPE_INVALID) {
                 if (descr[0] == '>')
-                    return fail(err, err_size,
-                                "%s: big-endian dtype '%s' is not supported (save as "
-                                "little-endian)",
-                                name, descr);
-                return fail(err, err_size,
-                            "%s: dtype '%s' is not supported (use <f4, <f2, <i4, |u1 or <u2)", name,
-                            descr);
+                    return attn_tool_fail(err, err_size,
+                                          "%s: big-endian dtype '%s' is not supported (save as "
+                                          "little-endian)",
+                                          name, descr);
+                return attn_tool_fail(
+                    err, err_size,
+                    "%s: dtype '%s' is not supported (use <f4, <f2, <i4, |u1 or <u2)", name, descr);
             }
             have_descr = 1;
         } else if (strcmp(key, "fortran_order") == 0) {
             if (take_word(&c, "True"))
-                return fail(err, err_size,
-                            "%s: Fortran-ordered arrays are not supported (save a C-contiguous "
-                            "array, e.g. numpy.ascontiguousarray)",
-                            name);
+                return attn_tool_fail(
+                    err, err_size,
+                    "%s: Fortran-ordered arrays are not supported (save a C-contiguous "
+                    "array, e.g. numpy.ascontiguousarray)",
+                    name);
             if (!take_word(&c, "False"))
-                return fail(err, err_size, "%s: malformed .npy header (fortran_order)", name);
+                return attn_tool_fail(err, err_size, "%s: malformed .npy header (fortran_order)",
+                                      name);
             have_order = 1;
         } else if (strcmp(key, "shape") == 0) {
             if (!take(&c, '('))
-                return fail(err, err_size, "%s: malformed .npy header (shape is not a tuple)",
-                            name);
+                return attn_tool_fail(err, err_size,
+                                      "%s: malformed .npy header (shape is not a tuple)", name);
             array->ndim = 0;
             for (;;) {
                 if (take(&c, ')'))
                     break;
                 skip_space(&c);
                 if (c.at >= c.end || !isdigit((unsigned char)*c.at))
-                    return fail(err, err_size, "%s: malformed .npy header (shape entry)", name);
+                    return attn_tool_fail(err, err_size, "%s: malformed .npy header (shape entry)",
+                                          name);
                 if (array->ndim >= NPY_MAX_DIMS)
-                    return fail(err, err_size, "%s: more than %d dimensions", name, NPY_MAX_DIMS);
+                    return attn_tool_fail(err, err_size, "%s: more than %d dimensions", name,
+                                          NPY_MAX_DIMS);
                 int64_t v = 0;
                 while (c.at < c.end && isdigit((unsigned char)*c.at)) {
                     if (v > (INT64_MAX - 9) / 10)
-                        return fail(err, err_size, "%s: shape entry too large", name);
+                        return attn_tool_fail(err, err_size, "%s: shape entry too large", name);
                     v = v * 10 + (*c.at++ - '0');
                 }
                 take_word(&c, "L"); /* Python 2 longs */
                 array->shape[array->ndim++] = v;
                 if (!take(&c, ',')) {
                     if (!take(&c, ')'))
-                        return fail(err, err_size, "%s: malformed .npy header (shape)", name);
+                        return attn_tool_fail(err, err_size, "%s: malformed .npy header (shape)",
+                                              name);
                     break;
                 }
             }
             have_shape = 1;
         } else {
-            return fail(err, err_size, "%s: unexpected key '%s' in .npy header", name, key);
+            return attn_tool_fail(err, err_size, "%s: unexpected key '%s' in .npy header", name,
+                                  key);
         }
         if (!take(&c, ',')) {
             if (!take(&c, '}'))
-                return fail(err, err_size, "%s: malformed .npy header (expected ',' or '}')", name);
+                return attn_tool_fail(err, err_size,
+                                      "%s: malformed .npy header (expected ',' or '}')", name);
             break;
         }
     }
     if (!have_descr || !have_order || !have_shape)
-        return fail(err, err_size, "%s: .npy header lacks %s", name,
-                    !have_descr   ? "descr"
-                    : !have_order ? "fortran_order"
-                                  : "shape");
+        return attn_tool_fail(err, err_size, "%s: .npy header lacks %s", name,
+                              !have_descr   ? "descr"
+                              : !have_order ? "fortran_order"
+                                            : "shape");
     return 0;
 }
 
@@ -232,7 +226,7 @@ int npy_parse(const void *bytes, size_t size, const char *name, npy_array *array
     const unsigned char *b = bytes;
     memset(array, 0, sizeof *array);
     if (size < 10 || memcmp(b, "\x93NUMPY", 6) != 0)
-        return fail(err, err_size, "%s: not a .npy file (no \\x93NUMPY magic)", name);
+        return attn_tool_fail(err, err_size, "%s: not a .npy file (no \\x93NUMPY magic)", name);
     int major = b[6], minor = b[7];
     size_t header_len, header_start;
     if (major == 1) {
@@ -240,37 +234,40 @@ int npy_parse(const void *bytes, size_t size, const char *name, npy_array *array
         header_start = 10;
     } else if (major == 2 || major == 3) {
         if (size < 12)
-            return fail(err, err_size, "%s: truncated .npy header", name);
+            return attn_tool_fail(err, err_size, "%s: truncated .npy header", name);
         header_len = (size_t)b[8] | (size_t)b[9] << 8 | (size_t)b[10] << 16 | (size_t)b[11] << 24;
         header_start = 12;
     } else {
-        return fail(err, err_size, "%s: .npy format version %d.%d is not supported (1.0, 2.0)",
-                    name, major, minor);
+        return attn_tool_fail(err, err_size,
+                              "%s: .npy format version %d.%d is not supported (1.0, 2.0)", name,
+                              major, minor);
     }
     if (header_len > size - header_start)
-        return fail(err, err_size, "%s: truncated .npy header (%zu bytes declared, %zu present)",
-                    name, header_len, size - header_start);
+        return attn_tool_fail(err, err_size,
+                              "%s: truncated .npy header (%zu bytes declared, %zu present)", name,
+                              header_len, size - header_start);
     if (parse_header((const char *)b + header_start, header_len, name, array, err, err_size) != 0)
         return -1;
     size_t count = 1;
     for (int i = 0; i < array->ndim; i++) {
         if (array->shape[i] != 0 && count > SIZE_MAX / 16 / (size_t)array->shape[i])
-            return fail(err, err_size, "%s: shape too large", name);
+            return attn_tool_fail(err, err_size, "%s: shape too large", name);
         count *= (size_t)array->shape[i];
     }
     array->count = count;
     size_t want = count * npy_dtype_size(array->dtype);
     size_t have = size - header_start - header_len;
     if (have < want)
-        return fail(err, err_size,
-                    "%s: truncated data: the shape needs %zu bytes, the file has %zu", name, want,
-                    have);
+        return attn_tool_fail(err, err_size,
+                              "%s: truncated data: the shape needs %zu bytes, the file has %zu",
+                              name, want, have);
     if (have > want)
-        return fail(err, err_size, "%s: %zu bytes of data after the %zu the shape describes", name,
-                    have - want, want);
+        return attn_tool_fail(err, err_size,
+                              "%s: %zu bytes of data after the %zu the shape describes", name,
+                              have - want, want);
     array->data = malloc(want ? want : 1);
     if (!array->data)
-        return fail(err, err_size, "%s: out of memory", name);
+        return attn_tool_fail(err, err_size, "%s: out of memory", name);
     memcpy(array->data, b + header_start + header_len, want);
     return 0;
 }
@@ -280,7 +277,7 @@ int npy_read(const char *path, npy_array *array, char *err, size_t err_size)
     memset(array, 0, sizeof *array);
     FILE *f = fopen(path, "rb");
     if (!f)
-        return fail(err, err_size, "%s: %s", path, strerror(errno));
+        return attn_tool_fail(err, err_size, "%s: %s", path, strerror(errno));
     unsigned char *bytes = NULL;
     size_t size = 0, capacity = 0;
     for (;;) {
@@ -290,7 +287,7 @@ int npy_read(const char *path, npy_array *array, char *err, size_t err_size)
             if (!grown) {
                 free(bytes);
                 fclose(f);
-                return fail(err, err_size, "%s: out of memory", path);
+                return attn_tool_fail(err, err_size, "%s: out of memory", path);
             }
             bytes = grown;
         }
@@ -303,7 +300,7 @@ int npy_read(const char *path, npy_array *array, char *err, size_t err_size)
     fclose(f);
     if (read_error) {
         free(bytes);
-        return fail(err, err_size, "%s: read error", path);
+        return attn_tool_fail(err, err_size, "%s: read error", path);
     }
     int rc = npy_parse(bytes, size, path, array, err, err_size);
     free(bytes);
@@ -324,27 +321,28 @@ int npy_read_expect(const char *path, const char *what, npy_dtype dtype, int ndi
 {
     char inner[512];
     if (npy_read(path, array, inner, sizeof inner) != 0)
-        return fail(err, err_size, "%s: %s", what, inner);
+        return attn_tool_fail(err, err_size, "%s: %s", what, inner);
     char got[128], want[128];
     format_shape(array->shape, array->ndim, got, sizeof got);
     if (array->dtype != dtype) {
-        fail(err, err_size, "%s (%s): dtype is %s, expected %s", what, path,
-             npy_dtype_descr(array->dtype), npy_dtype_descr(dtype));
+        attn_tool_fail(err, err_size, "%s (%s): dtype is %s, expected %s", what, path,
+                       npy_dtype_descr(array->dtype), npy_dtype_descr(dtype));
         npy_free(array);
         return -1;
     }
     if (array->ndim != ndim) {
-        fail(err, err_size, "%s (%s): shape %s has %d dimensions, expected %d", what, path, got,
-             array->ndim, ndim);
+        attn_tool_fail(err, err_size, "%s (%s): shape %s has %d dimensions, expected %d", what,
+                       path, got, array->ndim, ndim);
         npy_free(array);
         return -1;
     }
     for (int i = 0; shape && i < ndim; i++) {
         if (shape[i] >= 0 && array->shape[i] != shape[i]) {
             format_shape(shape, ndim, want, sizeof want);
-            fail(err, err_size,
-                 "%s (%s): shape %s, but dimension %d must be %" PRId64 " (expected %s, -1 = any)",
-                 what, path, got, i, shape[i], want);
+            attn_tool_fail(err, err_size,
+                           "%s (%s): shape %s, but dimension %d must be %" PRId64
+                           " (expected %s, -1 = any)",
+                           what, path, got, i, shape[i], want);
             npy_free(array);
             return -1;
         }
@@ -356,9 +354,9 @@ int npy_write(const char *path, npy_dtype dtype, int ndim, const int64_t *shape,
               char *err, size_t err_size)
 {
     if (npy_dtype_size(dtype) == 0)
-        return fail(err, err_size, "%s: cannot write dtype code %d", path, (int)dtype);
+        return attn_tool_fail(err, err_size, "%s: cannot write dtype code %d", path, (int)dtype);
     if (ndim < 0 || ndim > NPY_MAX_DIMS)
-        return fail(err, err_size, "%s: cannot write %d dimensions", path, ndim);
+        return attn_tool_fail(err, err_size, "%s: cannot write %d dimensions", path, ndim);
     char shape_text[256];
     format_shape(shape, ndim, shape_text, sizeof shape_text);
     char header[1024];
@@ -366,7 +364,7 @@ int npy_write(const char *path, npy_dtype dtype, int ndim, const int64_t *shape,
         snprintf(header, sizeof header, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }",
                  npy_dtype_descr(dtype), shape_text);
     if (n < 0 || (size_t)n + 64 >= sizeof header)
-        return fail(err, err_size, "%s: header too long", path);
+        return attn_tool_fail(err, err_size, "%s: header too long", path);
     /* Pad with spaces so that magic + version + length + header is a
      * multiple of 64 (what NumPy writes), ending with a newline. */
     size_t total = 10 + (size_t)n + 1;
@@ -379,7 +377,7 @@ int npy_write(const char *path, npy_dtype dtype, int ndim, const int64_t *shape,
         count *= (size_t)shape[i];
     FILE *f = fopen(path, "wb");
     if (!f)
-        return fail(err, err_size, "%s: %s", path, strerror(errno));
+        return attn_tool_fail(err, err_size, "%s: %s", path, strerror(errno));
     unsigned char preamble[10] = {0x93,
                                   'N',
                                   'U',
@@ -396,6 +394,6 @@ int npy_write(const char *path, npy_dtype dtype, int ndim, const int64_t *shape,
     if (fclose(f) != 0)
         ok = 0;
     if (!ok)
-        return fail(err, err_size, "%s: write failed: %s", path, strerror(errno));
+        return attn_tool_fail(err, err_size, "%s: write failed: %s", path, strerror(errno));
     return 0;
 }

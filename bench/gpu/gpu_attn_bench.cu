@@ -19,8 +19,9 @@
  *   - bytes = what must move at least: K and V of every visible key once, Q
  *     read, output written; GB/s = bytes / time; "of copy" = GB/s / copy GB/s.
  *
- *   usage: gpu_attn_bench [--decode-only] [out.json]
+ *   usage: gpu_attn_bench [--decode-only | --mtp-only] [out.json]
  *   --decode-only: only the plain-decode shapes (a short run for tuning).
+ *   --mtp-only: only the MTP kernel on the MTP shapes (no generic, no decode).
  */
 #include <math.h>
 #include <stdint.h>
@@ -342,9 +343,13 @@ int main(int argc, char **argv)
         printf("one: %.1f us, %.0f GB/s, nseg %d\n", r.us, r.gbs, r.nseg);
         return 0;
     }
-    bool decode_only = false;
+    bool decode_only = false, mtp_only = false;
     if (argc > 1 && strcmp(argv[1], "--decode-only") == 0) {
         decode_only = true;
+        argc--;
+        argv++;
+    } else if (argc > 1 && strcmp(argv[1], "--mtp-only") == 0) {
+        mtp_only = true;
         argc--;
         argv++;
     }
@@ -368,7 +373,8 @@ int main(int argc, char **argv)
             for (int kv : {1024, 4096, 16384})
                 for (int b : {1, 8, 32, 64})
                     for (int k : {0, 1})
-                        res.push_back(run_one("mtp", (gpu_attn_kernel)k, 16, 1, 256,
+                        if (k == 1 || !mtp_only)
+                            res.push_back(run_one("mtp", (gpu_attn_kernel)k, 16, 1, 256,
                                               ATTN_DTYPE_FP8_E4M3FN, q, kv, b, ck, cv,
                                               cache_bytes));
     /* Plain decode, generic kernel. */
@@ -377,11 +383,19 @@ int main(int argc, char **argv)
     CHECK_HIP(hipStreamSynchronize(stream));
     for (int kv : {1024, 4096, 8192, 16384})
         for (int b : {1, 8, 32, 64})
-            res.push_back(run_one("decode", GPU_ATTN_KERNEL_GENERIC, 32, 8, 128, ATTN_DTYPE_BF16,
+            if (!mtp_only)
+                res.push_back(run_one("decode", GPU_ATTN_KERNEL_GENERIC, 32, 8, 128, ATTN_DTYPE_BF16,
                                   1, kv, b, ck, cv, cache_bytes));
 
     /* Table. */
-    if (!decode_only) {
+    if (mtp_only) {
+        printf("\nMTP kernel, 16:1 heads, D 256, page 16, bf16 Q, fp8 KV (copy %.0f GB/s)\n", copy_gbs);
+        printf("| q_len | kv_len | batch | MB | mtp us | GB/s | %% copy | TFLOP/s | nseg |\n");
+        printf("|---|---|---|---|---|---|---|---|---|\n");
+        for (const Result &m : res)
+            printf("| %d | %d | %d | %.2f | %.1f | %.0f | %.1f | %.0f | %d |\n", m.q_len, m.kv_len,
+                   m.batch, m.bytes / 1e6, m.us, m.gbs, 100 * m.frac, m.tflops, m.nseg);
+    } else if (!decode_only) {
         printf("\nMTP shapes: 16:1 heads, D 256, page 16, bf16 Q, fp8 KV (copy %.0f GB/s)\n", copy_gbs);
         printf("| q_len | kv_len | batch | MB | generic us | GB/s | %% copy | nseg | mtp us | GB/s | %% copy | TFLOP/s | nseg | mtp/generic |\n");
         printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");

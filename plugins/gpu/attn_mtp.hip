@@ -46,6 +46,24 @@
  *   room for one program per SM only), so each tile costs two barriers:
  *   one before the conversion (the previous tile's mma are done with Kh and
  *   Vh) and one after it; the other program on the SM fills those gaps.
+ * Warpgroup variant (WG; sm_90a builds on sm_90 devices, chosen by the
+ * launcher for q_len 3-4): the same program, tiles, loader, conversion and
+ * softmax, but the 4 warps are one warpgroup and the math is wgmma:
+ *   S = Q K^T: 16 wgmma m64n32k16 with Q (A) and Kh (B) read from shared
+ *   memory by descriptors, in two accumulator chains (even and odd k16
+ *   steps); warp w holds rows 16w..16w+15 (token w), in the mma.sync C
+ *   layout, so the masks and the online softmax are unchanged.
+ *   O += P V: 2 wgmma m64n256k16, P from registers (the C layout of S is
+ *   the A layout), V read N-major from Vh. They stay in flight while the
+ *   next tile's copies are waited for; the wait comes before the barrier
+ *   after which Vh is overwritten.
+ *   Layout: Q, Kh and Vh are stored in the wgmma 128-byte swizzle (blocks
+ *   of 64 columns, see mtp_smem::chunk_off), 1024-byte aligned; the Q tile
+ *   always has 64 rows (rows of absent tokens are zeros).
+ *   Why it helps: the mma.sync variant issues 128 ldmatrix + 256 mma per
+ *   warp and tile and is latency-bound at 8 warps per SM; here a warp
+ *   issues 18 wgmma per tile. At q_len <= 2 half the 64 rows are padding,
+ *   and the mma.sync variant (32 rows) stays faster there.
  * On AMD the launcher runs the portable generic kernel with 64-row programs
  * instead, which keeps the "one KV read for all tokens" property but uses
  * scalar math. NVIDIA devices below sm_89 (no e4m3 conversion instruction)
@@ -57,6 +75,11 @@
 
 #if defined(ATTN_PLATFORM_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
 #define ATTN_MTP_MMA 1
+#endif
+/* The warpgroup path needs wgmma, which only the arch-specific sm_90a target
+ * has (__CUDA_ARCH_FEAT_SM90_ALL). */
+#if defined(ATTN_MTP_MMA) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define ATTN_MTP_WGMMA 1
 #endif
 
 #define MTP_D 256
@@ -98,18 +121,149 @@ static __device__ __forceinline__ uint32_t pack_f16x2(float lo, float hi)
 }
 #endif
 
-/* Shared-memory plan of the mma kernel, in bytes. */
-template <int QW>
+#ifdef ATTN_MTP_WGMMA
+/* Warpgroup matrix multiply (sm_90a). Operands in shared memory are given by
+ * descriptors: the start address, the leading and stride byte offsets (each
+ * >> 4) and the swizzle mode. Every shared tile of this kernel is stored in
+ * the 128-byte swizzle layout: blocks of 64 columns (128 bytes of f16) x R
+ * rows, 16-byte chunk c of row r at chunk c ^ (r & 7), 8-row groups 1024
+ * bytes apart (the stride byte offset), each block 1024-byte aligned. For a
+ * K-major operand the leading offset is unused (encoded 1); for the N-major
+ * V it is the distance between 64-column blocks. */
+static __device__ __forceinline__ uint64_t wgmma_desc(uint32_t smem_addr, uint32_t leading_bytes)
+{
+    return (uint64_t)((smem_addr & 0x3FFFFu) >> 4) | ((uint64_t)(leading_bytes >> 4) << 16) |
+           ((uint64_t)(1024 >> 4) << 32) | (1ull << 62);
+}
+static __device__ __forceinline__ void wgmma_fence()
+{
+    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+static __device__ __forceinline__ void wgmma_commit()
+{
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+static __device__ __forceinline__ void wgmma_wait_all()
+{
+    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
+}
+/* Shared-memory writes by ordinary stores become visible to wgmma (the async
+ * proxy) only through this fence, before the barrier that publishes them. */
+static __device__ __forceinline__ void fence_proxy_async()
+{
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+/* Pins a register that an in-flight wgmma reads or writes: the compiler may
+ * neither move accesses across this point nor reuse the register before it. */
+static __device__ __forceinline__ void reg_fence(float &x)
+{
+    asm volatile("" : "+f"(x)::"memory");
+}
+static __device__ __forceinline__ void reg_fence(uint32_t &x)
+{
+    asm volatile("" : "+r"(x)::"memory");
+}
+
+/* S (64 x 32, f32) (+)= A (64 x 16, f16, shared) B^T (B: 32 x 16, f16, shared,
+ * K-major). Accumulator d[j][e]: n8 tile j, the mma.sync C layout per warp
+ * (warp w holds rows 16w..16w+15). */
+static __device__ __forceinline__ void wgmma_m64n32k16_ss(float (&d)[4][4], uint64_t desc_a,
+                                                          uint64_t desc_b, int accumulate)
+{
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %18, 0;\n"
+                 " wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 "
+                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 0, 0;\n}\n"
+                 : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3])
+                 : "l"(desc_a), "l"(desc_b), "r"(accumulate));
+}
+
+/* O (64 x 256, f32) += A (64 x 16, f16, registers: the mma.sync A layout per
+ * warp) B (16 x 256, f16, shared, N-major: row k is 256 contiguous columns). */
+static __device__ __forceinline__ void wgmma_m64n256k16_rs_tb(float (&d)[32][4], const uint32_t (&a)[4],
+                                                              uint64_t desc_b)
+{
+    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %133, 0;\n"
+                 " wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {"
+                 "%0, %1, %2, %3, %4, %5, %6, %7, "
+                 "%8, %9, %10, %11, %12, %13, %14, %15, "
+                 "%16, %17, %18, %19, %20, %21, %22, %23, "
+                 "%24, %25, %26, %27, %28, %29, %30, %31, "
+                 "%32, %33, %34, %35, %36, %37, %38, %39, "
+                 "%40, %41, %42, %43, %44, %45, %46, %47, "
+                 "%48, %49, %50, %51, %52, %53, %54, %55, "
+                 "%56, %57, %58, %59, %60, %61, %62, %63, "
+                 "%64, %65, %66, %67, %68, %69, %70, %71, "
+                 "%72, %73, %74, %75, %76, %77, %78, %79, "
+                 "%80, %81, %82, %83, %84, %85, %86, %87, "
+                 "%88, %89, %90, %91, %92, %93, %94, %95, "
+                 "%96, %97, %98, %99, %100, %101, %102, %103, "
+                 "%104, %105, %106, %107, %108, %109, %110, %111, "
+                 "%112, %113, %114, %115, %116, %117, %118, %119, "
+                 "%120, %121, %122, %123, %124, %125, %126, %127"
+                 "}, {%128, %129, %130, %131}, %132, p, 1, 1, 1;\n}\n"
+                 : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]),
+                   "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]),
+                   "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
+                   "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]),
+                   "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]),
+                   "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
+                   "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
+                   "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]),
+                   "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]),
+                   "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]),
+                   "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]),
+                   "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]),
+                   "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]),
+                   "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]),
+                   "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]),
+                   "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3]),
+                   "+f"(d[16][0]), "+f"(d[16][1]), "+f"(d[16][2]), "+f"(d[16][3]),
+                   "+f"(d[17][0]), "+f"(d[17][1]), "+f"(d[17][2]), "+f"(d[17][3]),
+                   "+f"(d[18][0]), "+f"(d[18][1]), "+f"(d[18][2]), "+f"(d[18][3]),
+                   "+f"(d[19][0]), "+f"(d[19][1]), "+f"(d[19][2]), "+f"(d[19][3]),
+                   "+f"(d[20][0]), "+f"(d[20][1]), "+f"(d[20][2]), "+f"(d[20][3]),
+                   "+f"(d[21][0]), "+f"(d[21][1]), "+f"(d[21][2]), "+f"(d[21][3]),
+                   "+f"(d[22][0]), "+f"(d[22][1]), "+f"(d[22][2]), "+f"(d[22][3]),
+                   "+f"(d[23][0]), "+f"(d[23][1]), "+f"(d[23][2]), "+f"(d[23][3]),
+                   "+f"(d[24][0]), "+f"(d[24][1]), "+f"(d[24][2]), "+f"(d[24][3]),
+                   "+f"(d[25][0]), "+f"(d[25][1]), "+f"(d[25][2]), "+f"(d[25][3]),
+                   "+f"(d[26][0]), "+f"(d[26][1]), "+f"(d[26][2]), "+f"(d[26][3]),
+                   "+f"(d[27][0]), "+f"(d[27][1]), "+f"(d[27][2]), "+f"(d[27][3]),
+                   "+f"(d[28][0]), "+f"(d[28][1]), "+f"(d[28][2]), "+f"(d[28][3]),
+                   "+f"(d[29][0]), "+f"(d[29][1]), "+f"(d[29][2]), "+f"(d[29][3]),
+                   "+f"(d[30][0]), "+f"(d[30][1]), "+f"(d[30][2]), "+f"(d[30][3]),
+                   "+f"(d[31][0]), "+f"(d[31][1]), "+f"(d[31][2]), "+f"(d[31][3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));
+}
+#endif
+
+/* Shared-memory plan of the mma kernel, in bytes. WG: the warpgroup
+ * (wgmma) variant, whose Q tile always has 64 rows (the wgmma M), whose
+ * tiles must start on 1024-byte boundaries (PAD aligns the base), and which
+ * keeps the row multipliers in registers. */
+template <int QW, bool WG = false>
 struct mtp_smem {
-    static constexpr int TILE = 32;       /* keys per tile */
-    static constexpr int KW = 8 * QW;     /* keys of a tile per warp */
-    static constexpr int STAGES = 3;      /* raw KV stages: 2 tiles in flight */
-    static constexpr int ROW = MTP_D * 2; /* f16 row: 32 swizzled 16-byte chunks */
-    static constexpr int Q_BYTES = QW * 16 * ROW;
+    static constexpr int TILE = 32;                /* keys per tile */
+    static constexpr int KW = WG ? TILE : 8 * QW; /* keys of a tile per warp */
+    static constexpr int STAGES = 3;               /* raw KV stages: 2 tiles in flight */
+    static constexpr int ROW = MTP_D * 2;          /* f16 row: 32 swizzled 16-byte chunks */
+    static constexpr int Q_ROWS = WG ? 64 : QW * 16;
+    static constexpr int Q_BYTES = Q_ROWS * ROW;
     static constexpr int RAW = TILE * MTP_D; /* one fp8 K or V tile */
     static constexpr int STAGE = 2 * RAW;    /* K then V */
     static constexpr int HALF = TILE * ROW;  /* one f16 K or V tile */
-    static constexpr int TOTAL = Q_BYTES + STAGES * STAGE + 2 * HALF + QW * 16 * 4;
+    static constexpr int PAD = WG ? 1024 : 0;
+    static constexpr int ROWMUL = WG ? 0 : Q_ROWS * 4;
+    static constexpr int TOTAL = PAD + Q_BYTES + STAGES * STAGE + 2 * HALF + ROWMUL;
+    /* Where f16 chunk c (8 columns) of row r of a tile lives. Plain layout:
+     * rows of 512 bytes, chunk c at c ^ (r & 7). WG layout: 64-column
+     * blocks of `rows` x 128 bytes, chunk c in block c / 8 at (c % 8) ^ (r &
+     * 7) (the wgmma 128-byte swizzle). */
+    static __device__ __forceinline__ int chunk_off(int r, int c, int rows)
+    {
+        return WG ? (c >> 3) * rows * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4)
+                  : r * ROW + ((c ^ (r & 7)) << 4);
+    }
     /* Two programs per SM: 228 KiB, less 1 KiB reserved per program. */
     static_assert(2 * (TOTAL + 1024) <= 228 * 1024, "two programs per SM must fit");
     /* The QW = 2 merge reuses the raw stages. */
@@ -117,11 +271,17 @@ struct mtp_smem {
                   "merge buffer must fit in the stages");
 };
 
-template <int QW>
+template <int QW, bool WG>
 __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
 {
 #ifdef ATTN_MTP_MMA
-    using L = mtp_smem<QW>;
+#ifndef ATTN_MTP_WGMMA
+    if constexpr (WG) {
+        __trap(); /* the launcher picks WG only where this build has sm_90a code */
+        return;
+    }
+#endif
+    using L = mtp_smem<QW, WG>;
     constexpr int TILE = L::TILE;
     constexpr int KW = L::KW;
     constexpr int NT = KW / 8;  /* n8 score tiles per warp */
@@ -130,6 +290,8 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
     constexpr int ROW = L::ROW;
     extern __shared__ __align__(16) uint8_t mtp_sm[];
     uint8_t *Qh = mtp_sm;
+    if constexpr (L::PAD > 0)
+        Qh += (L::PAD - (attn_smem_addr(mtp_sm) & (L::PAD - 1))) & (L::PAD - 1);
     uint8_t *stage0 = Qh + L::Q_BYTES;
     uint8_t *Kh = stage0 + STAGES * L::STAGE;
     uint8_t *Vh = Kh + L::HALF;
@@ -137,7 +299,8 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, t = lane & 3;
-    const int tw = warp % QW, kg = warp / QW;
+    /* WG: warp w holds the wgmma rows 16w..16w+15, token w, all keys. */
+    const int tw = WG ? warp : warp % QW, kg = WG ? 0 : warp / QW;
     const int s = blockIdx.x, kvh = blockIdx.y, seg = blockIdx.z;
     const int q0 = p.cu_seqlens_q[s];
     const int qlen = min(p.cu_seqlens_q[s + 1] - q0, QW);
@@ -148,13 +311,22 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
     const int32_t *bt = p.block_table + (int64_t)s * p.bt_stride;
 
     /* ---- Q: bf16 -> f16 with a per-row power-of-two scale. Warp w converts
-     * rows [w*QW*4, (w+1)*QW*4); each lane one 16-byte chunk of a row,
-     * stored at its swizzled place (chunk lane ^ (row & 7)). */
-    for (int rr = 0; rr < QW * 4; rr++) {
-        const int row = warp * QW * 4 + rr; /* row = token*16 + head */
+     * rows [w*RPW, (w+1)*RPW); each lane one 16-byte chunk of a row, stored
+     * at its swizzled place. WG: every one of the 64 rows is written (rows
+     * of absent tokens as zeros, since all of them enter the wgmma), and
+     * the rows a warp converts are the rows it computes, so each lane keeps
+     * the multipliers of its rows g and g + 8 in registers. */
+    constexpr int RPW = WG ? 16 : QW * 4;
+    float rm0 = 0.f, rm1 = 0.f;
+    for (int rr = 0; rr < RPW; rr++) {
+        const int row = warp * RPW + rr; /* row = token*16 + head */
         const int tok = row >> 4, hh = row & 15;
-        if (tok >= qlen)
-            break;
+        if (tok >= qlen) {
+            if (!WG)
+                break;
+            *(uint4 *)(Qh + L::chunk_off(row, lane, L::Q_ROWS)) = make_uint4(0u, 0u, 0u, 0u);
+            continue;
+        }
         const int64_t off = (int64_t)(q0 + tok) * p.q_stride_token +
                             (int64_t)(kvh * MTP_GROUP + hh) * p.q_stride_head + lane * 8;
         float v[8];
@@ -185,9 +357,14 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
 #pragma unroll
         for (int k = 0; k < 4; k++)
             h[k] = pack_f16x2(ldexpf(v[2 * k], sh), ldexpf(v[2 * k + 1], sh));
-        *(uint4 *)(Qh + row * ROW + ((lane ^ (row & 7)) << 4)) = make_uint4(h[0], h[1], h[2], h[3]);
-        if (lane == 0) {
-            const float base = p.softcap > 0.f ? p.score_scale : p.score_scale * ATTN_LOG2E;
+        *(uint4 *)(Qh + L::chunk_off(row, lane, L::Q_ROWS)) = make_uint4(h[0], h[1], h[2], h[3]);
+        const float base = p.softcap > 0.f ? p.score_scale : p.score_scale * ATTN_LOG2E;
+        if (WG) {
+            if (rr == g)
+                rm0 = ldexpf(base, -sh);
+            if (rr == g + 8)
+                rm1 = ldexpf(base, -sh);
+        } else if (lane == 0) {
             rowmul[row] = ldexpf(base, -sh);
         }
     }
@@ -249,8 +426,9 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
      * plus a compile-time offset. */
     const int cr = tid & 7, cc = tid >> 3;
     const int raw_off = cr * MTP_D + ((cc ^ cr) << 4);
-    const int h_off0 = cr * ROW + (((2 * cc) ^ cr) << 4);
-    const int h_off1 = cr * ROW + (((2 * cc + 1) ^ cr) << 4);
+    const int h_off0 = L::chunk_off(cr, 2 * cc, TILE);
+    const int h_off1 = L::chunk_off(cr, 2 * cc + 1, TILE);
+    constexpr int H_ROWS8 = WG ? 8 * 128 : 8 * ROW; /* 8 more keys */
     auto convert = [&](const uint8_t *raw, uint8_t *hh) {
         uint4 x[TILE / 8];
 #pragma unroll
@@ -263,8 +441,8 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
             fp8x4_to_f16x4(x[i].y, y[2], y[3]);
             fp8x4_to_f16x4(x[i].z, y[4], y[5]);
             fp8x4_to_f16x4(x[i].w, y[6], y[7]);
-            *(uint4 *)(hh + h_off0 + i * 8 * ROW) = make_uint4(y[0], y[1], y[2], y[3]);
-            *(uint4 *)(hh + h_off1 + i * 8 * ROW) = make_uint4(y[4], y[5], y[6], y[7]);
+            *(uint4 *)(hh + h_off0 + i * H_ROWS8) = make_uint4(y[0], y[1], y[2], y[3]);
+            *(uint4 *)(hh + h_off1 + i * H_ROWS8) = make_uint4(y[4], y[5], y[6], y[7]);
         }
     };
 
@@ -325,12 +503,42 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
         attn_cp_async_commit(); /* empty groups keep the counting uniform */
     }
     fetch_bt(STAGES - 1, nb0, nb1);
+#ifdef ATTN_MTP_WGMMA
+    uint64_t dq0 = 0, dk0 = 0, dv0 = 0;
+    uint32_t pa[KC][4]; /* P fragments, read by the in-flight P V wgmma */
+    if constexpr (WG) {
+        fence_proxy_async(); /* Q, written by plain stores, is read by wgmma */
+        dq0 = wgmma_desc(attn_smem_addr(Qh), 16);
+        dk0 = wgmma_desc(attn_smem_addr(Kh), 16);
+        dv0 = wgmma_desc(attn_smem_addr(Vh), TILE * 128); /* next 64 columns */
+    }
+#endif
     __syncthreads(); /* Q and rowmul visible */
-    const float rm0 = rowmul[tw * 16 + g], rm1 = rowmul[tw * 16 + g + 8];
+    if (!WG) {
+        rm0 = rowmul[tw * 16 + g];
+        rm1 = rowmul[tw * 16 + g + 8];
+    }
 
     for (int it = 0; it < ntiles; it++) {
         const int st = it % STAGES;
         attn_cp_async_wait(STAGES - 2);
+#ifdef ATTN_MTP_WGMMA
+        if constexpr (WG) {
+            /* The previous tile's P V must be done with Vh (and with pa)
+             * before the conversion below overwrites it. */
+            wgmma_wait_all();
+#pragma unroll
+            for (int i = 0; i < 32; i++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    reg_fence(o[i][e]);
+#pragma unroll
+            for (int kc = 0; kc < KC; kc++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    reg_fence(pa[kc][e]);
+        }
+#endif
         __syncthreads(); /* B1: tile `it` landed; tile it-1's stage and Kh/Vh are free */
         if (it + STAGES - 1 < ntiles)
             load_tile(it + STAGES - 1, (it + STAGES - 1) % STAGES, nb0, nb1);
@@ -340,9 +548,13 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
         const uint8_t *Ks = stage0 + st * L::STAGE;
         convert(Ks, Kh);
         convert(Ks + L::RAW, Vh);
+#ifdef ATTN_MTP_WGMMA
+        if constexpr (WG)
+            fence_proxy_async();
+#endif
         __syncthreads(); /* B2: Kh and Vh complete */
-        if (!active)
-            continue;
+        if (!WG && !active)
+            continue; /* (a warpgroup computes all 64 rows together) */
 
         /* S = Q K^T for this warp's KW keys: column n of n-tile j is key
          * kg*KW + 8j + n. */
@@ -356,6 +568,32 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 sacc[j][e] = sodd[j][e] = 0.f;
+        if constexpr (WG) {
+#ifdef ATTN_MTP_WGMMA
+            /* 16 k16 steps over D. Step kk reads 16 columns of 64-column
+             * block kk / 4 (32 bytes into each 128-byte row): the hardware
+             * applies the swizzle to the final address. */
+            /* Even and odd steps go to two accumulators: two chains of 8
+             * dependent wgmma instead of one of 16. */
+            static_assert(NT == 4, "one m64n32 tile per 32 keys");
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < 16; kk++)
+                wgmma_m64n32k16_ss(kk & 1 ? sodd : sacc,
+                                   dq0 + (((kk >> 2) * L::Q_ROWS * 128 + (kk & 3) * 32) >> 4),
+                                   dk0 + (((kk >> 2) * TILE * 128 + (kk & 3) * 32) >> 4), kk > 1);
+            wgmma_commit();
+            wgmma_wait_all();
+#pragma unroll
+            for (int j = 0; j < NT; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    reg_fence(sacc[j][e]);
+                    reg_fence(sodd[j][e]);
+                    sacc[j][e] += sodd[j][e];
+                }
+#endif
+        } else {
 #pragma unroll
         for (int q = 0; q < 8; q++) {
             uint32_t a[2][4];
@@ -378,6 +616,7 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
 #pragma unroll
                 for (int e = 0; e < 4; e++)
                     sacc[j][e] += sodd[j][e];
+        }
         }
 
         /* Scores in log2 units, masks, online softmax (rows g, g+8). */
@@ -444,6 +683,24 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
 
         /* O += P V: the C fragments of n-tiles 2kc and 2kc+1 (keys 16kc..
          * 16kc+15) are the A fragment of k16 chunk kc. */
+        if constexpr (WG) {
+#ifdef ATTN_MTP_WGMMA
+            /* Two k16 steps (keys 0-15, 16-31: 8-key groups 1024 bytes
+             * apart); left in flight until the next tile's first barrier. */
+#pragma unroll
+            for (int kc = 0; kc < KC; kc++) {
+                pa[kc][0] = pack_f16x2(sacc[2 * kc][0], sacc[2 * kc][1]);
+                pa[kc][1] = pack_f16x2(sacc[2 * kc][2], sacc[2 * kc][3]);
+                pa[kc][2] = pack_f16x2(sacc[2 * kc + 1][0], sacc[2 * kc + 1][1]);
+                pa[kc][3] = pack_f16x2(sacc[2 * kc + 1][2], sacc[2 * kc + 1][3]);
+            }
+            wgmma_fence();
+#pragma unroll
+            for (int kc = 0; kc < KC; kc++)
+                wgmma_m64n256k16_rs_tb(o, pa[kc], dv0 + ((kc * 16 * 128) >> 4));
+            wgmma_commit();
+#endif
+        } else {
 #pragma unroll
         for (int kc = 0; kc < KC; kc++) {
             const uint32_t a[4] = {pack_f16x2(sacc[2 * kc][0], sacc[2 * kc][1]),
@@ -463,8 +720,19 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
                 attn_mma16816<false>(o[2 * u + 1], a, b[u & 1][2], b[u & 1][3]);
             }
         }
+        }
     }
     attn_cp_async_wait(0);
+#ifdef ATTN_MTP_WGMMA
+    if constexpr (WG) {
+        wgmma_wait_all();
+#pragma unroll
+        for (int i = 0; i < 32; i++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                reg_fence(o[i][e]);
+    }
+#endif
 
     /* Row sums over the 4 lanes of a row. */
     l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
@@ -472,7 +740,7 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
     l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
     l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
 
-    if (QW == 2) {
+    if (QW == 2 && !WG) {
         /* Merge the two key groups of each token through shared memory (the
          * stage buffers are free now). */
         __syncthreads();
@@ -532,26 +800,37 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
 #endif
 }
 
-template <int QW>
+template <int QW, bool WG>
 static hipError_t launch_mtp_t(const attn_kparams *p, int nseg, hipStream_t stream)
 {
-    const int smem = mtp_smem<QW>::TOTAL;
+    const int smem = mtp_smem<QW, WG>::TOTAL;
     /* Opt in to more than 48 KB of shared memory once (see the generic
      * launcher for why once). */
     static volatile int opted_in = 0;
     if (!opted_in) {
-        hipError_t e = hipFuncSetAttribute((const void *)attn_mtp_kernel<QW>,
+        hipError_t e = hipFuncSetAttribute((const void *)attn_mtp_kernel<QW, WG>,
                                            hipFuncAttributeMaxDynamicSharedMemorySize, smem);
         if (e != hipSuccess)
             return e;
         opted_in = 1;
     }
     dim3 grid(p->num_seqs, p->hkv, nseg);
-    attn_mtp_kernel<QW><<<grid, 128, smem, stream>>>(*p);
+    attn_mtp_kernel<QW, WG><<<grid, 128, smem, stream>>>(*p);
     return hipGetLastError();
 }
 
 #endif /* ATTN_PLATFORM_CUDA */
+
+/* Whether this build holds the warpgroup (wgmma) kernel: CMake defines
+ * ATTNREG_CUDA_SM90A when the arch list has 90a. */
+int attn_mtp_has_wgmma(void)
+{
+#if defined(ATTN_PLATFORM_CUDA) && defined(ATTNREG_CUDA_SM90A)
+    return 1;
+#else
+    return 0;
+#endif
+}
 
 /* Whether this build holds the mma path (every CUDA arch we build, sm_90,
  * is >= sm_89; the HIP build never does). */
@@ -570,10 +849,14 @@ hipError_t attn_launch_mtp(const attn_kparams *p, int max_seqlen_q, int nseg, hi
     attn_kparams q = *p;
     q.nseg = nseg;
 #if defined(ATTN_PLATFORM_CUDA)
+    /* p->mtp_wgmma: 1 = the warpgroup kernel for every q_len, 2 = for
+     * q_len 3-4 only (the launcher's choice, see gpu_attn.hip). */
     if (max_seqlen_q <= 2)
-        e = launch_mtp_t<2>(&q, nseg, stream);
+        e = p->mtp_wgmma == 1 ? launch_mtp_t<2, true>(&q, nseg, stream)
+                              : launch_mtp_t<2, false>(&q, nseg, stream);
     else
-        e = launch_mtp_t<4>(&q, nseg, stream);
+        e = p->mtp_wgmma ? launch_mtp_t<4, true>(&q, nseg, stream)
+                         : launch_mtp_t<4, false>(&q, nseg, stream);
     if (e != hipSuccess)
         return e;
     return attn_launch_reduce(&q, nseg, stream);

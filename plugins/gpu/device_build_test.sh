@@ -12,7 +12,7 @@ b=/tmp/attnreg-gpu-build
 mkdir -p "$out" "$b"
 NVCC=${NVCC:-nvcc}
 command -v $NVCC >/dev/null || NVCC=/usr/local/cuda/bin/nvcc
-FL="-std=c++17 -O3 -gencode arch=compute_90,code=sm_90 -DATTNREG_GPU_ARCH_LIST=sm_90 -I$root/include -I$root/plugins/gpu -I$root/plugins/cpu-ref -I$root/plugins/common"
+FL="-std=c++17 -O3 -gencode arch=compute_90a,code=sm_90a -DATTNREG_GPU_ARCH_LIST=sm_90 -DATTNREG_CUDA_SM90A -I$root/include -I$root/plugins/gpu -I$root/plugins/cpu-ref -I$root/plugins/common"
 cd "$root"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv 2>&1 | tee "$out/build.log"
 t0=$(date +%s)
@@ -36,8 +36,8 @@ fail=0
 for p in "${pids[@]}"; do wait $p || fail=1; done
 cat $b/*.log | grep -E "error|warning|registers|spill|failed" >> "$out/build.log"
 [ $fail -eq 0 ] || { echo "BUILD FAILED"; cat $b/*.log | tail -40; exit 1; }
-$NVCC -gencode arch=compute_90,code=sm_90 -cudart static $b/gpu_attn.o $b/attn_generic.o $b/attn_decode_mma.o $b/attn_mtp.o $b/test.o -o $b/gpu_attn_test -ldl || exit 1
-$NVCC -gencode arch=compute_90,code=sm_90 -cudart static $b/gpu_attn.o $b/attn_generic.o $b/attn_decode_mma.o $b/attn_mtp.o $b/bench.o -o $b/gpu_attn_bench || exit 1
+$NVCC -gencode arch=compute_90a,code=sm_90a -cudart static $b/gpu_attn.o $b/attn_generic.o $b/attn_decode_mma.o $b/attn_mtp.o $b/test.o -o $b/gpu_attn_test -ldl || exit 1
+$NVCC -gencode arch=compute_90a,code=sm_90a -cudart static $b/gpu_attn.o $b/attn_generic.o $b/attn_decode_mma.o $b/attn_mtp.o $b/bench.o -o $b/gpu_attn_bench || exit 1
 echo "build: $(( $(date +%s) - t0 )) s" | tee -a "$out/build.log"
 grep -E "registers|spill" "$out/build.log" | head -20
 # Instruction mix of the kernels (static SASS opcode counts), for tuning.

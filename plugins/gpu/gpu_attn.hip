@@ -49,6 +49,7 @@ struct gpu_attn_ctx {
     int device;
     int cus;
     int forced_nseg;
+    int mtp_wgmma; /* attn_kparams.mtp_wgmma */
 };
 
 static void set_err(char *err, size_t n, const char *fmt, ...)
@@ -239,6 +240,18 @@ extern "C" attn_status gpu_attn_create(gpu_attn_kernel kernel, const attn_shape 
     c->shape.struct_size = sizeof c->shape;
     c->device = dev;
     c->cus = prop.multiProcessorCount > 0 ? prop.multiProcessorCount : 1;
+    /* The MTP kernel's warpgroup (wgmma) variant runs where the build has
+     * sm_90a code and the device is sm_90, for batches with 3-4 query tokens
+     * per sequence: its 64 rows are all used there, and on the H200 it is
+     * 1.25x faster than the mma.sync variant, which stays faster at q_len
+     * <= 2 (32 rows; bench/RESULTS.md). ATTNREG_MTP_WGMMA=0 keeps mma.sync
+     * for every q_len, =1 takes wgmma for every q_len (for comparisons in
+     * the bench and the tests). */
+    if (kernel == GPU_ATTN_KERNEL_MTP && attn_mtp_has_wgmma() && prop.major == 9 &&
+        prop.minor == 0) {
+        const char *w = getenv("ATTNREG_MTP_WGMMA");
+        c->mtp_wgmma = w && strcmp(w, "0") == 0 ? 0 : w && strcmp(w, "1") == 0 ? 1 : 2;
+    }
     *out = c;
     return ATTN_OK;
 }
@@ -480,6 +493,7 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
      * bytes at a time only when every row start is 16-byte aligned. */
     p.q_vec16 = ((uintptr_t)a->q % 16 == 0) && a->q_stride_token % 8 == 0 &&
                 a->q_stride_head % 8 == 0;
+    p.mtp_wgmma = ctx->mtp_wgmma;
     p.q_stride_head = a->q_stride_head;
     p.k_cache = a->k_cache;
     p.v_cache = a->v_cache;

@@ -44,6 +44,7 @@ typedef struct attn_kparams {
     int32_t head_splits;    /* ceil(group / heads_per_tile) */
     int32_t stages;         /* raw KV stages in shared memory (set by the launcher) */
     int32_t q_vec16;        /* q rows start 16-byte aligned: vector loads are safe */
+    int32_t mtp_wgmma;      /* MTP: 0 mma.sync variant, 1 wgmma variant, 2 wgmma for q_len > 2 */
 } attn_kparams;
 
 #define ATTN_LOG2E 1.4426950408889634f
@@ -297,6 +298,7 @@ hipError_t attn_launch_reduce(const attn_kparams *p, int nseg, hipStream_t strea
 /* Dynamic shared memory the generic kernel needs for `stages` raw KV stages. */
 size_t attn_generic_smem_bytes(int d, int dv, int kv_bytes, int rows_per_warp, int stages);
 int attn_mtp_has_mma(void);
+int attn_mtp_has_wgmma(void);
 /* Whether the generic kernel is compiled for this head size / KV type. */
 int attn_generic_supports(int d, int dv, int kv_dtype);
 /* The generic kernel's decode path (every sequence has at most one query

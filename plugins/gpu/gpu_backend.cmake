@@ -4,11 +4,14 @@
 # usable from its siblings (tests/gpu, bench/gpu).
 #
 #   ATTNREG_GPU = auto | cuda | hip | off
-#     auto: nvcc found -> cuda (CMAKE_CUDA_ARCHITECTURES, default 90);
+#     auto: nvcc found -> cuda (CMAKE_CUDA_ARCHITECTURES, default 90a: sm_90
+#           with its arch-specific wgmma, which the MTP kernel uses; the
+#           binary then runs on sm_90 devices only);
 #           else a HIP compiler -> hip (CMAKE_HIP_ARCHITECTURES, default
 #           gfx942;gfx950); else off.
-# Sets ATTNREG_GPU_BACKEND (cuda|hip|off) and ATTNREG_GPU_ARCHS (the arch
-# names the kernels are built for: sm_90, gfx942, ...).
+# Sets ATTNREG_GPU_BACKEND (cuda|hip|off), ATTNREG_GPU_ARCHS (the arch
+# names the kernels are built for: sm_90, gfx942, ...; 90a is named sm_90)
+# and ATTNREG_CUDA_SM90A (ON when the CUDA arch list has 90a).
 include(CheckLanguage)
 
 set(_gpu "${ATTNREG_GPU}")
@@ -38,13 +41,17 @@ message(STATUS "attnreg GPU kernels: ${_gpu}")
 set(ATTNREG_GPU_ARCHS "")
 if(_gpu STREQUAL "cuda")
   if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL "")
-    set(CMAKE_CUDA_ARCHITECTURES 90)
+    set(CMAKE_CUDA_ARCHITECTURES 90a)
   endif()
   # cudart linked statically: a plugin built against the shared cudart fails
   # to dlopen where CUDA is absent; the static one loads and says "no device".
   set(CMAKE_CUDA_RUNTIME_LIBRARY Static)
   enable_language(CUDA)
   find_package(CUDAToolkit REQUIRED)
+  set(ATTNREG_CUDA_SM90A OFF)
+  if("90a" IN_LIST CMAKE_CUDA_ARCHITECTURES)
+    set(ATTNREG_CUDA_SM90A ON)
+  endif()
   foreach(a ${CMAKE_CUDA_ARCHITECTURES})
     string(REGEX REPLACE "^([0-9]+).*$" "sm_\\1" n "${a}")
     list(APPEND ATTNREG_GPU_ARCHS ${n})

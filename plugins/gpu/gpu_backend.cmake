@@ -41,7 +41,17 @@ message(STATUS "attnreg GPU kernels: ${_gpu}")
 set(ATTNREG_GPU_ARCHS "")
 if(_gpu STREQUAL "cuda")
   if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES OR CMAKE_CUDA_ARCHITECTURES STREQUAL "")
+    # 90a (sm_90 with wgmma) needs CUDA 12; older toolkits get plain 90,
+    # where the MTP kernel runs its mma.sync variant only.
     set(CMAKE_CUDA_ARCHITECTURES 90a)
+    if(CMAKE_CUDA_COMPILER)
+      execute_process(COMMAND ${CMAKE_CUDA_COMPILER} --version OUTPUT_VARIABLE _nvcc_version
+                      ERROR_QUIET)
+      if(_nvcc_version MATCHES "release ([0-9]+)\\." AND CMAKE_MATCH_1 LESS 12)
+        set(CMAKE_CUDA_ARCHITECTURES 90)
+        message(STATUS "attnreg: nvcc ${CMAKE_MATCH_1}.x has no sm_90a: building for 90")
+      endif()
+    endif()
   endif()
   # cudart linked statically: a plugin built against the shared cudart fails
   # to dlopen where CUDA is absent; the static one loads and says "no device".

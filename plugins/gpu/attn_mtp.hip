@@ -317,6 +317,7 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
      * the rows a warp converts are the rows it computes, so each lane keeps
      * the multipliers of its rows g and g + 8 in registers. */
     constexpr int RPW = WG ? 16 : QW * 4;
+    const float base = p.softcap > 0.f ? p.score_scale : p.score_scale * ATTN_LOG2E;
     float rm0 = 0.f, rm1 = 0.f;
     for (int rr = 0; rr < RPW; rr++) {
         const int row = warp * RPW + rr; /* row = token*16 + head */
@@ -358,7 +359,6 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
         for (int k = 0; k < 4; k++)
             h[k] = pack_f16x2(ldexpf(v[2 * k], sh), ldexpf(v[2 * k + 1], sh));
         *(uint4 *)(Qh + L::chunk_off(row, lane, L::Q_ROWS)) = make_uint4(h[0], h[1], h[2], h[3]);
-        const float base = p.softcap > 0.f ? p.score_scale : p.score_scale * ATTN_LOG2E;
         if (WG) {
             if (rr == g)
                 rm0 = ldexpf(base, -sh);
@@ -503,9 +503,23 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
         attn_cp_async_commit(); /* empty groups keep the counting uniform */
     }
     fetch_bt(STAGES - 1, nb0, nb1);
+    uint32_t pa[KC][4]; /* P fragments (WG: read by the in-flight P V wgmma) */
 #ifdef ATTN_MTP_WGMMA
+    /* After a wait for the P V wgmma: its accumulators and P fragments are
+     * the compiler's again. */
+    auto pin_pv_registers = [&]() {
+#pragma unroll
+        for (int i = 0; i < 32; i++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                reg_fence(o[i][e]);
+#pragma unroll
+        for (int kc = 0; kc < KC; kc++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                reg_fence(pa[kc][e]);
+    };
     uint64_t dq0 = 0, dk0 = 0, dv0 = 0;
-    uint32_t pa[KC][4]; /* P fragments, read by the in-flight P V wgmma */
     if constexpr (WG) {
         fence_proxy_async(); /* Q, written by plain stores, is read by wgmma */
         dq0 = wgmma_desc(attn_smem_addr(Qh), 16);
@@ -527,16 +541,7 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
             /* The previous tile's P V must be done with Vh (and with pa)
              * before the conversion below overwrites it. */
             wgmma_wait_all();
-#pragma unroll
-            for (int i = 0; i < 32; i++)
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    reg_fence(o[i][e]);
-#pragma unroll
-            for (int kc = 0; kc < KC; kc++)
-#pragma unroll
-                for (int e = 0; e < 4; e++)
-                    reg_fence(pa[kc][e]);
+            pin_pv_registers();
         }
 #endif
         __syncthreads(); /* B1: tile `it` landed; tile it-1's stage and Kh/Vh are free */
@@ -595,28 +600,28 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
 #endif
         } else {
 #pragma unroll
-        for (int q = 0; q < 8; q++) {
-            uint32_t a[2][4];
-            attn_ldsm_x4(qa[(2 * q) & 3] + ((2 * q) >> 2) * 128, a[0]);
-            attn_ldsm_x4(qa[(2 * q + 1) & 3] + ((2 * q + 1) >> 2) * 128, a[1]);
-            uint32_t b[NT][4];
+            for (int q = 0; q < 8; q++) {
+                uint32_t a[2][4];
+                attn_ldsm_x4(qa[(2 * q) & 3] + ((2 * q) >> 2) * 128, a[0]);
+                attn_ldsm_x4(qa[(2 * q + 1) & 3] + ((2 * q + 1) >> 2) * 128, a[1]);
+                uint32_t b[NT][4];
 #pragma unroll
-            for (int j = 0; j < NT; j++)
-                attn_ldsm_x4(ka[q & 1] + j * 8 * ROW + (q >> 1) * 128, b[j]);
+                for (int j = 0; j < NT; j++)
+                    attn_ldsm_x4(ka[q & 1] + j * 8 * ROW + (q >> 1) * 128, b[j]);
 #pragma unroll
-            for (int j = 0; j < NT; j++)
-                attn_mma16816<false>(sacc[j], a[0], b[j][0], b[j][1]);
+                for (int j = 0; j < NT; j++)
+                    attn_mma16816<false>(sacc[j], a[0], b[j][0], b[j][1]);
 #pragma unroll
-            for (int j = 0; j < NT; j++)
-                attn_mma16816<false>(CHAINS == 2 ? sodd[j] : sacc[j], a[1], b[j][2], b[j][3]);
-        }
-        if (CHAINS == 2) {
+                for (int j = 0; j < NT; j++)
+                    attn_mma16816<false>(CHAINS == 2 ? sodd[j] : sacc[j], a[1], b[j][2], b[j][3]);
+            }
+            if (CHAINS == 2) {
 #pragma unroll
-            for (int j = 0; j < NT; j++)
+                for (int j = 0; j < NT; j++)
 #pragma unroll
-                for (int e = 0; e < 4; e++)
-                    sacc[j][e] += sodd[j][e];
-        }
+                    for (int e = 0; e < 4; e++)
+                        sacc[j][e] += sodd[j][e];
+            }
         }
 
         /* Scores in log2 units, masks, online softmax (rows g, g+8). */
@@ -683,17 +688,17 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
 
         /* O += P V: the C fragments of n-tiles 2kc and 2kc+1 (keys 16kc..
          * 16kc+15) are the A fragment of k16 chunk kc. */
+#pragma unroll
+        for (int kc = 0; kc < KC; kc++) {
+            pa[kc][0] = pack_f16x2(sacc[2 * kc][0], sacc[2 * kc][1]);
+            pa[kc][1] = pack_f16x2(sacc[2 * kc][2], sacc[2 * kc][3]);
+            pa[kc][2] = pack_f16x2(sacc[2 * kc + 1][0], sacc[2 * kc + 1][1]);
+            pa[kc][3] = pack_f16x2(sacc[2 * kc + 1][2], sacc[2 * kc + 1][3]);
+        }
         if constexpr (WG) {
 #ifdef ATTN_MTP_WGMMA
             /* Two k16 steps (keys 0-15, 16-31: 8-key groups 1024 bytes
              * apart); left in flight until the next tile's first barrier. */
-#pragma unroll
-            for (int kc = 0; kc < KC; kc++) {
-                pa[kc][0] = pack_f16x2(sacc[2 * kc][0], sacc[2 * kc][1]);
-                pa[kc][1] = pack_f16x2(sacc[2 * kc][2], sacc[2 * kc][3]);
-                pa[kc][2] = pack_f16x2(sacc[2 * kc + 1][0], sacc[2 * kc + 1][1]);
-                pa[kc][3] = pack_f16x2(sacc[2 * kc + 1][2], sacc[2 * kc + 1][3]);
-            }
             wgmma_fence();
 #pragma unroll
             for (int kc = 0; kc < KC; kc++)
@@ -702,35 +707,29 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
 #endif
         } else {
 #pragma unroll
-        for (int kc = 0; kc < KC; kc++) {
-            const uint32_t a[4] = {pack_f16x2(sacc[2 * kc][0], sacc[2 * kc][1]),
-                                   pack_f16x2(sacc[2 * kc][2], sacc[2 * kc][3]),
-                                   pack_f16x2(sacc[2 * kc + 1][0], sacc[2 * kc + 1][1]),
-                                   pack_f16x2(sacc[2 * kc + 1][2], sacc[2 * kc + 1][3])};
-            /* V fragments are read one step ahead of the mma that use them,
-             * so the ldmatrix latency overlaps the previous step's mma. */
-            uint32_t b[2][4];
-            attn_ldsm_x4_trans(va[0] + kc * 16 * ROW, b[0]);
+            for (int kc = 0; kc < KC; kc++) {
+                /* V fragments are read one step ahead of the mma that use
+                 * them, so the ldmatrix latency overlaps the previous step's
+                 * mma. */
+                uint32_t b[2][4];
+                attn_ldsm_x4_trans(va[0] + kc * 16 * ROW, b[0]);
 #pragma unroll
-            for (int u = 0; u < 16; u++) {
-                if (u + 1 < 16)
-                    attn_ldsm_x4_trans(va[(u + 1) & 3] + kc * 16 * ROW + ((u + 1) >> 2) * 128,
-                                  b[(u + 1) & 1]);
-                attn_mma16816<false>(o[2 * u], a, b[u & 1][0], b[u & 1][1]);
-                attn_mma16816<false>(o[2 * u + 1], a, b[u & 1][2], b[u & 1][3]);
+                for (int u = 0; u < 16; u++) {
+                    if (u + 1 < 16)
+                        attn_ldsm_x4_trans(va[(u + 1) & 3] + kc * 16 * ROW +
+                                               ((u + 1) >> 2) * 128,
+                                           b[(u + 1) & 1]);
+                    attn_mma16816<false>(o[2 * u], pa[kc], b[u & 1][0], b[u & 1][1]);
+                    attn_mma16816<false>(o[2 * u + 1], pa[kc], b[u & 1][2], b[u & 1][3]);
+                }
             }
-        }
         }
     }
     attn_cp_async_wait(0);
 #ifdef ATTN_MTP_WGMMA
     if constexpr (WG) {
         wgmma_wait_all();
-#pragma unroll
-        for (int i = 0; i < 32; i++)
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                reg_fence(o[i][e]);
+        pin_pv_registers();
     }
 #endif
 

@@ -300,20 +300,6 @@ static int split_segments(long work, long target, int maxk, int min_keys)
     return n < 1 ? 1 : n;
 }
 
-/* Segment rule of the generic kernel. The 2D grid has about `work` programs
- * (query tiles x KV heads x head splits). When that fills the GPU twice over
- * (two programs per compute unit) the 2D path runs. Otherwise the key range
- * is split into the power of two of segments that brings the grid to about
- * two programs per compute unit, at most 64, and never below 256 keys (8
- * tiles) per segment, where the reduce would cost more than it saves. */
-/* Segment rule of the decode path (max_seqlen_q == 1; attn_generic.hip).
- * Its programs are short and its grid is one wave or less at batch 64 (512
- * programs for 32:8 heads), and a partly filled last wave leaves whole
- * multiprocessors waiting on one program's memory latency. So the key range
- * is split until the grid has about 16 programs per compute unit (several
- * waves, so the last one is a small fraction of the time), in powers of two,
- * at most 64, and never below 128 keys (32 per warp) a segment: a partial is
- * hq x (D + 2) floats per token, small against the K/V bytes of 128 keys. */
 /* Whether this shape's decode batches run on the matrix-unit decode kernel
  * (attn_decode_mma.hip): NVIDIA, Q and cache of one 16-bit type, D == Dv,
  * page size a multiple of 16. */
@@ -341,6 +327,16 @@ static int decode_mma_nseg(const gpu_attn_ctx *c, int S, int maxk)
     return split_segments(work, target, maxk, 64);
 }
 
+/* Segment rule of the decode path (max_seqlen_q == 1): the matrix-unit
+ * kernel's rule above when that kernel runs; else the scalar decode kernel's
+ * (attn_generic.hip).
+ * Its programs are short and its grid is one wave or less at batch 64 (512
+ * programs for 32:8 heads), and a partly filled last wave leaves whole
+ * multiprocessors waiting on one program's memory latency. So the key range
+ * is split until the grid has about 16 programs per compute unit (several
+ * waves, so the last one is a small fraction of the time), in powers of two,
+ * at most 64, and never below 128 keys (32 per warp) a segment: a partial is
+ * hq x (D + 2) floats per token, small against the K/V bytes of 128 keys. */
 static int decode_nseg(const gpu_attn_ctx *c, int S, int maxk)
 {
     if (c->forced_nseg)
@@ -355,6 +351,12 @@ static int decode_nseg(const gpu_attn_ctx *c, int S, int maxk)
     return split_segments(work, target, maxk, 128);
 }
 
+/* Segment rule of the generic kernel. The 2D grid has about `work` programs
+ * (query tiles x KV heads x head splits). When that fills the GPU twice over
+ * (two programs per compute unit) the 2D path runs. Otherwise the key range
+ * is split into the power of two of segments that brings the grid to about
+ * two programs per compute unit, at most 64, and never below 256 keys (8
+ * tiles) per segment, where the reduce would cost more than it saves. */
 static int generic_nseg(const gpu_attn_ctx *c, int T, int S, int maxq, int maxk)
 {
     int group = c->shape.num_q_heads / attn_shape_kv_heads(&c->shape);

@@ -19,7 +19,12 @@
  *   - bytes = what must move at least: K and V of every visible key once, Q
  *     read, output written; GB/s = bytes / time; "of copy" = GB/s / copy GB/s.
  *
- *   usage: gpu_attn_bench [--decode-only | --mtp-only] [out.json]
+ *   prefill (issue 9): 32:8 D 128 at 512/2048/8192 tokens x batch 1/4,
+ *           32:8 and 16:1 D 256 at 2048 x 1/4, chunked prefill (512 new over
+ *           4096 and 16384 cached, batch 4), a mixed batch (4 chunks of 512
+ *           + 64 decode tokens over 4096) beside its two parts run alone;
+ *           TFLOP/s over the visible (causal) pairs.
+ *   usage: gpu_attn_bench [--decode-only | --mtp-only | --prefill-only] [out.json]
  *   --decode-only: only the plain-decode shapes (a short run for tuning).
  *   --mtp-only: only the MTP kernel on the MTP shapes (no generic, no decode).
  */
@@ -75,6 +80,9 @@ struct Result {
     int kernel; /* 0 generic, 1 mtp */
     int q_len, kv_len, batch, nseg, sets;
     double us, bytes, gbs, frac, tflops;
+    int hq = 0, hkv = 0, d = 0;
+    std::string path; /* which kernel ran: "prefill" (matrix units) or "scalar"; "" otherwise */
+    std::string label;
 };
 
 static hipStream_t stream;
@@ -174,13 +182,21 @@ static double measure_copy(void)
     return std::max(memcpy_gbs, kernel_copy_gbs);
 }
 
-/* One configuration on one kernel. */
-static Result run_one(const char *family, gpu_attn_kernel kernel, int hq, int hkv, int D, int kv_dtype,
-                      int q_len, int kv_len, int batch, uint8_t *cache_k, uint8_t *cache_v,
-                      size_t cache_bytes)
+/* One batch on one kernel: sequence s has qlens[s] new tokens and klens[s]
+ * keys (new tokens included). scalar: send multi-token batches to the
+ * portable generic kernel instead of the prefill kernel. */
+static Result run_batch(const char *family, gpu_attn_kernel kernel, int hq, int hkv, int D,
+                        int kv_dtype, const std::vector<int> &qlens, const std::vector<int> &klens,
+                        uint8_t *cache_k, uint8_t *cache_v, size_t cache_bytes, bool scalar = false)
 {
     const int page = 16;
     const size_t kvb = kv_dtype == ATTN_DTYPE_BF16 ? 2 : 1;
+    const int batch = (int)qlens.size();
+    int kv_len = 0, q_len = 0;
+    for (int s = 0; s < batch; s++) {
+        kv_len = std::max(kv_len, klens[s]);
+        q_len = std::max(q_len, qlens[s]);
+    }
     const int nb = (kv_len + page - 1) / page;
     const size_t block_bytes = (size_t)page * hkv * D * kvb;
     const size_t set_bytes = (size_t)batch * nb * block_bytes * 2; /* K and V */
@@ -191,7 +207,10 @@ static Result run_one(const char *family, gpu_attn_kernel kernel, int hq, int hk
         fprintf(stderr, "cache too small\n");
         exit(1);
     }
-    const int T = q_len * batch;
+    std::vector<int> cu(batch + 1, 0), sk(klens);
+    for (int s = 0; s < batch; s++)
+        cu[s + 1] = cu[s] + qlens[s];
+    const int T = cu[batch];
     /* Block tables: set s owns blocks [s*batch*nb, (s+1)*batch*nb), shuffled. */
     std::vector<int> bt((size_t)sets * batch * nb);
     for (size_t i = 0; i < bt.size(); i++)
@@ -209,9 +228,6 @@ static Result run_one(const char *family, gpu_attn_kernel kernel, int hq, int hk
         j = lo + j % (i - lo + 1);
         std::swap(bt[i], bt[j]);
     }
-    std::vector<int> cu(batch + 1), sk(batch, kv_len);
-    for (int s = 0; s <= batch; s++)
-        cu[s] = s * q_len;
     int *dbt, *dcu, *dsk;
     void *dq, *dout, *dws = NULL;
     CHECK_HIP(hipMalloc((void **)&dbt, bt.size() * 4));
@@ -248,6 +264,7 @@ static Result run_one(const char *family, gpu_attn_kernel kernel, int hq, int hk
         fprintf(stderr, "create: %s\n", err);
         exit(1);
     }
+    const int prefill = q_len > 1 && gpu_attn_force_prefill(ctx, !scalar);
     attn_batch_limits lim = {sizeof lim, batch, T};
     size_t ws = 0;
     gpu_attn_workspace_size(ctx, &lim, &ws);
@@ -298,10 +315,23 @@ static Result run_one(const char *family, gpu_attn_kernel kernel, int hq, int hk
     r.nseg = gpu_attn_plan_segments(ctx, T, batch, q_len, kv_len);
     r.sets = sets;
     r.us = us;
-    r.bytes = (double)batch * kv_len * hkv * D * kvb * 2 + (double)T * hq * D * 2 * 2;
+    r.hq = hq;
+    r.hkv = hkv;
+    r.d = D;
+    r.path = q_len > 1 && kernel == GPU_ATTN_KERNEL_GENERIC ? (prefill ? "prefill" : "scalar") : "";
+    /* Bytes: K and V of every key once, Q read, output written. FLOPs: the
+     * visible (causal) pairs only: query i of a sequence with Q new tokens
+     * and K keys sees K - Q + i + 1 of them. */
+    double kv_keys = 0, pairs = 0;
+    for (int s = 0; s < batch; s++) {
+        kv_keys += klens[s];
+        for (int i = 0; i < qlens[s]; i++)
+            pairs += std::min(klens[s], klens[s] - qlens[s] + i + 1);
+    }
+    r.bytes = kv_keys * hkv * D * kvb * 2 + (double)T * hq * D * 2 * 2;
     r.gbs = r.bytes / (us * 1e-6) / 1e9;
     r.frac = r.gbs / copy_gbs;
-    r.tflops = 4.0 * T * hq * (double)kv_len * D / (us * 1e-6) / 1e12;
+    r.tflops = 4.0 * hq * D * pairs / (us * 1e-6) / 1e12;
     if (!graph)
         fprintf(stderr, "note: graph capture failed; timed plain launches\n");
     gpu_attn_destroy(ctx);
@@ -313,6 +343,52 @@ static Result run_one(const char *family, gpu_attn_kernel kernel, int hq, int hk
     if (dws)
         hipFree(dws);
     return r;
+}
+
+/* Every sequence of the batch the same: q_len new tokens over kv_len keys. */
+static Result run_one(const char *family, gpu_attn_kernel kernel, int hq, int hkv, int D, int kv_dtype,
+                      int q_len, int kv_len, int batch, uint8_t *cache_k, uint8_t *cache_v,
+                      size_t cache_bytes, bool scalar = false)
+{
+    return run_batch(family, kernel, hq, hkv, D, kv_dtype, std::vector<int>(batch, q_len),
+                     std::vector<int>(batch, kv_len), cache_k, cache_v, cache_bytes, scalar);
+}
+
+/* The prefill families (issue 9): causal prefill, chunked prefill and a mixed
+ * batch, bf16 Q/KV, page 16, on the prefill kernel; a few rows again on the
+ * portable scalar kernel (the version before it). */
+static void run_prefill_families(std::vector<Result> &res, uint8_t *ck, uint8_t *cv, size_t bytes)
+{
+    const int BF = ATTN_DTYPE_BF16;
+    const gpu_attn_kernel G = GPU_ATTN_KERNEL_GENERIC;
+    for (int L : {512, 2048, 8192})
+        for (int b : {1, 4})
+            res.push_back(run_one("prefill", G, 32, 8, 128, BF, L, L, b, ck, cv, bytes));
+    for (int b : {1, 4}) {
+        res.push_back(run_one("prefill", G, 32, 8, 256, BF, 2048, 2048, b, ck, cv, bytes));
+        res.push_back(run_one("prefill", G, 16, 1, 256, BF, 2048, 2048, b, ck, cv, bytes));
+    }
+    for (int ctx : {4096, 16384})
+        res.push_back(run_one("chunked", G, 32, 8, 128, BF, 512, 512 + ctx, 4, ck, cv, bytes));
+    /* Mixed: 4 chunks of 512 and 64 decode tokens, all over 4096 cached keys;
+     * beside it the same work as two calls (the chunks, then the decodes). */
+    std::vector<int> q(4, 512), k(4, 4096 + 512);
+    for (int i = 0; i < 64; i++) {
+        q.push_back(1);
+        k.push_back(4096 + 1);
+    }
+    Result mixed = run_batch("mixed", G, 32, 8, 128, BF, q, k, ck, cv, bytes);
+    mixed.label = "4 x q512 + 64 x q1 over 4096";
+    res.push_back(mixed);
+    Result pre = run_one("mixed-parts", G, 32, 8, 128, BF, 512, 4096 + 512, 4, ck, cv, bytes);
+    pre.label = "4 x q512 over 4096 (alone)";
+    res.push_back(pre);
+    Result dec = run_one("mixed-parts", G, 32, 8, 128, BF, 1, 4096 + 1, 64, ck, cv, bytes);
+    dec.label = "64 x q1 over 4096 (alone)";
+    res.push_back(dec);
+    /* the version before: the scalar kernel on the short rows */
+    res.push_back(run_one("prefill", G, 32, 8, 128, BF, 512, 512, 1, ck, cv, bytes, true));
+    res.push_back(run_one("prefill", G, 32, 8, 128, BF, 2048, 2048, 1, ck, cv, bytes, true));
 }
 
 int main(int argc, char **argv)
@@ -343,8 +419,12 @@ int main(int argc, char **argv)
         printf("one: %.1f us, %.0f GB/s, nseg %d\n", r.us, r.gbs, r.nseg);
         return 0;
     }
-    bool decode_only = false, mtp_only = false;
-    if (argc > 1 && strcmp(argv[1], "--decode-only") == 0) {
+    bool decode_only = false, mtp_only = false, prefill_only = false;
+    if (argc > 1 && strcmp(argv[1], "--prefill-only") == 0) {
+        prefill_only = true;
+        argc--;
+        argv++;
+    } else if (argc > 1 && strcmp(argv[1], "--decode-only") == 0) {
         decode_only = true;
         argc--;
         argv++;
@@ -368,7 +448,7 @@ int main(int argc, char **argv)
     fill_kernel<<<4096, 256, 0, stream>>>(ck, cache_bytes, 1, 11);
     fill_kernel<<<4096, 256, 0, stream>>>(cv, cache_bytes, 1, 13);
     CHECK_HIP(hipStreamSynchronize(stream));
-    if (!decode_only)
+    if (!decode_only && !prefill_only)
         for (int q : {2, 4})
             for (int kv : {1024, 4096, 16384})
                 for (int b : {1, 8, 32, 64})
@@ -383,9 +463,12 @@ int main(int argc, char **argv)
     CHECK_HIP(hipStreamSynchronize(stream));
     for (int kv : {1024, 4096, 8192, 16384})
         for (int b : {1, 8, 32, 64})
-            if (!mtp_only)
+            if (!mtp_only && !prefill_only)
                 res.push_back(run_one("decode", GPU_ATTN_KERNEL_GENERIC, 32, 8, 128, ATTN_DTYPE_BF16,
                                   1, kv, b, ck, cv, cache_bytes));
+
+    if (!mtp_only && !decode_only)
+        run_prefill_families(res, ck, cv, cache_bytes);
 
     /* Table. */
     if (mtp_only) {
@@ -395,7 +478,7 @@ int main(int argc, char **argv)
         for (const Result &m : res)
             printf("| %d | %d | %d | %.2f | %.1f | %.0f | %.1f | %.0f | %d |\n", m.q_len, m.kv_len,
                    m.batch, m.bytes / 1e6, m.us, m.gbs, 100 * m.frac, m.tflops, m.nseg);
-    } else if (!decode_only) {
+    } else if (!decode_only && !prefill_only) {
         printf("\nMTP shapes: 16:1 heads, D 256, page 16, bf16 Q, fp8 KV (copy %.0f GB/s)\n", copy_gbs);
         printf("| q_len | kv_len | batch | MB | generic us | GB/s | %% copy | nseg | mtp us | GB/s | %% copy | TFLOP/s | nseg | mtp/generic |\n");
         printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
@@ -408,13 +491,37 @@ int main(int argc, char **argv)
                    m.gbs, 100 * m.frac, m.tflops, m.nseg, g.us / m.us);
         }
     }
-    printf("\nPlain decode: 32:8 heads, D 128, page 16, bf16 Q/KV, q_len 1 (generic)\n");
-    printf("| kv_len | batch | MB | us | GB/s | %% copy | nseg |\n|---|---|---|---|---|---|---|\n");
-    for (const Result &r : res)
-        if (r.family == "decode")
-            printf("| %d | %d | %.2f | %.1f | %.0f | %.1f | %d |\n", r.kv_len, r.batch, r.bytes / 1e6,
-                   r.us, r.gbs, 100 * r.frac, r.nseg);
-
+    if (!mtp_only && !decode_only) {
+        printf("\nPrefill, chunked prefill, mixed: bf16 Q/KV, page 16, causal; TFLOP/s over the "
+               "visible pairs\n");
+        printf("| family | heads | D | q_len | kv_len | batch | kernel | us | TFLOP/s | nseg |\n");
+        printf("|---|---|---|---|---|---|---|---|---|---|\n");
+        double mixed_us = 0, parts_us = 0;
+        for (const Result &r : res) {
+            if (r.family != "prefill" && r.family != "chunked" && r.family != "mixed" &&
+                r.family != "mixed-parts")
+                continue;
+            if (r.family == "mixed")
+                mixed_us = r.us;
+            if (r.family == "mixed-parts")
+                parts_us += r.us;
+            printf("| %s | %d/%d | %d | %d | %d | %d | %s | %.1f | %.1f | %d |%s%s\n",
+                   r.family.c_str(), r.hq, r.hkv, r.d, r.q_len, r.kv_len, r.batch,
+                   r.path.empty() ? "decode" : r.path.c_str(), r.us, r.tflops, r.nseg,
+                   r.label.empty() ? "" : " ", r.label.c_str());
+        }
+        if (mixed_us > 0 && parts_us > 0)
+            printf("mixed batch: %.1f us in one call, %.1f us as two calls (ratio %.2f)\n",
+                   mixed_us, parts_us, mixed_us / parts_us);
+    }
+    if (!prefill_only) {
+        printf("\nPlain decode: 32:8 heads, D 128, page 16, bf16 Q/KV, q_len 1 (generic)\n");
+        printf("| kv_len | batch | MB | us | GB/s | %% copy | nseg |\n|---|---|---|---|---|---|---|\n");
+        for (const Result &r : res)
+            if (r.family == "decode")
+                printf("| %d | %d | %.2f | %.1f | %.0f | %.1f | %d |\n", r.kv_len, r.batch, r.bytes / 1e6,
+                       r.us, r.gbs, 100 * r.frac, r.nseg);
+    }
     if (argc > 1) {
         FILE *f = fopen(argv[1], "w");
         if (f) {
@@ -427,10 +534,11 @@ int main(int argc, char **argv)
                 fprintf(f,
                         "    {\"family\": \"%s\", \"kernel\": \"%s\", \"q_len\": %d, \"kv_len\": %d, "
                         "\"batch\": %d, \"nseg\": %d, \"kv_sets\": %d, \"us\": %.3f, \"bytes\": %.0f, "
-                        "\"gbs\": %.1f, \"copy_fraction\": %.4f, \"tflops\": %.2f}%s\n",
+                        "\"gbs\": %.1f, \"copy_fraction\": %.4f, \"tflops\": %.2f, "
+                        "\"q_heads\": %d, \"kv_heads\": %d, \"head_dim\": %d, \"path\": \"%s\"}%s\n",
                         r.family.c_str(), r.kernel ? "mtp" : "generic", r.q_len, r.kv_len, r.batch,
-                        r.nseg, r.sets, r.us, r.bytes, r.gbs, r.frac, r.tflops,
-                        i + 1 < res.size() ? "," : "");
+                        r.nseg, r.sets, r.us, r.bytes, r.gbs, r.frac, r.tflops, r.hq, r.hkv, r.d,
+                        r.path.c_str(), i + 1 < res.size() ? "," : "");
             }
             fprintf(f, "  ]\n}\n");
             fclose(f);

@@ -74,22 +74,6 @@ static __device__ __forceinline__ void load8(const void *base, int64_t i, int dt
     }
 }
 
-/* Which sequence owns query tile `tile`: tiles of sequence s start at
- * cu[s] / block_q + s (a bound that needs no scan: each sequence gets at
- * least ceil(q_len / block_q) tiles). Binary search for the last start <= tile. */
-static __device__ __forceinline__ int find_seq(const int32_t *cu, int num_seqs, int block_q, int tile)
-{
-    int lo = 0, hi = num_seqs;
-    while (hi - lo > 1) {
-        int mid = (lo + hi) >> 1;
-        if (cu[mid] / block_q + mid <= tile)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 template <int ROWS, int D, int KVB>
 __global__ void __launch_bounds__(GEN_WARPS * 32)
     attn_generic_kernel(const attn_kparams p)
@@ -109,7 +93,7 @@ __global__ void __launch_bounds__(GEN_WARPS * 32)
     const int hsplit = blockIdx.y % p.head_splits;
     const int seg = blockIdx.z;
 
-    const int s = find_seq(p.cu_seqlens_q, p.num_seqs, p.block_q, tile);
+    const int s = attn_find_tile_seq(p.cu_seqlens_q, p.num_seqs, p.block_q, tile);
     const int q0 = p.cu_seqlens_q[s];
     const int qlen = p.cu_seqlens_q[s + 1] - q0;
     const int t0 = (tile - (q0 / p.block_q + s)) * p.block_q;

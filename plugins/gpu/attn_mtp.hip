@@ -71,6 +71,7 @@
  */
 #include <math.h>
 
+#include "attn_wgmma.h"
 #include "gpu_attn_internal.h"
 
 #if defined(ATTN_PLATFORM_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
@@ -99,143 +100,8 @@ static __device__ __forceinline__ void fp8x4_to_f16x4(uint32_t four, uint32_t &l
         : "r"(four));
 }
 
-/* 2^x by the hardware (MUFU.EX2), flushing results below 2^-126 to zero.
- * exp2f gives the same value for every normal result, but wraps the
- * instruction in a range fix-up for subnormal results (3 more instructions
- * per call, 10-18 calls per warp and tile). Such results cannot matter in
- * the online softmax: a probability that small rounds to 0 in f16 anyway
- * and cannot move a row sum that is >= 1 (the row's maximum contributes
- * 2^0), and a rescale factor that small only drops old contributions below
- * 2^-126 of the new maximum's. */
-static __device__ __forceinline__ float exp2_ftz(float x)
-{
-    float r;
-    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(x));
-    return r;
-}
-
-static __device__ __forceinline__ uint32_t pack_f16x2(float lo, float hi)
-{
-    __half2 h = __floats2half2_rn(lo, hi);
-    return *(uint32_t *)&h;
-}
 #endif
 
-#ifdef ATTN_MTP_WGMMA
-/* Warpgroup matrix multiply (sm_90a). Operands in shared memory are given by
- * descriptors: the start address, the leading and stride byte offsets (each
- * >> 4) and the swizzle mode. Every shared tile of this kernel is stored in
- * the 128-byte swizzle layout: blocks of 64 columns (128 bytes of f16) x R
- * rows, 16-byte chunk c of row r at chunk c ^ (r & 7), 8-row groups 1024
- * bytes apart (the stride byte offset), each block 1024-byte aligned. For a
- * K-major operand the leading offset is unused (encoded 1); for the N-major
- * V it is the distance between 64-column blocks. */
-static __device__ __forceinline__ uint64_t wgmma_desc(uint32_t smem_addr, uint32_t leading_bytes)
-{
-    return (uint64_t)((smem_addr & 0x3FFFFu) >> 4) | ((uint64_t)(leading_bytes >> 4) << 16) |
-           ((uint64_t)(1024 >> 4) << 32) | (1ull << 62);
-}
-static __device__ __forceinline__ void wgmma_fence()
-{
-    asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-}
-static __device__ __forceinline__ void wgmma_commit()
-{
-    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-static __device__ __forceinline__ void wgmma_wait_all()
-{
-    asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-}
-/* Shared-memory writes by ordinary stores become visible to wgmma (the async
- * proxy) only through this fence, before the barrier that publishes them. */
-static __device__ __forceinline__ void fence_proxy_async()
-{
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-/* Pins a register that an in-flight wgmma reads or writes: the compiler may
- * neither move accesses across this point nor reuse the register before it. */
-static __device__ __forceinline__ void reg_fence(float &x)
-{
-    asm volatile("" : "+f"(x)::"memory");
-}
-static __device__ __forceinline__ void reg_fence(uint32_t &x)
-{
-    asm volatile("" : "+r"(x)::"memory");
-}
-
-/* S (64 x 32, f32) (+)= A (64 x 16, f16, shared) B^T (B: 32 x 16, f16, shared,
- * K-major). Accumulator d[j][e]: n8 tile j, the mma.sync C layout per warp
- * (warp w holds rows 16w..16w+15). */
-static __device__ __forceinline__ void wgmma_m64n32k16_ss(float (&d)[4][4], uint64_t desc_a,
-                                                          uint64_t desc_b, int accumulate)
-{
-    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %18, 0;\n"
-                 " wgmma.mma_async.sync.aligned.m64n32k16.f32.f16.f16 "
-                 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}, %16, %17, p, 1, 1, 0, 0;\n}\n"
-                 : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]), "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3])
-                 : "l"(desc_a), "l"(desc_b), "r"(accumulate));
-}
-
-/* O (64 x 256, f32) += A (64 x 16, f16, registers: the mma.sync A layout per
- * warp) B (16 x 256, f16, shared, N-major: row k is 256 contiguous columns). */
-static __device__ __forceinline__ void wgmma_m64n256k16_rs_tb(float (&d)[32][4], const uint32_t (&a)[4],
-                                                              uint64_t desc_b)
-{
-    asm volatile("{\n .reg .pred p;\n setp.ne.b32 p, %133, 0;\n"
-                 " wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 {"
-                 "%0, %1, %2, %3, %4, %5, %6, %7, "
-                 "%8, %9, %10, %11, %12, %13, %14, %15, "
-                 "%16, %17, %18, %19, %20, %21, %22, %23, "
-                 "%24, %25, %26, %27, %28, %29, %30, %31, "
-                 "%32, %33, %34, %35, %36, %37, %38, %39, "
-                 "%40, %41, %42, %43, %44, %45, %46, %47, "
-                 "%48, %49, %50, %51, %52, %53, %54, %55, "
-                 "%56, %57, %58, %59, %60, %61, %62, %63, "
-                 "%64, %65, %66, %67, %68, %69, %70, %71, "
-                 "%72, %73, %74, %75, %76, %77, %78, %79, "
-                 "%80, %81, %82, %83, %84, %85, %86, %87, "
-                 "%88, %89, %90, %91, %92, %93, %94, %95, "
-                 "%96, %97, %98, %99, %100, %101, %102, %103, "
-                 "%104, %105, %106, %107, %108, %109, %110, %111, "
-                 "%112, %113, %114, %115, %116, %117, %118, %119, "
-                 "%120, %121, %122, %123, %124, %125, %126, %127"
-                 "}, {%128, %129, %130, %131}, %132, p, 1, 1, 1;\n}\n"
-                 : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]),
-                   "+f"(d[1][0]), "+f"(d[1][1]), "+f"(d[1][2]), "+f"(d[1][3]),
-                   "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
-                   "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]),
-                   "+f"(d[4][0]), "+f"(d[4][1]), "+f"(d[4][2]), "+f"(d[4][3]),
-                   "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
-                   "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]),
-                   "+f"(d[7][0]), "+f"(d[7][1]), "+f"(d[7][2]), "+f"(d[7][3]),
-                   "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]),
-                   "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]),
-                   "+f"(d[10][0]), "+f"(d[10][1]), "+f"(d[10][2]), "+f"(d[10][3]),
-                   "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]), "+f"(d[11][3]),
-                   "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]),
-                   "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]),
-                   "+f"(d[14][0]), "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]),
-                   "+f"(d[15][0]), "+f"(d[15][1]), "+f"(d[15][2]), "+f"(d[15][3]),
-                   "+f"(d[16][0]), "+f"(d[16][1]), "+f"(d[16][2]), "+f"(d[16][3]),
-                   "+f"(d[17][0]), "+f"(d[17][1]), "+f"(d[17][2]), "+f"(d[17][3]),
-                   "+f"(d[18][0]), "+f"(d[18][1]), "+f"(d[18][2]), "+f"(d[18][3]),
-                   "+f"(d[19][0]), "+f"(d[19][1]), "+f"(d[19][2]), "+f"(d[19][3]),
-                   "+f"(d[20][0]), "+f"(d[20][1]), "+f"(d[20][2]), "+f"(d[20][3]),
-                   "+f"(d[21][0]), "+f"(d[21][1]), "+f"(d[21][2]), "+f"(d[21][3]),
-                   "+f"(d[22][0]), "+f"(d[22][1]), "+f"(d[22][2]), "+f"(d[22][3]),
-                   "+f"(d[23][0]), "+f"(d[23][1]), "+f"(d[23][2]), "+f"(d[23][3]),
-                   "+f"(d[24][0]), "+f"(d[24][1]), "+f"(d[24][2]), "+f"(d[24][3]),
-                   "+f"(d[25][0]), "+f"(d[25][1]), "+f"(d[25][2]), "+f"(d[25][3]),
-                   "+f"(d[26][0]), "+f"(d[26][1]), "+f"(d[26][2]), "+f"(d[26][3]),
-                   "+f"(d[27][0]), "+f"(d[27][1]), "+f"(d[27][2]), "+f"(d[27][3]),
-                   "+f"(d[28][0]), "+f"(d[28][1]), "+f"(d[28][2]), "+f"(d[28][3]),
-                   "+f"(d[29][0]), "+f"(d[29][1]), "+f"(d[29][2]), "+f"(d[29][3]),
-                   "+f"(d[30][0]), "+f"(d[30][1]), "+f"(d[30][2]), "+f"(d[30][3]),
-                   "+f"(d[31][0]), "+f"(d[31][1]), "+f"(d[31][2]), "+f"(d[31][3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(1));
-}
-#endif
 
 /* Shared-memory plan of the mma kernel, in bytes. WG: the warpgroup
  * (wgmma) variant, whose Q tile always has 64 rows (the wgmma M), whose
@@ -357,7 +223,7 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
         uint32_t h[4];
 #pragma unroll
         for (int k = 0; k < 4; k++)
-            h[k] = pack_f16x2(ldexpf(v[2 * k], sh), ldexpf(v[2 * k + 1], sh));
+            h[k] = attn_pack2<false>(ldexpf(v[2 * k], sh), ldexpf(v[2 * k + 1], sh));
         *(uint4 *)(Qh + L::chunk_off(row, lane, L::Q_ROWS)) = make_uint4(h[0], h[1], h[2], h[3]);
         if (WG) {
             if (rr == g)
@@ -512,19 +378,19 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
         for (int i = 0; i < 32; i++)
 #pragma unroll
             for (int e = 0; e < 4; e++)
-                reg_fence(o[i][e]);
+                attn_reg_fence(o[i][e]);
 #pragma unroll
         for (int kc = 0; kc < KC; kc++)
 #pragma unroll
             for (int e = 0; e < 4; e++)
-                reg_fence(pa[kc][e]);
+                attn_reg_fence(pa[kc][e]);
     };
     uint64_t dq0 = 0, dk0 = 0, dv0 = 0;
     if constexpr (WG) {
-        fence_proxy_async(); /* Q, written by plain stores, is read by wgmma */
-        dq0 = wgmma_desc(attn_smem_addr(Qh), 16);
-        dk0 = wgmma_desc(attn_smem_addr(Kh), 16);
-        dv0 = wgmma_desc(attn_smem_addr(Vh), TILE * 128); /* next 64 columns */
+        attn_fence_proxy_async(); /* Q, written by plain stores, is read by wgmma */
+        dq0 = attn_wgmma_desc(attn_smem_addr(Qh), 16);
+        dk0 = attn_wgmma_desc(attn_smem_addr(Kh), 16);
+        dv0 = attn_wgmma_desc(attn_smem_addr(Vh), TILE * 128); /* next 64 columns */
     }
 #endif
     __syncthreads(); /* Q and rowmul visible */
@@ -540,7 +406,7 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
         if constexpr (WG) {
             /* The previous tile's P V must be done with Vh (and with pa)
              * before the conversion below overwrites it. */
-            wgmma_wait_all();
+            attn_wgmma_wait<0>();
             pin_pv_registers();
         }
 #endif
@@ -555,7 +421,7 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
         convert(Ks + L::RAW, Vh);
 #ifdef ATTN_MTP_WGMMA
         if constexpr (WG)
-            fence_proxy_async();
+            attn_fence_proxy_async();
 #endif
         __syncthreads(); /* B2: Kh and Vh complete */
         if (!WG && !active)
@@ -581,20 +447,21 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
             /* Even and odd steps go to two accumulators: two chains of 8
              * dependent wgmma instead of one of 16. */
             static_assert(NT == 4, "one m64n32 tile per 32 keys");
-            wgmma_fence();
+            attn_wgmma_fence();
 #pragma unroll
             for (int kk = 0; kk < 16; kk++)
-                wgmma_m64n32k16_ss(kk & 1 ? sodd : sacc,
-                                   dq0 + (((kk >> 2) * L::Q_ROWS * 128 + (kk & 3) * 32) >> 4),
-                                   dk0 + (((kk >> 2) * TILE * 128 + (kk & 3) * 32) >> 4), kk > 1);
-            wgmma_commit();
-            wgmma_wait_all();
+                attn_wgmma<32, false>::ss(
+                    reinterpret_cast<float(&)[16]>(kk & 1 ? sodd : sacc),
+                    dq0 + (((kk >> 2) * L::Q_ROWS * 128 + (kk & 3) * 32) >> 4),
+                    dk0 + (((kk >> 2) * TILE * 128 + (kk & 3) * 32) >> 4), kk > 1);
+            attn_wgmma_commit();
+            attn_wgmma_wait<0>();
 #pragma unroll
             for (int j = 0; j < NT; j++)
 #pragma unroll
                 for (int e = 0; e < 4; e++) {
-                    reg_fence(sacc[j][e]);
-                    reg_fence(sodd[j][e]);
+                    attn_reg_fence(sacc[j][e]);
+                    attn_reg_fence(sodd[j][e]);
                     sacc[j][e] += sodd[j][e];
                 }
 #endif
@@ -658,16 +525,16 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
         mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
         const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
         const float mu0 = mn0 == -INFINITY ? 0.f : mn0, mu1 = mn1 == -INFINITY ? 0.f : mn1;
-        const float al0 = exp2_ftz(m0 - mu0), al1 = exp2_ftz(m1 - mu1);
+        const float al0 = attn_exp2_ftz(m0 - mu0), al1 = attn_exp2_ftz(m1 - mu1);
         m0 = mn0;
         m1 = mn1;
         float ps0 = 0.f, ps1 = 0.f;
 #pragma unroll
         for (int j = 0; j < NT; j++) {
-            sacc[j][0] = exp2_ftz(sacc[j][0] - mu0);
-            sacc[j][1] = exp2_ftz(sacc[j][1] - mu0);
-            sacc[j][2] = exp2_ftz(sacc[j][2] - mu1);
-            sacc[j][3] = exp2_ftz(sacc[j][3] - mu1);
+            sacc[j][0] = attn_exp2_ftz(sacc[j][0] - mu0);
+            sacc[j][1] = attn_exp2_ftz(sacc[j][1] - mu0);
+            sacc[j][2] = attn_exp2_ftz(sacc[j][2] - mu1);
+            sacc[j][3] = attn_exp2_ftz(sacc[j][3] - mu1);
             ps0 += sacc[j][0] + sacc[j][1];
             ps1 += sacc[j][2] + sacc[j][3];
         }
@@ -690,20 +557,21 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
          * 16kc+15) are the A fragment of k16 chunk kc. */
 #pragma unroll
         for (int kc = 0; kc < KC; kc++) {
-            pa[kc][0] = pack_f16x2(sacc[2 * kc][0], sacc[2 * kc][1]);
-            pa[kc][1] = pack_f16x2(sacc[2 * kc][2], sacc[2 * kc][3]);
-            pa[kc][2] = pack_f16x2(sacc[2 * kc + 1][0], sacc[2 * kc + 1][1]);
-            pa[kc][3] = pack_f16x2(sacc[2 * kc + 1][2], sacc[2 * kc + 1][3]);
+            pa[kc][0] = attn_pack2<false>(sacc[2 * kc][0], sacc[2 * kc][1]);
+            pa[kc][1] = attn_pack2<false>(sacc[2 * kc][2], sacc[2 * kc][3]);
+            pa[kc][2] = attn_pack2<false>(sacc[2 * kc + 1][0], sacc[2 * kc + 1][1]);
+            pa[kc][3] = attn_pack2<false>(sacc[2 * kc + 1][2], sacc[2 * kc + 1][3]);
         }
         if constexpr (WG) {
 #ifdef ATTN_MTP_WGMMA
             /* Two k16 steps (keys 0-15, 16-31: 8-key groups 1024 bytes
              * apart); left in flight until the next tile's first barrier. */
-            wgmma_fence();
+            attn_wgmma_fence();
 #pragma unroll
             for (int kc = 0; kc < KC; kc++)
-                wgmma_m64n256k16_rs_tb(o, pa[kc], dv0 + ((kc * 16 * 128) >> 4));
-            wgmma_commit();
+                attn_wgmma<256, false>::rs_tb(reinterpret_cast<float(&)[128]>(o), pa[kc],
+                                              dv0 + ((kc * 16 * 128) >> 4));
+            attn_wgmma_commit();
 #endif
         } else {
 #pragma unroll
@@ -728,7 +596,7 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
     attn_cp_async_wait(0);
 #ifdef ATTN_MTP_WGMMA
     if constexpr (WG) {
-        wgmma_wait_all();
+        attn_wgmma_wait<0>();
         pin_pv_registers();
     }
 #endif

@@ -57,6 +57,11 @@ void gpu_attn_destroy(gpu_attn_ctx *ctx);
  * 2D path (generic only), n > 1 = force n key segments (at most 64). */
 void gpu_attn_force_segments(gpu_attn_ctx *ctx, int nseg);
 
+/* For tests and benchmarks: use = 0 sends this context's multi-token batches
+ * to the portable generic kernel instead of the prefill kernel; use = 1
+ * keeps the rule. Returns whether the prefill kernel now runs them. */
+int gpu_attn_force_prefill(gpu_attn_ctx *ctx, int use);
+
 /* The number of key segments the rule picks for a batch (1 = 2D path). */
 int gpu_attn_plan_segments(const gpu_attn_ctx *ctx, int num_tokens, int num_seqs, int max_seqlen_q,
                            int max_seqlen_k);

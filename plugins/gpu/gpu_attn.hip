@@ -50,6 +50,7 @@ struct gpu_attn_ctx {
     int cus;
     int forced_nseg;
     int mtp_wgmma; /* attn_kparams.mtp_wgmma */
+    int prefill;   /* batches with q_len > 1 run the prefill kernel (attn_prefill.hip) */
 };
 
 static void set_err(char *err, size_t n, const char *fmt, ...)
@@ -252,8 +253,23 @@ extern "C" attn_status gpu_attn_create(gpu_attn_kernel kernel, const attn_shape 
         const char *w = getenv("ATTNREG_MTP_WGMMA");
         c->mtp_wgmma = w && strcmp(w, "0") == 0 ? 0 : w && strcmp(w, "1") == 0 ? 1 : 2;
     }
+    /* The prefill kernel is wgmma code: it runs where the build has sm_90a
+     * code and the device is sm_90, for the shapes it takes. */
+    c->prefill = kernel == GPU_ATTN_KERNEL_GENERIC && prop.major == 9 && prop.minor == 0 &&
+                 attn_prefill_supported(shape->head_dim, attn_shape_head_dim_v(shape),
+                                        shape->q_dtype, shape->kv_dtype,
+                                        is_fp8(shape->compute_dtype));
     *out = c;
     return ATTN_OK;
+}
+
+extern "C" int gpu_attn_force_prefill(gpu_attn_ctx *ctx, int use)
+{
+    if (!ctx)
+        return 0;
+    if (!use)
+        ctx->prefill = 0;
+    return ctx->prefill;
 }
 
 extern "C" void gpu_attn_destroy(gpu_attn_ctx *ctx)
@@ -298,6 +314,42 @@ static int split_segments(long work, long target, int maxk, int min_keys)
     if (n > ATTN_MAX_SEGMENTS)
         n = ATTN_MAX_SEGMENTS;
     return n < 1 ? 1 : n;
+}
+
+/* Tiling of the prefill kernel: a program has 128 rows; all query heads of a
+ * KV head when they fit (and as many tokens as fill the rows), else 128
+ * heads of one token. */
+static void prefill_tiling(int group, int *block_q, int *hpt, int *hsplit)
+{
+    *hpt = group < 128 ? group : 128;
+    *block_q = 128 / *hpt;
+    *hsplit = ceil_div(group, *hpt);
+}
+
+/* Segment rule of the prefill kernel. Its programs hold a whole SM each (one
+ * per SM), and a program's time grows with its keys, so the grid needs about
+ * one program per SM. When the unsplit grid has fewer than half as many
+ * programs as SMs, the key range is split into the power of two of segments
+ * that brings it to one per SM, at most 64 and never below four tiles of keys
+ * a segment (the partials and the reduce would cost more than the keys). */
+static int prefill_nseg(const gpu_attn_ctx *c, int T, int S, int maxq, int maxk)
+{
+    if (c->forced_nseg)
+        return c->forced_nseg;
+    int group = c->shape.num_q_heads / attn_shape_kv_heads(&c->shape);
+    int bq, hpt, hs;
+    prefill_tiling(group, &bq, &hpt, &hs);
+    long tiles = (long)S * ceil_div(maxq > 0 ? maxq : 1, bq);
+    long bound = (long)T / bq + S;
+    if (tiles > bound)
+        tiles = bound;
+    long work = tiles * attn_shape_kv_heads(&c->shape) * hs;
+    if (2 * work > c->cus)
+        return 1;
+    attn_prefill_plan plan;
+    if (!attn_prefill_plan_for(c->shape.head_dim, &plan))
+        return 1;
+    return split_segments(work, c->cus, maxk, 4 * plan.keys);
 }
 
 /* Whether this shape's decode batches run on the matrix-unit decode kernel
@@ -364,6 +416,8 @@ static int generic_nseg(const gpu_attn_ctx *c, int T, int S, int maxq, int maxk)
     generic_tiling(group, &bq, &hpt, &hs);
     if (maxq == 1)
         return decode_nseg(c, S, maxk);
+    if (c->prefill)
+        return prefill_nseg(c, T, S, maxq, maxk);
     if (c->forced_nseg)
         return c->forced_nseg;
     long tiles = (long)S * ceil_div(maxq > 0 ? maxq : 1, bq);
@@ -531,6 +585,10 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
     p.window_left = s->window_left;
     p.window_right = s->window_right;
     p.softcap = s->softcap;
+    p.page_shift = -1;
+    for (int sh = 0; sh < 31; sh++)
+        if (s->page_size == (1 << sh))
+            p.page_shift = sh;
 
     int nseg;
     if (ctx->kernel == GPU_ATTN_KERNEL_MTP) {
@@ -548,6 +606,8 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
             p.heads_per_tile =
                 decode_uses_mma(ctx) ? 16 : attn_decode_heads_per_program(p.group, p.d);
             p.head_splits = ceil_div(p.group, p.heads_per_tile);
+        } else if (ctx->prefill) {
+            prefill_tiling(p.group, &p.block_q, &p.heads_per_tile, &p.head_splits);
         } else {
             generic_tiling(p.group, &p.block_q, &p.heads_per_tile, &p.head_splits);
         }
@@ -577,6 +637,8 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
         e = attn_launch_decode_mma(&p, stream);
     else if (a->max_seqlen_q == 1)
         e = attn_launch_decode(&p, stream);
+    else if (ctx->prefill)
+        e = attn_launch_prefill(&p, stream);
     else
         e = attn_launch_generic(&p, a->max_seqlen_q, stream, 4);
     if (e != hipSuccess) {

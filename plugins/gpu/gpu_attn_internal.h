@@ -45,6 +45,7 @@ typedef struct attn_kparams {
     int32_t stages;         /* raw KV stages in shared memory (set by the launcher) */
     int32_t q_vec16;        /* q rows start 16-byte aligned: vector loads are safe */
     int32_t mtp_wgmma;      /* MTP: 0 mma.sync variant, 1 wgmma variant, 2 wgmma for q_len > 2 */
+    int32_t page_shift;     /* log2(page) when the page size is a power of two, else -1 */
 } attn_kparams;
 
 #define ATTN_LOG2E 1.4426950408889634f
@@ -257,6 +258,32 @@ __device__ __forceinline__ void attn_ldsm_x4_trans(uint32_t addr, uint32_t *r)
                  : "r"(addr));
 }
 
+/* 2^x by the hardware (MUFU.EX2), flushing results below 2^-126 to zero.
+ * exp2f gives the same value for every normal result, but wraps the
+ * instruction in a range fix-up for subnormal results (3 more instructions
+ * per call). Such results cannot matter in an online softmax: a probability
+ * that small rounds to 0 in a 16-bit P anyway and cannot move a row sum that
+ * is >= 1 (the row's maximum contributes 2^0), and a rescale factor that
+ * small only drops old contributions below 2^-126 of the new maximum's. */
+__device__ __forceinline__ float attn_exp2_ftz(float x)
+{
+    float r;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(r) : "f"(x));
+    return r;
+}
+
+/* Two floats -> two 16-bit values in one register (lo in the low half),
+ * round to nearest even; BF16 picks bf16, else f16. */
+template <bool BF16> __device__ __forceinline__ uint32_t attn_pack2(float lo, float hi)
+{
+    uint32_t r;
+    if constexpr (BF16)
+        asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+    else
+        asm("cvt.rn.f16x2.f32 %0, %1, %2;\n" : "=r"(r) : "f"(hi), "f"(lo));
+    return r;
+}
+
 /* c += a b, m16n8k16, f32 accumulate; BF16 picks bf16 inputs, else f16. */
 template <bool BF16>
 __device__ __forceinline__ void attn_mma16816(float *c, const uint32_t *a, uint32_t b0, uint32_t b1)
@@ -273,6 +300,24 @@ __device__ __forceinline__ void attn_mma16816(float *c, const uint32_t *a, uint3
                      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 #endif
+
+/* Which sequence owns query tile `tile` of a grid whose tiles of sequence s
+ * start at cu[s] / block_q + s (a bound that needs no scan: each sequence
+ * gets at least ceil(q_len / block_q) tiles). Binary search for the last
+ * start <= tile. */
+__device__ __forceinline__ int attn_find_tile_seq(const int32_t *cu, int num_seqs, int block_q,
+                                                  int tile)
+{
+    int lo = 0, hi = num_seqs;
+    while (hi - lo > 1) {
+        int mid = (lo + hi) >> 1;
+        if (cu[mid] / block_q + mid <= tile)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return lo;
+}
 
 /* Whether key j is visible from query position pos (BRIEF "Attention
  * semantics"); j < K is checked by the caller. */
@@ -314,5 +359,25 @@ hipError_t attn_launch_decode(const attn_kparams *p, hipStream_t stream);
 int attn_decode_mma_supported(int d, int dv, int q_dtype, int kv_dtype, int q_quant, int page);
 int attn_decode_mma_programs_per_cu(int d);
 hipError_t attn_launch_decode_mma(const attn_kparams *p, hipStream_t stream);
+
+/* Shared memory one block may opt in to on sm_90 (H100/H200): 227 KB. */
+#define ATTN_SM90_SMEM_PER_BLOCK (227 * 1024)
+
+/* The prefill kernel (attn_prefill.hip, NVIDIA sm_90a builds only): whether
+ * it takes a shape (D == Dv in the plugin's list, Q and cache one 16-bit
+ * type, no FP8 compute), its program plan for head size d (the one table
+ * the kernel and the launcher are built from), and the launch (which
+ * expects block_q, heads_per_tile, head_splits, nseg and page_shift set). */
+typedef struct attn_prefill_plan {
+    int rows;            /* query rows (tokens x heads) per program */
+    int keys;            /* keys per K/V tile */
+    int stages;          /* K/V tiles in flight (shared-memory ring) */
+    int threads;         /* 1 producer + 2 consumer warpgroups */
+    int padded_head_dim; /* head dim in shared memory (a multiple of 64) */
+    int shared_bytes;    /* dynamic shared memory per program */
+} attn_prefill_plan;
+int attn_prefill_supported(int d, int dv, int q_dtype, int kv_dtype, int q_quant);
+int attn_prefill_plan_for(int d, attn_prefill_plan *out);
+hipError_t attn_launch_prefill(const attn_kparams *p, hipStream_t stream);
 
 #endif /* ATTN_GPU_ATTN_INTERNAL_H */

@@ -102,6 +102,7 @@ struct Case {
     int nseg;        /* forced segments (0 = rule) */
     int q_pad, o_pad; /* extra elements per head / token for strided q/out */
     float k_descale, v_descale, q_descale;
+    int scalar = 0; /* send multi-token batches to the portable generic kernel */
 };
 
 struct Stats {
@@ -380,6 +381,11 @@ static bool run_case(const Case &c, Stats &st, bool verbose)
         return false;
     }
     gpu_attn_force_segments(ctx, c.nseg);
+    /* Which kernel runs this batch: the prefill kernel (matrix units) takes
+     * multi-token batches of the shapes it supports, unless the case asks
+     * for the portable scalar kernel. */
+    const bool on_prefill = c.kernel == GPU_ATTN_KERNEL_GENERIC && maxq > 1 &&
+                            gpu_attn_force_prefill(ctx, !c.scalar);
     attn_batch_limits lim = {sizeof lim, S, T};
     size_t ws = 0;
     gpu_attn_workspace_size(ctx, &lim, &ws);
@@ -467,7 +473,13 @@ static bool run_case(const Case &c, Stats &st, bool verbose)
     /* ---- compare ---- */
     const double out_rel = c.out_dtype == ATTN_DTYPE_BF16 ? 0x1p-8 : c.out_dtype == ATTN_DTYPE_F16 ? 0x1p-11 : 0.0;
     const double rtol = out_rel * 1.01 + 1e-5;
-    const double atol = std::max(vmax, 1e-30) * (c.kernel == GPU_ATTN_KERNEL_MTP ? 0x1p-10 : 1e-4);
+    /* The prefill kernel rounds P to the input type (bf16: 8 significant
+     * bits, a relative 2^-9 per probability; f16: 2^-11) before P x V, so an
+     * output element moves by at most that fraction of max|V|; the allowance
+     * is twice it. Q and K reach the matrix units exactly. */
+    const double p_round = c.q_dtype == ATTN_DTYPE_BF16 ? 0x1p-8 : 0x1p-10;
+    const double atol = std::max(vmax, 1e-30) *
+                        (c.kernel == GPU_ATTN_KERNEL_MTP ? 0x1p-10 : on_prefill ? p_round : 1e-4);
     double worst = 0, err2 = 0, ref2 = 0;
     long bad = 0;
     size_t first_bad = (size_t)-1;
@@ -544,7 +556,8 @@ static bool run_case(const Case &c, Stats &st, bool verbose)
                "win=(%d,%d) softcap=%g sinks=%d nseg=%d maxk=%d | max err/allowed %.3g, "
                "rel L2 %.3g, bad %ld, cpu-ref bad %ld\n",
                ok ? "ok  " : "FAIL", c.name,
-               c.kernel == GPU_ATTN_KERNEL_MTP ? "mtp" : "generic", T, S, c.hq, c.hkv, D, c.page,
+               c.kernel == GPU_ATTN_KERNEL_MTP ? "mtp" : on_prefill ? "prefill" : "generic", T, S,
+               c.hq, c.hkv, D, c.page,
                attn_dtype_spelling(c.q_dtype), attn_dtype_spelling(c.kv_dtype),
                attn_dtype_spelling(c.out_dtype), attn_dtype_spelling(c.compute_dtype), c.causal,
                c.wl, c.wr, c.softcap, c.sinks, nseg_used, maxk, worst, rel, bad, bad_cpu);
@@ -601,7 +614,127 @@ static Case random_generic(int i)
     c.k_descale = pick({1.0f, 0.5f, 0.03125f, 3.0f});
     c.v_descale = pick({1.0f, 0.25f, 2.0f});
     c.q_descale = pick({1.0f, 0.125f, 0.0625f});
+    /* Half of the cases that the prefill kernel would take run on the
+     * portable kernel instead, which still runs them on AMD and without
+     * sm_90a code. */
+    c.scalar = rng_int(0, 1);
     limit_cost(c);
+    return c;
+}
+
+/* The prefill families' reference budget: a float64 row per (token, head),
+ * spread over the host's cores; ~1e9 multiply-adds is a second or two on
+ * the device machine's 16 cores. Heads go first (the kernel's tiling is the
+ * same for any number of KV heads), then the group, then the lengths. */
+static void limit_cost_prefill(Case &c, double cap)
+{
+    for (;;) {
+        double cost = 0;
+        for (size_t s = 0; s < c.qlens.size(); s++)
+            cost += (double)c.qlens[s] * c.klens[s] * c.hq * c.d;
+        if (cost <= cap)
+            return;
+        if (c.hkv > 1) {
+            c.hq /= c.hkv;
+            c.hkv = 1;
+            continue;
+        }
+        if (c.hq > 4 && c.hq % 2 == 0) {
+            c.hq /= 2;
+            c.hkv = 1;
+            continue;
+        }
+        size_t longest = 0;
+        for (size_t s = 1; s < c.qlens.size(); s++)
+            if ((double)c.qlens[s] * c.klens[s] > (double)c.qlens[longest] * c.klens[longest])
+                longest = s;
+        const int ctx = c.klens[longest] - c.qlens[longest];
+        if (ctx > c.qlens[longest]) {
+            c.klens[longest] = c.qlens[longest] + ctx / 2; /* shorter cached context */
+        } else if (c.qlens[longest] > 1) {
+            c.qlens[longest] /= 2;
+            c.klens[longest] = c.qlens[longest] + ctx / 2;
+        } else {
+            return;
+        }
+    }
+}
+
+/* Shapes and features of the prefill kernel: Q and cache one 16-bit type,
+ * every head size, GQA ratios 1-16, page sizes engines use (1, 16, 48, 64,
+ * 128), causal or not, windows, softcap, sinks, strided q/out, rule and
+ * forced segment counts. */
+static Case random_prefill_base(int i, const char *family)
+{
+    Case c;
+    static char names[3][200][32];
+    const int fam = family[0] == 'p' ? 0 : family[0] == 'c' ? 1 : 2;
+    snprintf(names[fam][i % 200], 32, "%s-%03d", family, i);
+    c.name = names[fam][i % 200];
+    c.kernel = GPU_ATTN_KERNEL_GENERIC;
+    c.hkv = pick({1, 1, 2, 4, 8});
+    c.hq = c.hkv * pick({1, 2, 3, 4, 5, 8, 16});
+    c.d = pick({64, 80, 96, 128, 128, 192, 256});
+    c.page = pick({1, 16, 16, 48, 64, 128});
+    c.q_dtype = pick({ATTN_DTYPE_BF16, ATTN_DTYPE_BF16, ATTN_DTYPE_F16});
+    c.kv_dtype = c.q_dtype;
+    c.compute_dtype = c.q_dtype;
+    c.out_dtype = rng_int(0, 3) == 0 ? ATTN_DTYPE_F32 : c.q_dtype;
+    c.causal = rng_int(0, 4) != 0;
+    c.wl = rng_int(0, 3) == 0 ? rng_int(0, 700) : -1;
+    c.wr = (!c.causal || rng_int(0, 4) == 0) && rng_int(0, 2) == 0 ? rng_int(0, 200) : -1;
+    c.softcap = rng_int(0, 4) == 0 ? (float)pick({5.0, 20.0, 50.0}) : 0.f;
+    c.sinks = rng_int(0, 3) == 0;
+    c.nseg = pick({0, 0, 0, 0, 1, 2, 4});
+    c.q_pad = rng_int(0, 1) ? 8 : 0;
+    c.o_pad = rng_int(0, 1) ? 8 : 0;
+    c.k_descale = c.v_descale = c.q_descale = 1.0f;
+    return c;
+}
+
+/* Prefill: query lengths up to 4096, a short cached context or none. */
+static Case random_prefill(int i)
+{
+    Case c = random_prefill_base(i, "prefill");
+    const int S = pick({1, 1, 2, 3});
+    for (int s = 0; s < S; s++) {
+        const int q = pick({rng_int(2, 200), rng_int(200, 1200), rng_int(1200, 4096)});
+        c.qlens.push_back(q);
+        c.klens.push_back(q + (rng_int(0, 2) == 0 ? rng_int(0, 300) : 0));
+    }
+    limit_cost_prefill(c, 1.2e9);
+    return c;
+}
+
+/* Chunked prefill: 64-1024 new tokens over 1k-16k cached keys. */
+static Case random_chunked(int i)
+{
+    Case c = random_prefill_base(i, "chunked");
+    const int S = pick({1, 2, 3, 4});
+    for (int s = 0; s < S; s++) {
+        const int q = rng_int(64, 1024);
+        c.qlens.push_back(q);
+        c.klens.push_back(q + rng_int(1000, 16000));
+    }
+    limit_cost_prefill(c, 1.2e9);
+    return c;
+}
+
+/* Mixed batches: prefill chunks and single decode tokens in one batch. */
+static Case random_mixed(int i)
+{
+    Case c = random_prefill_base(i, "mixed");
+    const int S = rng_int(3, 10);
+    for (int s = 0; s < S; s++) {
+        const bool chunk = s == 0 || rng_int(0, 2) == 0;
+        const int q = chunk ? rng_int(2, 600) : 1;
+        c.qlens.push_back(q);
+        c.klens.push_back(q + rng_int(0, 3000));
+    }
+    std::swap(c.qlens[0], c.qlens[rng_int(0, S - 1)]); /* the chunk anywhere */
+    for (int s = 0; s < S; s++)
+        c.klens[s] = std::max(c.klens[s], c.qlens[s]);
+    limit_cost_prefill(c, 1.2e9);
     return c;
 }
 
@@ -739,7 +872,11 @@ int main(int argc, char **argv)
     int count = argc > 2 ? atoi(argv[2]) : 120;
     /* argv[3]: the families to run, a comma list of generic, mtp, decode,
      * decode-mma (default: all), for a device run on a time budget. */
-    const char *fam = argc > 3 ? argv[3] : "generic,mtp,decode,decode-mma";
+    const char *fam =
+        argc > 3 ? argv[3] : "generic,mtp,decode,decode-mma,prefill,chunked,mixed";
+    /* The prefill families' cases cost ~10x a generic case on the host (the
+     * float64 reference): a third as many of them. */
+    const int count_prefill = argc > 4 ? atoi(argv[4]) : std::max(1, count / 3);
     auto wants = [&](const char *name) {
         std::string list = std::string(",") + fam + ",";
         return list.find(std::string(",") + name + ",") != std::string::npos;
@@ -747,7 +884,7 @@ int main(int argc, char **argv)
     const char *seed = getenv("ATTNREG_TEST_SEED");
     rng_state ^= seed ? strtoull(seed, NULL, 0) : 20261129ull;
 
-    Stats gen, mtp, dec, dmma;
+    Stats gen, mtp, dec, dmma, pre, chk, mix;
     /* Upstream reference case on both kernels, both head layouts, bf16 and f32 out. */
     for (int o : {ATTN_DTYPE_BF16, ATTN_DTYPE_F32}) {
         run_case(upstream_case(GPU_ATTN_KERNEL_MTP, 16, 1, o), mtp, true);
@@ -758,21 +895,24 @@ int main(int argc, char **argv)
     /* Random cases print only when they fail; a progress line every 20
      * cases says how far a run on a time limit got. */
     const auto t0 = std::chrono::steady_clock::now();
-    auto sweep = [&](const char *family, Case (*make)(int), Stats &st) {
+    auto sweep = [&](const char *family, Case (*make)(int), Stats &st, int n) {
         if (!wants(family))
             return;
-        for (int i = 0; i < count; i++) {
+        for (int i = 0; i < n; i++) {
             run_case(make(i), st, false);
-            if ((i + 1) % 20 == 0 || i + 1 == count)
-                printf("  %s: %d/%d cases, %d failed, %.0f s\n", family, i + 1, count, st.failed,
+            if ((i + 1) % 20 == 0 || i + 1 == n)
+                printf("  %s: %d/%d cases, %d failed, %.0f s\n", family, i + 1, n, st.failed,
                        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
                            .count());
         }
     };
-    sweep("generic", random_generic, gen);
-    sweep("mtp", random_mtp, mtp);
-    sweep("decode", random_decode, dec);
-    sweep("decode-mma", random_decode_mma, dmma);
+    sweep("generic", random_generic, gen, count);
+    sweep("mtp", random_mtp, mtp, count);
+    sweep("decode", random_decode, dec, count);
+    sweep("decode-mma", random_decode_mma, dmma, count);
+    sweep("prefill", random_prefill, pre, count_prefill);
+    sweep("chunked", random_chunked, chk, count_prefill);
+    sweep("mixed", random_mixed, mix, count_prefill);
 
     printf("generic: %d configurations, %d failed, worst error/allowed %.3g\n", gen.run, gen.failed,
            gen.worst_ratio);
@@ -783,7 +923,18 @@ int main(int argc, char **argv)
     printf("decode, q and cache one 16-bit type (matrix units on NVIDIA): %d configurations, "
            "%d failed, worst error/allowed %.3g\n",
            dmma.run, dmma.failed, dmma.worst_ratio);
+    printf("prefill (q up to 4096): %d configurations, %d failed, worst error/allowed %.3g\n",
+           pre.run, pre.failed, pre.worst_ratio);
+    printf("chunked prefill (q 64-1024 over 1k-16k): %d configurations, %d failed, worst "
+           "error/allowed %.3g\n",
+           chk.run, chk.failed, chk.worst_ratio);
+    printf("mixed (chunks and q_len 1 rows): %d configurations, %d failed, worst error/allowed "
+           "%.3g\n",
+           mix.run, mix.failed, mix.worst_ratio);
     printf("cpu-ref cross-check: %s (%d configurations compared with cpu-ref)\n",
            cpu_ref ? "on" : "off", cpu_ref_checked);
-    return gen.failed || mtp.failed || dec.failed || dmma.failed ? 1 : 0;
+    return gen.failed || mtp.failed || dec.failed || dmma.failed || pre.failed || chk.failed ||
+                   mix.failed
+               ? 1
+               : 0;
 }

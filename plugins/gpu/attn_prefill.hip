@@ -1,0 +1,545 @@
+/*
+ * attn_prefill.hip — aiter-generic's kernel for batches with more than one
+ * query token per sequence (prefill, chunked prefill, mixed batches) on
+ * NVIDIA sm_90 (wgmma; sm_90a builds), for Q and a KV cache of one 16-bit
+ * type (bf16 or f16).
+ *
+ * Why: the portable generic kernel does this work on the FMA pipes at 5-8
+ * TFLOP/s. Prefill is matrix work (S = Q K^T and O += P V, D FLOPs per byte
+ * of K/V per query row), which only the warpgroup matrix units run near the
+ * chip's rate.
+ *
+ * A program (384 threads, one per SM) owns BM = 128 rows of one KV head:
+ * `block_q` query tokens x `heads_per_tile` query heads of that KV head
+ * (row r = token r / hpt, head r % hpt), so that every K/V tile read from
+ * memory serves all the heads that share it and a short query (chunked
+ * prefill, a few speculative tokens) still fills the rows. It streams the
+ * keys its rows can see in tiles of BN keys:
+ *
+ *   warpgroup 0 (producer, 56 registers after setmaxnreg): gathers each K
+ *     and V tile through the block table (pages in any order, any page
+ *     size: each key's slot is looked up once per tile into a small shared
+ *     table) with 16-byte cp.async into a ring of
+ *     STAGES shared-memory stages, and signals each tile on an mbarrier
+ *     (cp.async.mbarrier.arrive: the barrier completes when the copies have
+ *     landed). K and V of a stage have their own full/free barriers, so K of
+ *     tile i + 1 lands while P V of tile i still reads V.
+ *   warpgroups 1, 2 (consumers, 224 registers): 64 rows each. Per tile:
+ *     S = Q K^T as DP/16 wgmma m64nBNk16 (Q and K from shared memory),
+ *     the online softmax in base 2 on the accumulators (scale, softcap,
+ *     masks only on tiles that cut a row's visible range, the row maximum,
+ *     a rescale of O only when a maximum moved), P rounded to the input type
+ *     in registers, then O += P V as BN/16 wgmma m64nDPk16 with P from
+ *     registers and V read N-major. P V is left in flight while the next
+ *     tile's S is issued; the wait for that S also retires it. The two
+ *     consumer warpgroups run independently, so one's softmax overlaps the
+ *     other's matrix work.
+ *
+ * Layout: Q, K and V tiles are stored in the wgmma 128-byte swizzle
+ * (attn_wgmma.h), head dim padded with zeros to DP = a multiple of 64 (80
+ * and 96 compute as 128). Tiles: BN = 128 keys for DP <= 128, 64 above;
+ * stages: as many as fit 227 KB (D 64: 4, D 80-192: 3, D 256: 2).
+ *
+ * Key range: the keys any row of the program may see (causal, window),
+ * split into `nseg` segments when the launcher asks (few programs): each
+ * segment writes (max, sum, unnormalised acc) to the workspace and
+ * attn_reduce_kernel merges them (sinks, v_descale there). With nseg == 1
+ * the program writes the normalised output itself.
+ *
+ * Grid: x = query tiles in reverse (tiles of a sequence's end, which see the
+ * most keys under a causal mask, start first), y = KV head x head split,
+ * z = segment.
+ */
+#include <math.h>
+
+#include "attn_wgmma.h"
+#include "gpu_attn_internal.h"
+
+/* The program plan of one head size: the single source of the tile sizes,
+ * stages, threads and shared memory that the kernel, the launcher and the
+ * host's plan query (attn_prefill_plan) use. */
+template <int D>
+struct prefill_cfg {
+    static constexpr int DP = (D + 63) / 64 * 64; /* head dim in shared memory */
+    static constexpr int CPR = DP / 8;            /* 16-byte chunks of a row */
+    static constexpr int DCH = D / 8;             /* chunks that hold data (rest: zeros) */
+    static constexpr int BM = 128;                /* rows per program */
+    static constexpr int BN = DP <= 128 ? 128 : 64; /* keys per tile */
+    static constexpr int THREADS = 384;
+    static constexpr int PRODUCER_REGS = 56, CONSUMER_REGS = 224;
+    static constexpr int Q_BYTES = BM * DP * 2;
+    static constexpr int TILE_BYTES = BN * DP * 2; /* one K or V tile */
+    static constexpr int STAGE_BYTES = 2 * TILE_BYTES;
+    static constexpr int ALIGN = 1024; /* the swizzle's base alignment */
+    static constexpr int MAX_STAGES = 4;
+    static constexpr int BAR_BYTES = 4 * MAX_STAGES * 8;
+    static constexpr int TAB_BYTES = 2 * BN * 4; /* the producer's slot table */
+    static constexpr int SMEM_LIMIT = ATTN_SM90_SMEM_PER_BLOCK;
+    static constexpr int FIXED = ALIGN + Q_BYTES + BAR_BYTES + TAB_BYTES;
+    static constexpr int FIT = (SMEM_LIMIT - FIXED) / STAGE_BYTES;
+    static constexpr int STAGES = FIT > MAX_STAGES ? MAX_STAGES : FIT;
+    static constexpr int SMEM = FIXED + STAGES * STAGE_BYTES;
+    static constexpr int LOADS = BN * CPR / 128; /* chunks a producer thread copies per tile */
+    static_assert(STAGES >= 2, "two stages must fit");
+    static_assert(BN * CPR % 128 == 0, "whole passes of 128 producer threads");
+    static_assert(2 * CONSUMER_REGS + PRODUCER_REGS <= 65536 / 128, "register file");
+};
+
+#if defined(ATTN_PLATFORM_CUDA)
+
+template <int D, bool BF16>
+__global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams p)
+{
+#ifdef ATTN_HAVE_WGMMA
+    using C = prefill_cfg<D>;
+    constexpr int DP = C::DP, BN = C::BN, BM = C::BM, ST = C::STAGES, CPR = C::CPR;
+    extern __shared__ __align__(16) uint8_t pf_smem[];
+    uint8_t *Qs =
+        pf_smem + ((C::ALIGN - (attn_smem_addr(pf_smem) & (C::ALIGN - 1))) & (C::ALIGN - 1));
+    uint8_t *KV = Qs + C::Q_BYTES; /* stage s: K tile at s * STAGE_BYTES, V after it */
+    uint64_t *bars = (uint64_t *)(KV + ST * C::STAGE_BYTES);
+    uint64_t *kfull = bars, *vfull = bars + C::MAX_STAGES;
+    uint64_t *kfree = bars + 2 * C::MAX_STAGES, *vfree = bars + 3 * C::MAX_STAGES;
+    int *slot_tab = (int *)(bars + 4 * C::MAX_STAGES); /* [2][BN], producer only */
+
+    const int tid = threadIdx.x;
+    const int tile = gridDim.x - 1 - blockIdx.x;
+    const int kvh = blockIdx.y / p.head_splits, hsplit = blockIdx.y % p.head_splits;
+    const int seg = blockIdx.z;
+    const int s = attn_find_tile_seq(p.cu_seqlens_q, p.num_seqs, p.block_q, tile);
+    const int q0 = p.cu_seqlens_q[s];
+    const int qlen = p.cu_seqlens_q[s + 1] - q0;
+    const int t0 = (tile - (q0 / p.block_q + s)) * p.block_q;
+    if (t0 >= qlen)
+        return; /* a spare tile of the bound: uniform over the program */
+    const int K = p.seqused_k[s];
+    const int ctx0 = K - qlen; /* position of the sequence's first query token */
+    const int hpt = p.heads_per_tile;
+    const int ntok = min(p.block_q, qlen - t0);
+
+    /* The keys any row of this program may see, in whole tiles, and this
+     * segment's share of them. */
+    const int pos_lo = ctx0 + t0, pos_hi = ctx0 + t0 + ntok - 1;
+    int klo = 0, khi = K;
+    if (p.causal)
+        khi = min(khi, pos_hi + 1);
+    if (p.window_right >= 0)
+        khi = min(khi, pos_hi + p.window_right + 1);
+    if (p.window_left >= 0)
+        klo = max(klo, pos_lo - p.window_left);
+    const int tlo = klo / BN, thi = khi > klo ? (khi + BN - 1) / BN : tlo;
+    const int per = (thi - tlo + p.nseg - 1) / p.nseg;
+    const int my_lo = tlo + seg * per;
+    const int ntiles = max(0, min(thi, my_lo + per) - my_lo);
+
+    if (tid == 0) {
+#pragma unroll
+        for (int i = 0; i < ST; i++) {
+            attn_mbar_init(&kfull[i], 128); /* one cp.async arrival per producer thread */
+            attn_mbar_init(&vfull[i], 128);
+            attn_mbar_init(&kfree[i], 256); /* one arrival per consumer thread */
+            attn_mbar_init(&vfree[i], 256);
+        }
+    }
+    __syncthreads(); /* the last barrier of all 384 threads: the producer may leave early */
+
+    if (tid < 128) {
+        /* ---- producer ---- */
+        attn_regs_release<C::PRODUCER_REGS>();
+        const int32_t *bt = p.block_table + (int64_t)s * p.bt_stride;
+        const int64_t row_bytes = (int64_t)p.hkv * D * 2; /* one slot of the cache */
+        const int64_t head_bytes = (int64_t)kvh * D * 2;
+        const int pshift = p.page_shift, pmask = p.page - 1;
+        for (int it = 0; it < ntiles; it++) {
+            const int st = it % ST, use = it / ST;
+            const int kb = (my_lo + it) * BN;
+            /* The tile's cache slots, one key per thread (one coalesced read
+             * of the block table), into a double-buffered table: the barrier
+             * below also tells every producer thread that the table two tiles
+             * back is no longer read. slot -1: past K (zero-filled). */
+            int *tab = slot_tab + (it & 1) * BN;
+            if (tid < BN) {
+                const int key = kb + tid;
+                int slot = -1;
+                if (key < K) {
+                    const int blk = pshift >= 0 ? bt[key >> pshift] : bt[key / p.page];
+                    slot = blk * p.page + (pshift >= 0 ? key & pmask : key % p.page);
+                }
+                tab[tid] = slot;
+            }
+            attn_named_barrier(3, 128);
+            /* Thread t copies chunk (t + 128 i) % CPR of row (t + 128 i) / CPR
+             * for i < LOADS: 8 consecutive threads copy 128 contiguous bytes
+             * of a row, and their destinations (chunks c ^ (r & 7)) fall in 8
+             * different bank groups. The padding columns of D 80 / 96 are
+             * zero-filled. (Unrolled by 4: fully unrolled, the addresses of
+             * all LOADS chunks outgrow the producer's 56 registers.) */
+            auto load = [&](uint8_t *dst, const void *cache) {
+#pragma unroll 4
+                for (int i = 0; i < C::LOADS; i++) {
+                    const int ci = tid + 128 * i, r = ci / CPR, c = ci % CPR;
+                    const int slot = tab[r];
+                    const bool ok = slot >= 0 && c < C::DCH;
+                    const int64_t off = ok ? slot * row_bytes + head_bytes + c * 16 : 0;
+                    attn_cp_async16(dst + attn_swz128_off(r, c, BN),
+                                    (const uint8_t *)cache + off, ok);
+                }
+            };
+            uint8_t *Ks = KV + st * C::STAGE_BYTES;
+            if (use > 0)
+                attn_mbar_wait(&kfree[st], (use - 1) & 1);
+            load(Ks, p.k_cache);
+            attn_mbar_arrive_cp_async(&kfull[st]);
+            if (use > 0)
+                attn_mbar_wait(&vfree[st], (use - 1) & 1);
+            load(Ks + C::TILE_BYTES, p.v_cache);
+            attn_mbar_arrive_cp_async(&vfull[st]);
+        }
+        attn_cp_async_wait(0);
+        return;
+    }
+
+    /* ---- consumers ---- */
+    attn_regs_acquire<C::CONSUMER_REGS>();
+    const int cw = (tid >> 7) - 1; /* consumer warpgroup: rows 64 cw .. 64 cw + 63 */
+    const int ctid = tid & 127, warp = ctid >> 5, lane = tid & 31;
+    const int g = lane >> 2, t = lane & 3;
+
+    /* Q rows of this warpgroup, zero-filled where the row or column is
+     * absent (rows past the tile's tokens or the group, D padding). */
+    for (int idx = ctid; idx < 64 * CPR; idx += 128) {
+        const int row = cw * 64 + idx / CPR, c = idx % CPR;
+        const int tok = row / hpt, hg = hsplit * hpt + row % hpt;
+        const bool ok = tok < ntok && hg < p.group && c < C::DCH;
+        const int64_t off = ok ? (int64_t)(q0 + t0 + tok) * p.q_stride_token +
+                                     (int64_t)(kvh * p.group + hg) * p.q_stride_head + c * 8
+                               : 0;
+        uint8_t *dst = Qs + attn_swz128_off(row, c, BM);
+        if (p.q_vec16) {
+            attn_cp_async16(dst, (const uint16_t *)p.q + off, ok);
+        } else {
+            const uint16_t *src = (const uint16_t *)p.q + off;
+            uint32_t w[4];
+#pragma unroll
+            for (int k = 0; k < 4; k++)
+                w[k] = ok ? (uint32_t)src[2 * k] | ((uint32_t)src[2 * k + 1] << 16) : 0u;
+            *(uint4 *)dst = make_uint4(w[0], w[1], w[2], w[3]);
+        }
+    }
+    attn_cp_async_commit();
+    attn_cp_async_wait(0);
+    attn_fence_proxy_async();
+    attn_named_barrier(1 + cw, 128);
+
+    /* This thread's two rows (g and g + 8 of its warp's 16). */
+    const int r0 = cw * 64 + warp * 16 + g, r1 = r0 + 8;
+    const int tok0 = r0 / hpt, tok1 = r1 / hpt;
+    const int hg0 = hsplit * hpt + r0 % hpt, hg1 = hsplit * hpt + r1 % hpt;
+    const bool ok0 = tok0 < ntok && hg0 < p.group, ok1 = tok1 < ntok && hg1 < p.group;
+    const int pos0 = ctx0 + t0 + tok0, pos1 = ctx0 + t0 + tok1;
+    /* Positions of the warpgroup's first and last token, for the test that
+     * lets a tile skip the masks. */
+    const int wpos_lo = ctx0 + t0 + (cw * 64) / hpt;
+    const int wpos_hi = ctx0 + t0 + min(ntok - 1, (cw * 64 + 63) / hpt);
+    const bool softcap = p.softcap > 0.f;
+    const float mul = softcap ? p.score_scale / p.softcap : p.score_scale * ATTN_LOG2E;
+    const float capl2 = p.softcap * ATTN_LOG2E;
+
+    float o[DP / 2];
+#pragma unroll
+    for (int i = 0; i < DP / 2; i++)
+        o[i] = 0.f;
+    float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
+    uint32_t pa[BN / 16][4];
+    const uint64_t dq = attn_wgmma_desc(attn_smem_addr(Qs) + cw * 64 * 128, 16);
+
+    for (int it = 0; it < ntiles; it++) {
+        const int st = it % ST, par = (it / ST) & 1;
+        const uint32_t ks = attn_smem_addr(KV + st * C::STAGE_BYTES);
+        const uint64_t dk = attn_wgmma_desc(ks, 16);
+        const uint64_t dv = attn_wgmma_desc(ks + C::TILE_BYTES, BN * 128);
+
+        /* S = Q K^T: DP/16 k16 steps; step kk reads 16 columns of 64-column
+         * block kk / 4 (32 bytes into each 128-byte row; the hardware applies
+         * the swizzle to the final address). */
+        float sacc[BN / 2];
+#pragma unroll
+        for (int i = 0; i < BN / 2; i++)
+            sacc[i] = 0.f;
+        attn_mbar_wait(&kfull[st], par);
+        attn_fence_proxy_async(); /* cp.async wrote K; wgmma reads it */
+        attn_wgmma_fence();
+#pragma unroll
+        for (int kk = 0; kk < DP / 16; kk++)
+            attn_wgmma<BN, BF16>::ss(sacc, dq + (((kk >> 2) * BM * 128 + (kk & 3) * 32) >> 4),
+                                     dk + (((kk >> 2) * BN * 128 + (kk & 3) * 32) >> 4), 1);
+        attn_wgmma_commit();
+        attn_wgmma_wait<0>(); /* S, and the previous tile's P V */
+        attn_reg_fence(sacc);
+        attn_reg_fence(o);
+#pragma unroll
+        for (int kc = 0; kc < BN / 16; kc++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                attn_reg_fence(pa[kc][e]);
+        attn_mbar_arrive(&kfree[st]);
+        if (it > 0)
+            attn_mbar_arrive(&vfree[(it - 1) % ST]);
+
+        /* Scores in log2 units; masks only where the tile cuts some row's
+         * visible range. Column n of n8 tile j is key kb + 8j + n; this
+         * thread holds columns 2t, 2t + 1 of rows r0 (e = 0, 1) and r1
+         * (e = 2, 3). */
+        const int kb = (my_lo + it) * BN;
+        const bool full = kb + BN <= K && (!p.causal || kb + BN - 1 <= wpos_lo) &&
+                          (p.window_left < 0 || kb >= wpos_hi - p.window_left) &&
+                          (p.window_right < 0 || kb + BN - 1 <= wpos_lo + p.window_right);
+        float mx0 = -INFINITY, mx1 = -INFINITY;
+#pragma unroll
+        for (int j = 0; j < BN / 8; j++) {
+#pragma unroll
+            for (int b = 0; b < 2; b++) {
+                float x0 = sacc[4 * j + b] * mul, x1 = sacc[4 * j + 2 + b] * mul;
+                if (softcap) {
+                    x0 = capl2 * tanhf(x0);
+                    x1 = capl2 * tanhf(x1);
+                }
+                if (!full) {
+                    const int key = kb + 8 * j + 2 * t + b;
+                    if (key >= K || !attn_visible(p, key, pos0))
+                        x0 = -INFINITY;
+                    if (key >= K || !attn_visible(p, key, pos1))
+                        x1 = -INFINITY;
+                }
+                sacc[4 * j + b] = x0;
+                sacc[4 * j + 2 + b] = x1;
+                mx0 = fmaxf(mx0, x0);
+                mx1 = fmaxf(mx1, x1);
+            }
+        }
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+        const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
+        /* (a row that has seen no key yet keeps -inf: subtract 0 instead) */
+        const float mu0 = mn0 == -INFINITY ? 0.f : mn0, mu1 = mn1 == -INFINITY ? 0.f : mn1;
+        const float al0 = attn_exp2_ftz(m0 - mu0), al1 = attn_exp2_ftz(m1 - mu1);
+        m0 = mn0;
+        m1 = mn1;
+        float ps0 = 0.f, ps1 = 0.f;
+#pragma unroll
+        for (int j = 0; j < BN / 8; j++) {
+            sacc[4 * j + 0] = attn_exp2_ftz(sacc[4 * j + 0] - mu0);
+            sacc[4 * j + 1] = attn_exp2_ftz(sacc[4 * j + 1] - mu0);
+            sacc[4 * j + 2] = attn_exp2_ftz(sacc[4 * j + 2] - mu1);
+            sacc[4 * j + 3] = attn_exp2_ftz(sacc[4 * j + 3] - mu1);
+            ps0 += sacc[4 * j + 0] + sacc[4 * j + 1];
+            ps1 += sacc[4 * j + 2] + sacc[4 * j + 3];
+        }
+        l0 = l0 * al0 + ps0;
+        l1 = l1 * al1 + ps1;
+        /* Rescale O only when some row's maximum moved (after the first
+         * tiles of a row it rarely does). */
+        if (__any_sync(0xffffffffu, al0 != 1.f || al1 != 1.f)) {
+#pragma unroll
+            for (int j = 0; j < DP / 8; j++) {
+                o[4 * j + 0] *= al0;
+                o[4 * j + 1] *= al0;
+                o[4 * j + 2] *= al1;
+                o[4 * j + 3] *= al1;
+            }
+        }
+        /* P: the C fragments of n8 tiles 2kc, 2kc + 1 (keys 16kc..16kc+15)
+         * are the A fragment of k16 step kc. */
+#pragma unroll
+        for (int kc = 0; kc < BN / 16; kc++) {
+            pa[kc][0] = attn_pack2<BF16>(sacc[8 * kc + 0], sacc[8 * kc + 1]);
+            pa[kc][1] = attn_pack2<BF16>(sacc[8 * kc + 2], sacc[8 * kc + 3]);
+            pa[kc][2] = attn_pack2<BF16>(sacc[8 * kc + 4], sacc[8 * kc + 5]);
+            pa[kc][3] = attn_pack2<BF16>(sacc[8 * kc + 6], sacc[8 * kc + 7]);
+        }
+
+        /* O += P V: BN/16 k16 steps of 16 keys (2048 bytes of V rows each). */
+        attn_mbar_wait(&vfull[st], par);
+        attn_fence_proxy_async();
+        attn_wgmma_fence();
+#pragma unroll
+        for (int kc = 0; kc < BN / 16; kc++)
+            attn_wgmma<DP, BF16>::rs_tb(o, pa[kc], dv + ((kc * 16 * 128) >> 4));
+        attn_wgmma_commit();
+    }
+    attn_wgmma_wait<0>();
+    attn_reg_fence(o);
+
+    /* Row sums over the 4 lanes of a row. */
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+
+    const int head0 = kvh * p.group + hg0, head1 = kvh * p.group + hg1;
+    const int token0 = q0 + t0 + tok0, token1 = q0 + t0 + tok1;
+    if (p.nseg == 1) {
+        /* Normalise: the sink joins the denominator (log2 units), v_descale
+         * scales the values. A row without visible keys writes zeros. */
+        auto inverse = [&](float m, float l, int head) {
+            const float sk = p.sinks ? p.sinks[head] * ATTN_LOG2E : -INFINITY;
+            const float M = fmaxf(m, sk), mu = M == -INFINITY ? 0.f : M;
+            const float f = exp2f(m - mu);
+            const float den = l * f + (p.sinks ? exp2f(sk - mu) : 0.f);
+            return den > 0.f ? f * p.v_scale / den : 0.f;
+        };
+        const float inv0 = ok0 ? inverse(m0, l0, head0) : 0.f;
+        const float inv1 = ok1 ? inverse(m1, l1, head1) : 0.f;
+        const int64_t ob0 = (int64_t)token0 * p.out_stride_token + (int64_t)head0 * p.out_stride_head;
+        const int64_t ob1 = (int64_t)token1 * p.out_stride_token + (int64_t)head1 * p.out_stride_head;
+#pragma unroll
+        for (int j = 0; j < D / 8; j++) {
+            if (ok0) {
+                attn_store_elem(p.out, ob0 + 8 * j + 2 * t, p.out_dtype, o[4 * j + 0] * inv0);
+                attn_store_elem(p.out, ob0 + 8 * j + 2 * t + 1, p.out_dtype, o[4 * j + 1] * inv0);
+            }
+            if (ok1) {
+                attn_store_elem(p.out, ob1 + 8 * j + 2 * t, p.out_dtype, o[4 * j + 2] * inv1);
+                attn_store_elem(p.out, ob1 + 8 * j + 2 * t + 1, p.out_dtype, o[4 * j + 3] * inv1);
+            }
+        }
+    } else {
+        /* A segment's partial, in the layout attn_reduce_kernel reads; a
+         * row without keys in this segment writes (-inf, 0). */
+        const int64_t i0 = ((int64_t)seg * p.num_tokens + token0) * p.hq + head0;
+        const int64_t i1 = ((int64_t)seg * p.num_tokens + token1) * p.hq + head1;
+        if (ok0 && t == 0) {
+            p.ws_ml[2 * i0] = m0;
+            p.ws_ml[2 * i0 + 1] = l0;
+        }
+        if (ok1 && t == 0) {
+            p.ws_ml[2 * i1] = m1;
+            p.ws_ml[2 * i1 + 1] = l1;
+        }
+#pragma unroll
+        for (int j = 0; j < D / 8; j++) {
+            if (ok0)
+                *(float2 *)(p.ws_acc + i0 * D + 8 * j + 2 * t) = make_float2(o[4 * j], o[4 * j + 1]);
+            if (ok1)
+                *(float2 *)(p.ws_acc + i1 * D + 8 * j + 2 * t) =
+                    make_float2(o[4 * j + 2], o[4 * j + 3]);
+        }
+    }
+#else
+    (void)p;
+#endif
+}
+
+template <int D, bool BF16>
+static hipError_t launch_prefill_t(const attn_kparams *p, hipStream_t stream)
+{
+    using C = prefill_cfg<D>;
+    /* Opt in to more than 48 KB of shared memory once per instantiation, so
+     * that later forwards (graph capture included) make no such call. */
+    static volatile int opted_in = 0;
+    if (!opted_in) {
+        hipError_t e = hipFuncSetAttribute((const void *)attn_prefill_kernel<D, BF16>,
+                                           hipFuncAttributeMaxDynamicSharedMemorySize, C::SMEM);
+        if (e != hipSuccess)
+            return e;
+        opted_in = 1;
+    }
+    dim3 grid(p->num_tokens / p->block_q + p->num_seqs, p->hkv * p->head_splits, p->nseg);
+    attn_prefill_kernel<D, BF16><<<grid, C::THREADS, C::SMEM, stream>>>(*p);
+    hipError_t e = hipGetLastError();
+    if (e != hipSuccess || p->nseg == 1)
+        return e;
+    return attn_launch_reduce(p, p->nseg, stream);
+}
+
+template <bool BF16>
+static hipError_t launch_prefill_d(const attn_kparams *p, hipStream_t stream)
+{
+    switch (p->d) {
+    case 64:
+        return launch_prefill_t<64, BF16>(p, stream);
+    case 80:
+        return launch_prefill_t<80, BF16>(p, stream);
+    case 96:
+        return launch_prefill_t<96, BF16>(p, stream);
+    case 128:
+        return launch_prefill_t<128, BF16>(p, stream);
+    case 192:
+        return launch_prefill_t<192, BF16>(p, stream);
+    case 256:
+        return launch_prefill_t<256, BF16>(p, stream);
+    default:
+        return hipErrorInvalidValue;
+    }
+}
+
+#endif /* ATTN_PLATFORM_CUDA */
+
+int attn_prefill_supported(int d, int dv, int q_dtype, int kv_dtype, int q_quant)
+{
+#if defined(ATTN_PLATFORM_CUDA) && defined(ATTNREG_CUDA_SM90A)
+    if (d != dv || q_quant || q_dtype != kv_dtype ||
+        (q_dtype != ATTN_DTYPE_BF16 && q_dtype != ATTN_DTYPE_F16))
+        return 0;
+    return d == 64 || d == 80 || d == 96 || d == 128 || d == 192 || d == 256;
+#else
+    (void)d;
+    (void)dv;
+    (void)q_dtype;
+    (void)kv_dtype;
+    (void)q_quant;
+    return 0;
+#endif
+}
+
+template <int D>
+static void plan_of(attn_prefill_plan *out)
+{
+    using C = prefill_cfg<D>;
+    out->rows = C::BM;
+    out->keys = C::BN;
+    out->stages = C::STAGES;
+    out->threads = C::THREADS;
+    out->padded_head_dim = C::DP;
+    out->shared_bytes = C::SMEM;
+}
+
+int attn_prefill_plan_for(int d, attn_prefill_plan *out)
+{
+    switch (d) {
+    case 64:
+        plan_of<64>(out);
+        return 1;
+    case 80:
+        plan_of<80>(out);
+        return 1;
+    case 96:
+        plan_of<96>(out);
+        return 1;
+    case 128:
+        plan_of<128>(out);
+        return 1;
+    case 192:
+        plan_of<192>(out);
+        return 1;
+    case 256:
+        plan_of<256>(out);
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+hipError_t attn_launch_prefill(const attn_kparams *p, hipStream_t stream)
+{
+#if defined(ATTN_PLATFORM_CUDA)
+    return p->q_dtype == ATTN_DTYPE_BF16 ? launch_prefill_d<true>(p, stream)
+                                         : launch_prefill_d<false>(p, stream);
+#else
+    (void)p;
+    (void)stream;
+    return hipErrorInvalidValue;
+#endif
+}

@@ -87,7 +87,7 @@ struct prefill_cfg {
 
 #if defined(ATTN_PLATFORM_CUDA)
 
-template <int D, bool BF16>
+template <int D, bool BF16, bool SOFTCAP>
 __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams p)
 {
 #ifdef ATTN_HAVE_WGMMA
@@ -150,22 +150,26 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
         const int64_t row_bytes = (int64_t)p.hkv * D * 2; /* one slot of the cache */
         const int64_t head_bytes = (int64_t)kvh * D * 2;
         const int pshift = p.page_shift, pmask = p.page - 1;
+        /* The cache slot of key `key`, -1 past K (zero-filled). */
+        auto slot_of = [&](int key) {
+            if (key >= K)
+                return -1;
+            const int blk = pshift >= 0 ? bt[key >> pshift] : bt[key / p.page];
+            return blk * p.page + (pshift >= 0 ? key & pmask : key % p.page);
+        };
+        /* The tile's cache slots, one key per thread (one coalesced read of
+         * the block table, issued a tile ahead so that its latency hides
+         * behind the copies), into a double-buffered table: the barrier below
+         * also tells every producer thread that the table two tiles back is
+         * no longer read. */
+        int next_slot = ntiles > 0 && tid < BN ? slot_of(my_lo * BN + tid) : -1;
         for (int it = 0; it < ntiles; it++) {
             const int st = it % ST, use = it / ST;
-            const int kb = (my_lo + it) * BN;
-            /* The tile's cache slots, one key per thread (one coalesced read
-             * of the block table), into a double-buffered table: the barrier
-             * below also tells every producer thread that the table two tiles
-             * back is no longer read. slot -1: past K (zero-filled). */
             int *tab = slot_tab + (it & 1) * BN;
             if (tid < BN) {
-                const int key = kb + tid;
-                int slot = -1;
-                if (key < K) {
-                    const int blk = pshift >= 0 ? bt[key >> pshift] : bt[key / p.page];
-                    slot = blk * p.page + (pshift >= 0 ? key & pmask : key % p.page);
-                }
-                tab[tid] = slot;
+                tab[tid] = next_slot;
+                if (it + 1 < ntiles)
+                    next_slot = slot_of((my_lo + it + 1) * BN + tid);
             }
             attn_named_barrier(3, 128);
             /* Thread t copies chunk (t + 128 i) % CPR of row (t + 128 i) / CPR
@@ -231,18 +235,30 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
     attn_fence_proxy_async();
     attn_named_barrier(1 + cw, 128);
 
-    /* This thread's two rows (g and g + 8 of its warp's 16). */
+    /* This thread's two rows (g and g + 8 of its warp's 16), and the keys
+     * each sees as one interval [lo, hi] (causal, window, the sequence's K):
+     * a key is visible iff lo <= key <= hi. */
     const int r0 = cw * 64 + warp * 16 + g, r1 = r0 + 8;
     const int tok0 = r0 / hpt, tok1 = r1 / hpt;
     const int hg0 = hsplit * hpt + r0 % hpt, hg1 = hsplit * hpt + r1 % hpt;
     const bool ok0 = tok0 < ntok && hg0 < p.group, ok1 = tok1 < ntok && hg1 < p.group;
+    auto key_hi = [&](int pos) {
+        int hi = K - 1;
+        if (p.causal)
+            hi = min(hi, pos);
+        if (p.window_right >= 0)
+            hi = min(hi, pos + p.window_right);
+        return hi;
+    };
+    auto key_lo = [&](int pos) { return p.window_left >= 0 ? pos - p.window_left : 0; };
     const int pos0 = ctx0 + t0 + tok0, pos1 = ctx0 + t0 + tok1;
-    /* Positions of the warpgroup's first and last token, for the test that
-     * lets a tile skip the masks. */
+    const int lo0 = key_lo(pos0), hi0 = key_hi(pos0), lo1 = key_lo(pos1), hi1 = key_hi(pos1);
+    /* A tile with every key visible to every row of the warpgroup skips the
+     * masks: keys [all_lo, all_hi] (from its first and last token). */
     const int wpos_lo = ctx0 + t0 + (cw * 64) / hpt;
     const int wpos_hi = ctx0 + t0 + min(ntok - 1, (cw * 64 + 63) / hpt);
-    const bool softcap = p.softcap > 0.f;
-    const float mul = softcap ? p.score_scale / p.softcap : p.score_scale * ATTN_LOG2E;
+    const int all_lo = key_lo(wpos_hi), all_hi = key_hi(wpos_lo);
+    const float mul = SOFTCAP ? p.score_scale / p.softcap : p.score_scale * ATTN_LOG2E;
     const float capl2 = p.softcap * ATTN_LOG2E;
 
     float o[DP / 2];
@@ -250,73 +266,78 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
     for (int i = 0; i < DP / 2; i++)
         o[i] = 0.f;
     float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
+    float sacc[BN / 2];
+#pragma unroll
+    for (int i = 0; i < BN / 2; i++)
+        sacc[i] = 0.f;
     uint32_t pa[BN / 16][4];
     const uint64_t dq = attn_wgmma_desc(attn_smem_addr(Qs) + cw * 64 * 128, 16);
+    auto stage_addr = [&](int it) { return attn_smem_addr(KV + (it % ST) * C::STAGE_BYTES); };
 
-    for (int it = 0; it < ntiles; it++) {
-        const int st = it % ST, par = (it / ST) & 1;
-        const uint32_t ks = attn_smem_addr(KV + st * C::STAGE_BYTES);
-        const uint64_t dk = attn_wgmma_desc(ks, 16);
-        const uint64_t dv = attn_wgmma_desc(ks + C::TILE_BYTES, BN * 128);
-
-        /* S = Q K^T: DP/16 k16 steps; step kk reads 16 columns of 64-column
-         * block kk / 4 (32 bytes into each 128-byte row; the hardware applies
-         * the swizzle to the final address). */
-        float sacc[BN / 2];
-#pragma unroll
-        for (int i = 0; i < BN / 2; i++)
-            sacc[i] = 0.f;
-        attn_mbar_wait(&kfull[st], par);
-        attn_fence_proxy_async(); /* cp.async wrote K; wgmma reads it */
-        attn_wgmma_fence();
+    /* S = Q K^T of tile it: DP/16 k16 steps; step kk reads 16 columns of
+     * 64-column block kk / 4 (32 bytes into each 128-byte row; the hardware
+     * applies the swizzle to the final address). */
+    auto issue_s = [&](int it) {
+        const uint64_t dk = attn_wgmma_desc(stage_addr(it), 16);
 #pragma unroll
         for (int kk = 0; kk < DP / 16; kk++)
             attn_wgmma<BN, BF16>::ss(sacc, dq + (((kk >> 2) * BM * 128 + (kk & 3) * 32) >> 4),
-                                     dk + (((kk >> 2) * BN * 128 + (kk & 3) * 32) >> 4), 1);
+                                     dk + (((kk >> 2) * BN * 128 + (kk & 3) * 32) >> 4), kk > 0);
         attn_wgmma_commit();
-        attn_wgmma_wait<0>(); /* S, and the previous tile's P V */
-        attn_reg_fence(sacc);
+    };
+    /* O += P V of tile it: BN/16 k16 steps of 16 keys (2048 bytes of V). */
+    auto issue_pv = [&](int it) {
+        const uint64_t dv = attn_wgmma_desc(stage_addr(it) + C::TILE_BYTES, BN * 128);
+#pragma unroll
+        for (int kc = 0; kc < BN / 16; kc++)
+            attn_wgmma<DP, BF16>::rs_tb(o, pa[kc], dv + ((kc * 16 * 128) >> 4));
+        attn_wgmma_commit();
+    };
+    auto pin_pv = [&]() {
         attn_reg_fence(o);
 #pragma unroll
         for (int kc = 0; kc < BN / 16; kc++)
 #pragma unroll
             for (int e = 0; e < 4; e++)
                 attn_reg_fence(pa[kc][e]);
-        attn_mbar_arrive(&kfree[st]);
-        if (it > 0)
-            attn_mbar_arrive(&vfree[(it - 1) % ST]);
-
-        /* Scores in log2 units; masks only where the tile cuts some row's
-         * visible range. Column n of n8 tile j is key kb + 8j + n; this
-         * thread holds columns 2t, 2t + 1 of rows r0 (e = 0, 1) and r1
-         * (e = 2, 3). */
+    };
+    /* The online softmax of tile it on sacc, in place: scores in log2 units,
+     * masks only where the tile cuts some row's interval, the new row maxima
+     * and sums; returns the rescale factors of the old accumulators. Column n
+     * of n8 tile j is key kb + 8j + n; this thread holds columns 2t, 2t + 1
+     * of rows r0 (e = 0, 1) and r1 (e = 2, 3). */
+    auto softmax = [&](int it, float &al0, float &al1) {
         const int kb = (my_lo + it) * BN;
-        const bool full = kb + BN <= K && (!p.causal || kb + BN - 1 <= wpos_lo) &&
-                          (p.window_left < 0 || kb >= wpos_hi - p.window_left) &&
-                          (p.window_right < 0 || kb + BN - 1 <= wpos_lo + p.window_right);
-        float mx0 = -INFINITY, mx1 = -INFINITY;
+        const bool full = kb >= all_lo && kb + BN - 1 <= all_hi;
 #pragma unroll
         for (int j = 0; j < BN / 8; j++) {
 #pragma unroll
             for (int b = 0; b < 2; b++) {
                 float x0 = sacc[4 * j + b] * mul, x1 = sacc[4 * j + 2 + b] * mul;
-                if (softcap) {
+                if constexpr (SOFTCAP) {
                     x0 = capl2 * tanhf(x0);
                     x1 = capl2 * tanhf(x1);
                 }
                 if (!full) {
                     const int key = kb + 8 * j + 2 * t + b;
-                    if (key >= K || !attn_visible(p, key, pos0))
-                        x0 = -INFINITY;
-                    if (key >= K || !attn_visible(p, key, pos1))
-                        x1 = -INFINITY;
+                    x0 = key >= lo0 && key <= hi0 ? x0 : -INFINITY;
+                    x1 = key >= lo1 && key <= hi1 ? x1 : -INFINITY;
                 }
                 sacc[4 * j + b] = x0;
                 sacc[4 * j + 2 + b] = x1;
-                mx0 = fmaxf(mx0, x0);
-                mx1 = fmaxf(mx1, x1);
             }
         }
+        /* Row maxima in four independent chains (not one chain of BN / 4
+         * dependent operations), then over the 4 lanes of the row. */
+        float mx[2][4] = {{-INFINITY, -INFINITY, -INFINITY, -INFINITY},
+                          {-INFINITY, -INFINITY, -INFINITY, -INFINITY}};
+#pragma unroll
+        for (int j = 0; j < BN / 8; j++) {
+            mx[0][j & 3] = fmaxf(mx[0][j & 3], fmaxf(sacc[4 * j], sacc[4 * j + 1]));
+            mx[1][j & 3] = fmaxf(mx[1][j & 3], fmaxf(sacc[4 * j + 2], sacc[4 * j + 3]));
+        }
+        float mx0 = fmaxf(fmaxf(mx[0][0], mx[0][1]), fmaxf(mx[0][2], mx[0][3]));
+        float mx1 = fmaxf(fmaxf(mx[1][0], mx[1][1]), fmaxf(mx[1][2], mx[1][3]));
         mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
         mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
         mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
@@ -324,21 +345,67 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
         const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
         /* (a row that has seen no key yet keeps -inf: subtract 0 instead) */
         const float mu0 = mn0 == -INFINITY ? 0.f : mn0, mu1 = mn1 == -INFINITY ? 0.f : mn1;
-        const float al0 = attn_exp2_ftz(m0 - mu0), al1 = attn_exp2_ftz(m1 - mu1);
+        al0 = attn_exp2_ftz(m0 - mu0);
+        al1 = attn_exp2_ftz(m1 - mu1);
         m0 = mn0;
         m1 = mn1;
-        float ps0 = 0.f, ps1 = 0.f;
+        float ps[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
 #pragma unroll
         for (int j = 0; j < BN / 8; j++) {
             sacc[4 * j + 0] = attn_exp2_ftz(sacc[4 * j + 0] - mu0);
             sacc[4 * j + 1] = attn_exp2_ftz(sacc[4 * j + 1] - mu0);
             sacc[4 * j + 2] = attn_exp2_ftz(sacc[4 * j + 2] - mu1);
             sacc[4 * j + 3] = attn_exp2_ftz(sacc[4 * j + 3] - mu1);
-            ps0 += sacc[4 * j + 0] + sacc[4 * j + 1];
-            ps1 += sacc[4 * j + 2] + sacc[4 * j + 3];
+            ps[0][j & 3] += sacc[4 * j + 0] + sacc[4 * j + 1];
+            ps[1][j & 3] += sacc[4 * j + 2] + sacc[4 * j + 3];
         }
-        l0 = l0 * al0 + ps0;
-        l1 = l1 * al1 + ps1;
+        l0 = l0 * al0 + ((ps[0][0] + ps[0][1]) + (ps[0][2] + ps[0][3]));
+        l1 = l1 * al1 + ((ps[1][0] + ps[1][1]) + (ps[1][2] + ps[1][3]));
+    };
+    /* P: the C fragments of n8 tiles 2kc, 2kc + 1 (keys 16kc..16kc+15) are
+     * the A fragment of k16 step kc. */
+    auto pack_p = [&]() {
+#pragma unroll
+        for (int kc = 0; kc < BN / 16; kc++) {
+            pa[kc][0] = attn_pack2<BF16>(sacc[8 * kc + 0], sacc[8 * kc + 1]);
+            pa[kc][1] = attn_pack2<BF16>(sacc[8 * kc + 2], sacc[8 * kc + 3]);
+            pa[kc][2] = attn_pack2<BF16>(sacc[8 * kc + 4], sacc[8 * kc + 5]);
+            pa[kc][3] = attn_pack2<BF16>(sacc[8 * kc + 6], sacc[8 * kc + 7]);
+        }
+    };
+
+    /* The pipeline of one warpgroup: tile it's S is issued together with the
+     * previous tile's P V, and the softmax of tile it runs while that P V is
+     * still on the matrix units (wgmma groups retire in order: S first, then
+     * P V). The softmax needs only the old row maxima; the rescale of O by
+     * its factors waits for P V to land. */
+    if (ntiles > 0) {
+        attn_mbar_wait(&kfull[0], 0);
+        attn_fence_proxy_async(); /* cp.async wrote K; wgmma reads it */
+        attn_wgmma_fence();
+        issue_s(0);
+        attn_wgmma_wait<0>();
+        attn_reg_fence(sacc);
+        attn_mbar_arrive(&kfree[0]);
+        float al0, al1;
+        softmax(0, al0, al1);
+        pack_p();
+    }
+    for (int it = 1; it < ntiles; it++) {
+        attn_mbar_wait(&kfull[it % ST], (it / ST) & 1);
+        attn_mbar_wait(&vfull[(it - 1) % ST], ((it - 1) / ST) & 1);
+        attn_fence_proxy_async();
+        attn_wgmma_fence();
+        issue_s(it);
+        issue_pv(it - 1);
+        attn_wgmma_wait<1>(); /* S of tile it */
+        attn_reg_fence(sacc);
+        attn_mbar_arrive(&kfree[it % ST]);
+        float al0, al1;
+        softmax(it, al0, al1);
+        attn_wgmma_wait<0>(); /* P V of tile it - 1 */
+        pin_pv();
+        attn_mbar_arrive(&vfree[(it - 1) % ST]);
         /* Rescale O only when some row's maximum moved (after the first
          * tiles of a row it rarely does). */
         if (__any_sync(0xffffffffu, al0 != 1.f || al1 != 1.f)) {
@@ -350,27 +417,16 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
                 o[4 * j + 3] *= al1;
             }
         }
-        /* P: the C fragments of n8 tiles 2kc, 2kc + 1 (keys 16kc..16kc+15)
-         * are the A fragment of k16 step kc. */
-#pragma unroll
-        for (int kc = 0; kc < BN / 16; kc++) {
-            pa[kc][0] = attn_pack2<BF16>(sacc[8 * kc + 0], sacc[8 * kc + 1]);
-            pa[kc][1] = attn_pack2<BF16>(sacc[8 * kc + 2], sacc[8 * kc + 3]);
-            pa[kc][2] = attn_pack2<BF16>(sacc[8 * kc + 4], sacc[8 * kc + 5]);
-            pa[kc][3] = attn_pack2<BF16>(sacc[8 * kc + 6], sacc[8 * kc + 7]);
-        }
-
-        /* O += P V: BN/16 k16 steps of 16 keys (2048 bytes of V rows each). */
-        attn_mbar_wait(&vfull[st], par);
+        pack_p();
+    }
+    if (ntiles > 0) {
+        attn_mbar_wait(&vfull[(ntiles - 1) % ST], ((ntiles - 1) / ST) & 1);
         attn_fence_proxy_async();
         attn_wgmma_fence();
-#pragma unroll
-        for (int kc = 0; kc < BN / 16; kc++)
-            attn_wgmma<DP, BF16>::rs_tb(o, pa[kc], dv + ((kc * 16 * 128) >> 4));
-        attn_wgmma_commit();
+        issue_pv(ntiles - 1);
+        attn_wgmma_wait<0>();
+        pin_pv();
     }
-    attn_wgmma_wait<0>();
-    attn_reg_fence(o);
 
     /* Row sums over the 4 lanes of a row. */
     l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
@@ -432,7 +488,7 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
 #endif
 }
 
-template <int D, bool BF16>
+template <int D, bool BF16, bool SOFTCAP>
 static hipError_t launch_prefill_t(const attn_kparams *p, hipStream_t stream)
 {
     using C = prefill_cfg<D>;
@@ -440,36 +496,38 @@ static hipError_t launch_prefill_t(const attn_kparams *p, hipStream_t stream)
      * that later forwards (graph capture included) make no such call. */
     static volatile int opted_in = 0;
     if (!opted_in) {
-        hipError_t e = hipFuncSetAttribute((const void *)attn_prefill_kernel<D, BF16>,
+        hipError_t e = hipFuncSetAttribute((const void *)attn_prefill_kernel<D, BF16, SOFTCAP>,
                                            hipFuncAttributeMaxDynamicSharedMemorySize, C::SMEM);
         if (e != hipSuccess)
             return e;
         opted_in = 1;
     }
     dim3 grid(p->num_tokens / p->block_q + p->num_seqs, p->hkv * p->head_splits, p->nseg);
-    attn_prefill_kernel<D, BF16><<<grid, C::THREADS, C::SMEM, stream>>>(*p);
+    attn_prefill_kernel<D, BF16, SOFTCAP><<<grid, C::THREADS, C::SMEM, stream>>>(*p);
     hipError_t e = hipGetLastError();
     if (e != hipSuccess || p->nseg == 1)
         return e;
     return attn_launch_reduce(p, p->nseg, stream);
 }
 
-template <bool BF16>
+/* Instantiated per head size, input type and softcap (the tanh of a softcap
+ * is long code: kernels without it should not carry it). */
+template <bool BF16, bool SOFTCAP>
 static hipError_t launch_prefill_d(const attn_kparams *p, hipStream_t stream)
 {
     switch (p->d) {
     case 64:
-        return launch_prefill_t<64, BF16>(p, stream);
+        return launch_prefill_t<64, BF16, SOFTCAP>(p, stream);
     case 80:
-        return launch_prefill_t<80, BF16>(p, stream);
+        return launch_prefill_t<80, BF16, SOFTCAP>(p, stream);
     case 96:
-        return launch_prefill_t<96, BF16>(p, stream);
+        return launch_prefill_t<96, BF16, SOFTCAP>(p, stream);
     case 128:
-        return launch_prefill_t<128, BF16>(p, stream);
+        return launch_prefill_t<128, BF16, SOFTCAP>(p, stream);
     case 192:
-        return launch_prefill_t<192, BF16>(p, stream);
+        return launch_prefill_t<192, BF16, SOFTCAP>(p, stream);
     case 256:
-        return launch_prefill_t<256, BF16>(p, stream);
+        return launch_prefill_t<256, BF16, SOFTCAP>(p, stream);
     default:
         return hipErrorInvalidValue;
     }
@@ -535,8 +593,11 @@ int attn_prefill_plan_for(int d, attn_prefill_plan *out)
 hipError_t attn_launch_prefill(const attn_kparams *p, hipStream_t stream)
 {
 #if defined(ATTN_PLATFORM_CUDA)
-    return p->q_dtype == ATTN_DTYPE_BF16 ? launch_prefill_d<true>(p, stream)
-                                         : launch_prefill_d<false>(p, stream);
+    const bool bf16 = p->q_dtype == ATTN_DTYPE_BF16, softcap = p->softcap > 0.f;
+    return bf16 ? (softcap ? launch_prefill_d<true, true>(p, stream)
+                           : launch_prefill_d<true, false>(p, stream))
+                : (softcap ? launch_prefill_d<false, true>(p, stream)
+                           : launch_prefill_d<false, false>(p, stream));
 #else
     (void)p;
     (void)stream;

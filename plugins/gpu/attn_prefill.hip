@@ -79,9 +79,10 @@ struct prefill_cfg {
     static constexpr int FIT = (SMEM_LIMIT - FIXED) / STAGE_BYTES;
     static constexpr int STAGES = FIT > MAX_STAGES ? MAX_STAGES : FIT;
     static constexpr int SMEM = FIXED + STAGES * STAGE_BYTES;
-    static constexpr int LOADS = BN * CPR / 128; /* chunks a producer thread copies per tile */
+    static constexpr int PASSES = BN / 16; /* rows a producer thread copies per tile */
+    static constexpr bool PINGPONG = true; /* the consumers take turns issuing wgmma */
     static_assert(STAGES >= 2, "two stages must fit");
-    static_assert(BN * CPR % 128 == 0, "whole passes of 128 producer threads");
+    static_assert(BN % 16 == 0, "16 rows per pass of 128 producer threads");
     static_assert(2 * CONSUMER_REGS + PRODUCER_REGS <= 65536 / 128, "register file");
 };
 
@@ -150,6 +151,10 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
         const int64_t row_bytes = (int64_t)p.hkv * D * 2; /* one slot of the cache */
         const int64_t head_bytes = (int64_t)kvh * D * 2;
         const int pshift = p.page_shift, pmask = p.page - 1;
+        constexpr int NB = DP / 64;
+        const int lr = tid >> 3, c8 = tid & 7;
+        const int dst_thr = lr * 128 + ((c8 ^ (lr & 7)) << 4);
+        const int64_t col_bytes = head_bytes + c8 * 16;
         /* The cache slot of key `key`, -1 past K (zero-filled). */
         auto slot_of = [&](int key) {
             if (key >= K)
@@ -172,31 +177,40 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
                     next_slot = slot_of((my_lo + it + 1) * BN + tid);
             }
             attn_named_barrier(3, 128);
-            /* Thread t copies chunk (t + 128 i) % CPR of row (t + 128 i) / CPR
-             * for i < LOADS: 8 consecutive threads copy 128 contiguous bytes
-             * of a row, and their destinations (chunks c ^ (r & 7)) fall in 8
-             * different bank groups. The padding columns of D 80 / 96 are
-             * zero-filled. (Unrolled by 4: fully unrolled, the addresses of
-             * all LOADS chunks outgrow the producer's 56 registers.) */
-            auto load = [&](uint8_t *dst, const void *cache) {
-#pragma unroll 4
-                for (int i = 0; i < C::LOADS; i++) {
-                    const int ci = tid + 128 * i, r = ci / CPR, c = ci % CPR;
-                    const int slot = tab[r];
-                    const bool ok = slot >= 0 && c < C::DCH;
-                    const int64_t off = ok ? slot * row_bytes + head_bytes + c * 16 : 0;
-                    attn_cp_async16(dst + attn_swz128_off(r, c, BN),
-                                    (const uint8_t *)cache + off, ok);
+            /* This thread's rows of the tile and where they start in the
+             * cache (-1: past K, zero-filled). */
+            int slot[C::PASSES];
+#pragma unroll
+            for (int i = 0; i < C::PASSES; i++)
+                slot[i] = tab[lr + 16 * i];
+            /* Thread t copies 16-byte chunk t % 8 of every 64-column block
+             * of rows t / 8 + 16 i: 8 consecutive threads copy the 128
+             * contiguous bytes of one row's block, and their destinations
+             * (chunk c8 ^ (r & 7) of the row) fall in 8 different bank
+             * groups. Every destination is a per-thread constant plus a
+             * compile-time offset (rows 16 apart keep r & 7), so a chunk
+             * costs its cp.async and little more. The padding columns of
+             * D 80 / 96 are zero-filled. */
+            auto load = [&](uint8_t *dst, const uint8_t *cache) {
+#pragma unroll
+                for (int i = 0; i < C::PASSES; i++) {
+                    const uint8_t *src = cache + (int64_t)max(slot[i], 0) * row_bytes + col_bytes;
+#pragma unroll
+                    for (int b = 0; b < NB; b++) {
+                        const bool ok = slot[i] >= 0 && 8 * b + c8 < C::DCH;
+                        attn_cp_async16(dst + b * BN * 128 + i * 16 * 128 + dst_thr,
+                                        ok ? src + b * 128 : cache, ok);
+                    }
                 }
             };
             uint8_t *Ks = KV + st * C::STAGE_BYTES;
             if (use > 0)
                 attn_mbar_wait(&kfree[st], (use - 1) & 1);
-            load(Ks, p.k_cache);
+            load(Ks, (const uint8_t *)p.k_cache);
             attn_mbar_arrive_cp_async(&kfull[st]);
             if (use > 0)
                 attn_mbar_wait(&vfree[st], (use - 1) & 1);
-            load(Ks + C::TILE_BYTES, p.v_cache);
+            load(Ks + C::TILE_BYTES, (const uint8_t *)p.v_cache);
             attn_mbar_arrive_cp_async(&vfull[st]);
         }
         attn_cp_async_wait(0);
@@ -309,14 +323,17 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
     auto softmax = [&](int it, float &al0, float &al1) {
         const int kb = (my_lo + it) * BN;
         const bool full = kb >= all_lo && kb + BN - 1 <= all_hi;
+        /* Without a softcap the scores stay raw until the exponent (max of
+         * raw scores, then 2^(s mul - max mul) as one FFMA; mul > 0, the
+         * launcher's condition); with one, they become log2 units first. */
 #pragma unroll
         for (int j = 0; j < BN / 8; j++) {
 #pragma unroll
             for (int b = 0; b < 2; b++) {
-                float x0 = sacc[4 * j + b] * mul, x1 = sacc[4 * j + 2 + b] * mul;
+                float x0 = sacc[4 * j + b], x1 = sacc[4 * j + 2 + b];
                 if constexpr (SOFTCAP) {
-                    x0 = capl2 * tanhf(x0);
-                    x1 = capl2 * tanhf(x1);
+                    x0 = capl2 * tanhf(x0 * mul);
+                    x1 = capl2 * tanhf(x1 * mul);
                 }
                 if (!full) {
                     const int key = kb + 8 * j + 2 * t + b;
@@ -338,11 +355,12 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
         }
         float mx0 = fmaxf(fmaxf(mx[0][0], mx[0][1]), fmaxf(mx[0][2], mx[0][3]));
         float mx1 = fmaxf(fmaxf(mx[1][0], mx[1][1]), fmaxf(mx[1][2], mx[1][3]));
+        const float sc = SOFTCAP ? 1.f : mul; /* score -> log2 units in the exponent */
         mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
         mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
         mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
         mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-        const float mn0 = fmaxf(m0, mx0), mn1 = fmaxf(m1, mx1);
+        const float mn0 = fmaxf(m0, mx0 * sc), mn1 = fmaxf(m1, mx1 * sc);
         /* (a row that has seen no key yet keeps -inf: subtract 0 instead) */
         const float mu0 = mn0 == -INFINITY ? 0.f : mn0, mu1 = mn1 == -INFINITY ? 0.f : mn1;
         al0 = attn_exp2_ftz(m0 - mu0);
@@ -352,10 +370,10 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
         float ps[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
 #pragma unroll
         for (int j = 0; j < BN / 8; j++) {
-            sacc[4 * j + 0] = attn_exp2_ftz(sacc[4 * j + 0] - mu0);
-            sacc[4 * j + 1] = attn_exp2_ftz(sacc[4 * j + 1] - mu0);
-            sacc[4 * j + 2] = attn_exp2_ftz(sacc[4 * j + 2] - mu1);
-            sacc[4 * j + 3] = attn_exp2_ftz(sacc[4 * j + 3] - mu1);
+            sacc[4 * j + 0] = attn_exp2_ftz(fmaf(sacc[4 * j + 0], sc, -mu0));
+            sacc[4 * j + 1] = attn_exp2_ftz(fmaf(sacc[4 * j + 1], sc, -mu0));
+            sacc[4 * j + 2] = attn_exp2_ftz(fmaf(sacc[4 * j + 2], sc, -mu1));
+            sacc[4 * j + 3] = attn_exp2_ftz(fmaf(sacc[4 * j + 3], sc, -mu1));
             ps[0][j & 3] += sacc[4 * j + 0] + sacc[4 * j + 1];
             ps[1][j & 3] += sacc[4 * j + 2] + sacc[4 * j + 3];
         }
@@ -379,11 +397,34 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
      * still on the matrix units (wgmma groups retire in order: S first, then
      * P V). The softmax needs only the old row maxima; the rescale of O by
      * its factors waits for P V to land. */
+    /* Turns (FlashAttention-3's ping-pong): the two consumer warpgroups issue
+     * their wgmma alternately, through named barriers 4 (warpgroup 0's turn)
+     * and 5, so that one's softmax runs while the other's matrix work does.
+     * A warpgroup has ntiles + 1 issue phases; warpgroup 1 opens warpgroup
+     * 0's first turn and leaves its own last one unanswered, so every arrival
+     * has its wait. */
+    const int phases = ntiles > 0 ? ntiles + 1 : 0;
+    int phase = 0;
+    auto turn_begin = [&]() {
+        if constexpr (C::PINGPONG)
+            attn_named_barrier(4 + cw, 256);
+    };
+    auto turn_end = [&]() {
+        if constexpr (C::PINGPONG)
+            if (!(cw == 1 && phase == phases - 1))
+                attn_named_arrive(4 + (cw ^ 1), 256);
+        phase++;
+    };
+    if (C::PINGPONG && cw == 1 && phases > 0)
+        attn_named_arrive(4, 256);
+
     if (ntiles > 0) {
         attn_mbar_wait(&kfull[0], 0);
         attn_fence_proxy_async(); /* cp.async wrote K; wgmma reads it */
+        turn_begin();
         attn_wgmma_fence();
         issue_s(0);
+        turn_end();
         attn_wgmma_wait<0>();
         attn_reg_fence(sacc);
         attn_mbar_arrive(&kfree[0]);
@@ -395,9 +436,11 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
         attn_mbar_wait(&kfull[it % ST], (it / ST) & 1);
         attn_mbar_wait(&vfull[(it - 1) % ST], ((it - 1) / ST) & 1);
         attn_fence_proxy_async();
+        turn_begin();
         attn_wgmma_fence();
         issue_s(it);
         issue_pv(it - 1);
+        turn_end();
         attn_wgmma_wait<1>(); /* S of tile it */
         attn_reg_fence(sacc);
         attn_mbar_arrive(&kfree[it % ST]);
@@ -422,8 +465,10 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
     if (ntiles > 0) {
         attn_mbar_wait(&vfull[(ntiles - 1) % ST], ((ntiles - 1) / ST) & 1);
         attn_fence_proxy_async();
+        turn_begin();
         attn_wgmma_fence();
         issue_pv(ntiles - 1);
+        turn_end();
         attn_wgmma_wait<0>();
         pin_pv();
     }

@@ -117,6 +117,13 @@ static __device__ __forceinline__ void attn_named_barrier(int id, int count)
     asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory");
 }
 
+/* Arrives on barrier `id` without waiting (the producer side of a
+ * handshake whose other side calls attn_named_barrier with the same count). */
+static __device__ __forceinline__ void attn_named_arrive(int id, int count)
+{
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
+}
+
 /* Register reallocation between warpgroups (needs a register cap at entry:
  * __launch_bounds__(threads, 1)). */
 template <int REGS> static __device__ __forceinline__ void attn_regs_release()

@@ -409,14 +409,15 @@ static int decode_nseg(const gpu_attn_ctx *c, int S, int maxk)
  * is split into the power of two of segments that brings the grid to about
  * two programs per compute unit, at most 64, and never below 256 keys (8
  * tiles) per segment, where the reduce would cost more than it saves. */
-static int generic_nseg(const gpu_attn_ctx *c, int T, int S, int maxq, int maxk)
+/* (prefill: the batch runs on the prefill kernel) */
+static int generic_nseg(const gpu_attn_ctx *c, int T, int S, int maxq, int maxk, int prefill)
 {
     int group = c->shape.num_q_heads / attn_shape_kv_heads(&c->shape);
     int bq, hpt, hs;
     generic_tiling(group, &bq, &hpt, &hs);
     if (maxq == 1)
         return decode_nseg(c, S, maxk);
-    if (c->prefill)
+    if (prefill)
         return prefill_nseg(c, T, S, maxq, maxk);
     if (c->forced_nseg)
         return c->forced_nseg;
@@ -465,7 +466,7 @@ extern "C" int gpu_attn_plan_segments(const gpu_attn_ctx *ctx, int num_tokens, i
         return 0;
     if (ctx->kernel == GPU_ATTN_KERNEL_MTP)
         return mtp_nseg(ctx, num_tokens, num_seqs, max_seqlen_k);
-    return generic_nseg(ctx, num_tokens, num_seqs, max_seqlen_q, max_seqlen_k);
+    return generic_nseg(ctx, num_tokens, num_seqs, max_seqlen_q, max_seqlen_k, ctx->prefill);
 }
 
 static size_t partial_bytes(const gpu_attn_ctx *c, int T, int nseg)
@@ -590,6 +591,10 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
         if (s->page_size == (1 << sh))
             p.page_shift = sh;
 
+    /* The prefill kernel takes the context's multi-token batches; it folds
+     * the score scale into its exponent (max of raw scores), which needs a
+     * positive scale: any other runs on the portable kernel. */
+    const int use_prefill = ctx->prefill && a->max_seqlen_q > 1 && p.score_scale > 0.f;
     int nseg;
     if (ctx->kernel == GPU_ATTN_KERNEL_MTP) {
         if (a->max_seqlen_q > 4) {
@@ -598,7 +603,8 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
         }
         nseg = mtp_nseg(ctx, a->num_tokens, a->num_seqs, a->max_seqlen_k);
     } else {
-        nseg = generic_nseg(ctx, a->num_tokens, a->num_seqs, a->max_seqlen_q, a->max_seqlen_k);
+        nseg = generic_nseg(ctx, a->num_tokens, a->num_seqs, a->max_seqlen_q, a->max_seqlen_k,
+                            use_prefill);
         if (a->max_seqlen_q == 1) {
             /* Decode: one program per (sequence, KV head, head group, segment);
              * the matrix-unit kernel takes up to 16 heads a program. */
@@ -606,7 +612,7 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
             p.heads_per_tile =
                 decode_uses_mma(ctx) ? 16 : attn_decode_heads_per_program(p.group, p.d);
             p.head_splits = ceil_div(p.group, p.heads_per_tile);
-        } else if (ctx->prefill) {
+        } else if (use_prefill) {
             prefill_tiling(p.group, &p.block_q, &p.heads_per_tile, &p.head_splits);
         } else {
             generic_tiling(p.group, &p.block_q, &p.heads_per_tile, &p.head_splits);
@@ -637,7 +643,7 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
         e = attn_launch_decode_mma(&p, stream);
     else if (a->max_seqlen_q == 1)
         e = attn_launch_decode(&p, stream);
-    else if (ctx->prefill)
+    else if (use_prefill)
         e = attn_launch_prefill(&p, stream);
     else
         e = attn_launch_generic(&p, a->max_seqlen_q, stream, 4);

@@ -36,6 +36,15 @@ v $G --q-heads 16 --kv-heads 2 --head-dim 192 --max-q-len 4 --max-kv-len 2000 --
 v $G --q-heads 64 --kv-heads 2 --head-dim 64 --q-dtype f16 --kv-dtype f16 --max-q-len 1 --max-kv-len 3000 --seqs 9 --seed 9 --sinks --softcap 30
 v $G --q-heads 8 --kv-heads 8 --head-dim 256 --max-q-len 1 --max-kv-len 5000 --seqs 5 --seed 10 --page-size 32 --window 700,0 --strided
 v $G --q-heads 20 --kv-heads 4 --head-dim 96 --max-q-len 1 --max-kv-len 777 --seqs 7 --seed 12 --page-size 64
+# multi-token batches on the prefill kernel (Q and cache one 16-bit type): prefill,
+# chunked prefill, and mixed batches (with --max-q-len 4 a quarter of the sequences
+# have one query token and go to the decode kernel in the same forward)
+v $G --q-heads 8 --kv-heads 2 --head-dim 128 --max-q-len 1024 --max-kv-len 2048 --seqs 2 --seed 13
+v $G --q-heads 16 --kv-heads 1 --head-dim 256 --max-q-len 512 --max-kv-len 4096 --seqs 3 --seed 14 --sinks
+v $G --q-heads 8 --kv-heads 8 --head-dim 64 --q-dtype f16 --kv-dtype f16 --max-q-len 700 --max-kv-len 3000 --seqs 4 --seed 15 --window 256,0 --softcap 30 --strided
+v $G --q-heads 32 --kv-heads 8 --head-dim 128 --max-q-len 4 --max-kv-len 4096 --seqs 24 --seed 16
+v $G --q-heads 12 --kv-heads 4 --head-dim 96 --max-q-len 300 --max-kv-len 2000 --seqs 6 --seed 17 --page-size 32 --no-causal
+v $G --q-heads 16 --kv-heads 2 --head-dim 192 --max-q-len 256 --max-kv-len 1500 --seqs 5 --seed 18 --page-size 64 --window 100,20 --no-causal
 echo "== verify summary: $pass passed, $fail failed"
 n=${ATTNREG_VERIFY_GPU_TEST_COUNT:-120}   # 0: skip the kernel-level test
 if [ "$n" -gt 0 ]; then

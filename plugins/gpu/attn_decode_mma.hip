@@ -118,8 +118,9 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
     const int kvh = blockIdx.x / p.head_splits, hsplit = blockIdx.x % p.head_splits;
     const int seg = blockIdx.z;
     const int q0 = p.cu_seqlens_q[s];
-    if (p.cu_seqlens_q[s + 1] - q0 < 1)
-        return; /* no query token for this sequence in this step */
+    if (p.cu_seqlens_q[s + 1] - q0 != 1)
+        return; /* no query token for this sequence in this step, or (a mixed batch's
+                   decode part) a prefill chunk */
     const int K = p.seqused_k[s];
     const int pos = K - 1; /* the one query token is the last position */
     int klo = 0, khi = K;

@@ -372,7 +372,15 @@ __global__ void __launch_bounds__(128) attn_reduce_kernel(const attn_kparams p, 
 {
     __shared__ float weight[RED_MAX_SEG];
     __shared__ float scale;
-    const int token = blockIdx.x, head = blockIdx.y;
+    /* ATTN_PART_SINGLE: the decode part of a mixed batch, one block per
+     * sequence (its one token), prefill chunks skipped. */
+    int token = blockIdx.x;
+    const int head = blockIdx.y;
+    if (p.batch_part == ATTN_PART_SINGLE) {
+        token = p.cu_seqlens_q[blockIdx.x];
+        if (p.cu_seqlens_q[blockIdx.x + 1] - token != 1)
+            return;
+    }
     const int64_t stride = (int64_t)p.num_tokens * p.hq;
     const int64_t base = (int64_t)token * p.hq + head;
     nseg = min(nseg, RED_MAX_SEG);
@@ -481,7 +489,7 @@ static hipError_t launch_generic_t(const attn_kparams *p, hipStream_t stream)
 
 hipError_t attn_launch_reduce(const attn_kparams *p, int nseg, hipStream_t stream)
 {
-    dim3 grid(p->num_tokens, p->hq);
+    dim3 grid(p->batch_part == ATTN_PART_SINGLE ? p->num_seqs : p->num_tokens, p->hq);
     attn_reduce_kernel<<<grid, 128, 0, stream>>>(*p, nseg);
     return hipGetLastError();
 }
@@ -629,8 +637,9 @@ __global__ void __launch_bounds__(DEC_WARPS * 32, DEC_MIN_BLOCKS(D, GT))
     const int kvh = blockIdx.y / p.head_splits, hsplit = blockIdx.y % p.head_splits;
     const int seg = blockIdx.z;
     const int q0 = p.cu_seqlens_q[s];
-    if (p.cu_seqlens_q[s + 1] - q0 < 1)
-        return; /* a sequence without a query token this step: uniform over the block */
+    if (p.cu_seqlens_q[s + 1] - q0 != 1)
+        return; /* a sequence without a query token this step, or (a mixed batch's decode
+                   part) a prefill chunk: uniform over the block */
     const int K = p.seqused_k[s];
     const int pos = K - 1; /* the one query token is the last position */
     int klo = 0, khi = K;

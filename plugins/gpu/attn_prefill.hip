@@ -111,8 +111,9 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
     const int q0 = p.cu_seqlens_q[s];
     const int qlen = p.cu_seqlens_q[s + 1] - q0;
     const int t0 = (tile - (q0 / p.block_q + s)) * p.block_q;
-    if (t0 >= qlen)
-        return; /* a spare tile of the bound: uniform over the program */
+    if (t0 >= qlen || (p.batch_part == ATTN_PART_MULTI && qlen == 1))
+        return; /* a spare tile of the bound, or a decode token that a decode kernel
+                   takes (mixed batches): uniform over the program */
     const int K = p.seqused_k[s];
     const int ctx0 = K - qlen; /* position of the sequence's first query token */
     const int hpt = p.heads_per_tile;

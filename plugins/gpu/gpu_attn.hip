@@ -509,6 +509,36 @@ extern "C" attn_status gpu_attn_workspace_size(const gpu_attn_ctx *ctx,
     return ATTN_OK;
 }
 
+/* Decode tiling: one program per (sequence, KV head, head group, segment);
+ * the matrix-unit kernel takes up to 16 heads a program. */
+static void decode_tiling(const gpu_attn_ctx *ctx, attn_kparams *p)
+{
+    p->block_q = 1;
+    p->heads_per_tile = decode_uses_mma(ctx) ? 16 : attn_decode_heads_per_program(p->group, p->d);
+    p->head_splits = ceil_div(p->group, p->heads_per_tile);
+}
+
+/* The segment count of a launch and where its partials go in the workspace
+ * ([nseg][tokens][hq][dv] accumulators, then [nseg][tokens][hq][2]). */
+static void set_segments(attn_kparams *p, const attn_forward_args *a, int nseg)
+{
+    size_t acc_bytes = (size_t)nseg * a->num_tokens * p->hq * p->dv * sizeof(float);
+    p->nseg = nseg;
+    p->ws_acc = (float *)a->workspace;
+    p->ws_ml = (float *)((char *)a->workspace + acc_bytes);
+}
+
+/* The decode launch: the matrix-unit kernel where the shape takes it and the
+ * batch fits its grid (sequences in y, at most 65535), else the scalar decode
+ * kernel with the same segments. */
+static hipError_t launch_decode(const gpu_attn_ctx *ctx, const attn_kparams *p,
+                                hipStream_t stream)
+{
+    if (decode_uses_mma(ctx) && p->num_seqs <= 65535)
+        return attn_launch_decode_mma(p, stream);
+    return attn_launch_decode(p, stream);
+}
+
 extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_args *a, char *err,
                                         size_t err_size)
 {
@@ -595,6 +625,14 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
      * the score scale into its exponent (max of raw scores), which needs a
      * positive scale: any other runs on the portable kernel. */
     const int use_prefill = ctx->prefill && a->max_seqlen_q > 1 && p.score_scale > 0.f;
+    /* A batch that may hold sequences of one query token beside longer ones
+     * (chunked prefill with decodes: fewer tokens than every sequence at the
+     * longest) is split over two kernels: the prefill kernel takes the
+     * chunks and writes their outputs itself (nseg 1), and the decode kernel
+     * takes the one-token sequences with the workspace for its segments. A
+     * 128-row program would spend most of its rows on a single token. */
+    const int mixed = use_prefill && a->num_seqs > 1 &&
+                      (long)a->num_tokens < (long)a->num_seqs * a->max_seqlen_q;
     int nseg;
     if (ctx->kernel == GPU_ATTN_KERNEL_MTP) {
         if (a->max_seqlen_q > 4) {
@@ -603,20 +641,15 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
         }
         nseg = mtp_nseg(ctx, a->num_tokens, a->num_seqs, a->max_seqlen_k);
     } else {
-        nseg = generic_nseg(ctx, a->num_tokens, a->num_seqs, a->max_seqlen_q, a->max_seqlen_k,
-                            use_prefill);
-        if (a->max_seqlen_q == 1) {
-            /* Decode: one program per (sequence, KV head, head group, segment);
-             * the matrix-unit kernel takes up to 16 heads a program. */
-            p.block_q = 1;
-            p.heads_per_tile =
-                decode_uses_mma(ctx) ? 16 : attn_decode_heads_per_program(p.group, p.d);
-            p.head_splits = ceil_div(p.group, p.heads_per_tile);
-        } else if (use_prefill) {
+        nseg = mixed ? 1
+                     : generic_nseg(ctx, a->num_tokens, a->num_seqs, a->max_seqlen_q,
+                                    a->max_seqlen_k, use_prefill);
+        if (a->max_seqlen_q == 1)
+            decode_tiling(ctx, &p);
+        else if (use_prefill)
             prefill_tiling(p.group, &p.block_q, &p.heads_per_tile, &p.head_splits);
-        } else {
+        else
             generic_tiling(p.group, &p.block_q, &p.heads_per_tile, &p.head_splits);
-        }
     }
     /* A workspace sized for smaller limits than this batch: use fewer
      * segments rather than write past it. */
@@ -628,25 +661,31 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
                 a->workspace_size, partial_bytes(ctx, a->num_tokens, nseg));
         return ATTN_ERR_WORKSPACE_TOO_SMALL;
     }
-    p.nseg = nseg;
-    size_t acc_bytes = (size_t)nseg * a->num_tokens * p.hq * p.dv * sizeof(float);
-    p.ws_acc = (float *)a->workspace;
-    p.ws_ml = (float *)((char *)a->workspace + acc_bytes);
+    set_segments(&p, a, nseg);
 
     hipStream_t stream = (hipStream_t)a->stream;
     hipError_t e;
-    if (ctx->kernel == GPU_ATTN_KERNEL_MTP)
+    if (ctx->kernel == GPU_ATTN_KERNEL_MTP) {
         e = attn_launch_mtp(&p, a->max_seqlen_q, nseg, stream);
-    else if (a->max_seqlen_q == 1 && decode_uses_mma(ctx) && a->num_seqs <= 65535)
-        /* (its grid puts sequences in y, at most 65535; a larger batch runs
-         * the scalar decode kernel with the same segments) */
-        e = attn_launch_decode_mma(&p, stream);
-    else if (a->max_seqlen_q == 1)
-        e = attn_launch_decode(&p, stream);
-    else if (use_prefill)
+    } else if (a->max_seqlen_q == 1) {
+        e = launch_decode(ctx, &p, stream);
+    } else if (use_prefill) {
+        p.batch_part = mixed ? ATTN_PART_MULTI : ATTN_PART_ALL;
         e = attn_launch_prefill(&p, stream);
-    else
+        if (e == hipSuccess && mixed) {
+            attn_kparams d = p;
+            d.batch_part = ATTN_PART_SINGLE;
+            decode_tiling(ctx, &d);
+            int nd = decode_nseg(ctx, a->num_seqs, a->max_seqlen_k);
+            while (nd > 1 && (!a->workspace ||
+                              partial_bytes(ctx, a->num_tokens, nd) > a->workspace_size))
+                nd /= 2;
+            set_segments(&d, a, nd);
+            e = launch_decode(ctx, &d, stream);
+        }
+    } else {
         e = attn_launch_generic(&p, a->max_seqlen_q, stream, 4);
+    }
     if (e != hipSuccess) {
         set_err(err, err_size, "%s: kernel launch failed: %s", ATTN_PLATFORM_NAME,
                 hipGetErrorString(e));

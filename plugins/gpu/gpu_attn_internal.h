@@ -46,7 +46,14 @@ typedef struct attn_kparams {
     int32_t q_vec16;        /* q rows start 16-byte aligned: vector loads are safe */
     int32_t mtp_wgmma;      /* MTP: 0 mma.sync variant, 1 wgmma variant, 2 wgmma for q_len > 2 */
     int32_t page_shift;     /* log2(page) when the page size is a power of two, else -1 */
+    /* A mixed batch split over two kernels: ATTN_PART_SINGLE = this launch
+     * (decode kernels, and their reduce) takes only the sequences with one
+     * query token, ATTN_PART_MULTI = only those with more (prefill kernel);
+     * ATTN_PART_ALL = every sequence. */
+    int32_t batch_part;
 } attn_kparams;
+
+enum { ATTN_PART_ALL = 0, ATTN_PART_SINGLE = 1, ATTN_PART_MULTI = 2 };
 
 #define ATTN_LOG2E 1.4426950408889634f
 

@@ -45,6 +45,9 @@ v $G --q-heads 8 --kv-heads 8 --head-dim 64 --q-dtype f16 --kv-dtype f16 --max-q
 v $G --q-heads 32 --kv-heads 8 --head-dim 128 --max-q-len 4 --max-kv-len 4096 --seqs 24 --seed 16
 v $G --q-heads 12 --kv-heads 4 --head-dim 96 --max-q-len 300 --max-kv-len 2000 --seqs 6 --seed 17 --page-size 32 --no-causal
 v $G --q-heads 16 --kv-heads 2 --head-dim 192 --max-q-len 256 --max-kv-len 1500 --seqs 5 --seed 18 --page-size 64 --window 100,20 --no-causal
+# fp8 caches on the prefill kernel (converted to f16 per tile), descales from verify
+v $G --q-heads 32 --kv-heads 8 --head-dim 128 --kv-dtype fp8_e4m3fn --max-q-len 512 --max-kv-len 2048 --seqs 3 --seed 19
+v $G --q-heads 16 --kv-heads 1 --head-dim 256 --kv-dtype fp8_e4m3fn --max-q-len 300 --max-kv-len 1200 --seqs 4 --seed 20 --sinks --strided
 echo "== verify summary: $pass passed, $fail failed"
 n=${ATTNREG_VERIFY_GPU_TEST_COUNT:-120}   # 0: skip the kernel-level test
 if [ "$n" -gt 0 ]; then

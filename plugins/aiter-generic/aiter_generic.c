@@ -6,9 +6,10 @@
  * for it.
  *
  * This file holds the capability predicates, which are the truth about what
- * the kernels can run, and the backend entry points. The kernels themselves
- * come later: until then the plugin is "built without GPU kernels" (an empty
- * built_archs list), so selection can plan for it but create refuses.
+ * the kernels can run, and the backend entry points. The kernels are in
+ * plugins/gpu (the rule that picks one per batch is in its README); a build
+ * without them is "built without GPU kernels" (an empty built_archs list),
+ * so selection can plan for it but create refuses.
  *
  * Predicates run in descriptor order and the first rejection is the reason a
  * user sees, so the order goes from the most basic mismatch (wrong GPU) to

@@ -89,18 +89,7 @@
 
 #if defined(ATTN_PLATFORM_CUDA)
 
-#ifdef ATTN_MTP_MMA
-/* Four e4m3 bytes -> four f16, exact: bytes 0, 1 -> lo (byte 0 in the low
- * half), bytes 2, 3 -> hi. */
-static __device__ __forceinline__ void fp8x4_to_f16x4(uint32_t four, uint32_t &lo, uint32_t &hi)
-{
-    asm("{\n .reg .b16 a, b;\n mov.b32 {a, b}, %2;\n cvt.rn.f16x2.e4m3x2 %0, a;\n"
-        " cvt.rn.f16x2.e4m3x2 %1, b;\n}\n"
-        : "=r"(lo), "=r"(hi)
-        : "r"(four));
-}
 
-#endif
 
 
 /* Shared-memory plan of the mma kernel, in bytes. WG: the warpgroup
@@ -303,10 +292,10 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
 #pragma unroll
         for (int i = 0; i < TILE / 8; i++) {
             uint32_t y[8];
-            fp8x4_to_f16x4(x[i].x, y[0], y[1]);
-            fp8x4_to_f16x4(x[i].y, y[2], y[3]);
-            fp8x4_to_f16x4(x[i].z, y[4], y[5]);
-            fp8x4_to_f16x4(x[i].w, y[6], y[7]);
+            attn_fp8x4_to_f16x4(x[i].x, y[0], y[1]);
+            attn_fp8x4_to_f16x4(x[i].y, y[2], y[3]);
+            attn_fp8x4_to_f16x4(x[i].z, y[4], y[5]);
+            attn_fp8x4_to_f16x4(x[i].w, y[6], y[7]);
             *(uint4 *)(hh + h_off0 + i * H_ROWS8) = make_uint4(y[0], y[1], y[2], y[3]);
             *(uint4 *)(hh + h_off1 + i * H_ROWS8) = make_uint4(y[4], y[5], y[6], y[7]);
         }

@@ -55,10 +55,10 @@
 #include "attn_wgmma.h"
 #include "gpu_attn_internal.h"
 
-/* The program plan of one head size: the single source of the tile sizes,
- * stages, threads and shared memory that the kernel, the launcher and the
- * host's plan query (attn_prefill_plan) use. */
-template <int D>
+/* The program plan of one head size and cache type (KV8: an fp8 cache): the
+ * single source of the tile sizes, stages, threads and shared memory that the
+ * kernel, the launcher and the host's plan query (attn_prefill_plan) use. */
+template <int D, bool KV8 = false>
 struct prefill_cfg {
     static constexpr int DP = (D + 63) / 64 * 64; /* head dim in shared memory */
     static constexpr int CPR = DP / 8;            /* 16-byte chunks of a row */
@@ -75,24 +75,38 @@ struct prefill_cfg {
     static constexpr int BAR_BYTES = 4 * MAX_STAGES * 8;
     static constexpr int TAB_BYTES = 2 * BN * 4; /* the producer's slot table */
     static constexpr int SMEM_LIMIT = ATTN_SM90_SMEM_PER_BLOCK;
-    static constexpr int FIXED = ALIGN + Q_BYTES + BAR_BYTES + TAB_BYTES;
+    /* fp8 cache: raw tiles (BN rows of D bytes, K then V) land in a ring of
+     * RING raw stages and are converted to the f16 stages; Q rows carry a
+     * power-of-two multiplier each (ROWMUL). Two raw stages where they fit
+     * beside two f16 stages, else one. */
+    static constexpr int RCH = D / 16; /* 16-byte chunks of a raw fp8 row */
+    static constexpr int RAW_STAGE = KV8 ? 2 * BN * D : 0;
+    static constexpr int ROWMUL_BYTES = KV8 ? BM * 4 : 0;
+    static constexpr int FIXED0 = ALIGN + Q_BYTES + BAR_BYTES + TAB_BYTES + ROWMUL_BYTES;
+    static constexpr int RING =
+        !KV8 ? 0 : (SMEM_LIMIT - FIXED0 - 2 * RAW_STAGE) / STAGE_BYTES >= 2 ? 2 : 1;
+    static constexpr int FIXED = FIXED0 + RING * RAW_STAGE;
     static constexpr int FIT = (SMEM_LIMIT - FIXED) / STAGE_BYTES;
     static constexpr int STAGES = FIT > MAX_STAGES ? MAX_STAGES : FIT;
     static constexpr int SMEM = FIXED + STAGES * STAGE_BYTES;
+    static constexpr int RAW_LOADS = BN * RCH / 128; /* raw chunks per producer thread */
     static constexpr int PASSES = BN / 16; /* rows a producer thread copies per tile */
     static constexpr bool PINGPONG = true; /* the consumers take turns issuing wgmma */
     static_assert(STAGES >= 2, "two stages must fit");
     static_assert(BN % 16 == 0, "16 rows per pass of 128 producer threads");
+    static_assert(!KV8 || (D % 16 == 0 && BN * RCH % 128 == 0 && CPR <= 32 && 32 % CPR == 0),
+                  "fp8: whole raw chunks, whole passes, a Q row within a warp");
     static_assert(2 * CONSUMER_REGS + PRODUCER_REGS <= 65536 / 128, "register file");
 };
 
 #if defined(ATTN_PLATFORM_CUDA)
 
-template <int D, bool BF16, bool SOFTCAP>
+template <int D, bool BF16, bool SOFTCAP, bool KV8>
 __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams p)
 {
 #ifdef ATTN_HAVE_WGMMA
-    using C = prefill_cfg<D>;
+    static_assert(!KV8 || !BF16, "an fp8 cache computes in f16");
+    using C = prefill_cfg<D, KV8>;
     constexpr int DP = C::DP, BN = C::BN, BM = C::BM, ST = C::STAGES, CPR = C::CPR;
     extern __shared__ __align__(16) uint8_t pf_smem[];
     uint8_t *Qs =
@@ -102,6 +116,8 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
     uint64_t *kfull = bars, *vfull = bars + C::MAX_STAGES;
     uint64_t *kfree = bars + 2 * C::MAX_STAGES, *vfree = bars + 3 * C::MAX_STAGES;
     int *slot_tab = (int *)(bars + 4 * C::MAX_STAGES); /* [2][BN], producer only */
+    float *rowmul = (float *)(slot_tab + 2 * BN);       /* [BM], KV8 only */
+    uint8_t *raw = (uint8_t *)(rowmul + (KV8 ? BM : 0)); /* [RING][2][BN x D], KV8 only */
 
     const int tid = threadIdx.x;
     const int tile = gridDim.x - 1 - blockIdx.x;
@@ -169,8 +185,7 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
          * also tells every producer thread that the table two tiles back is
          * no longer read. */
         int next_slot = ntiles > 0 && tid < BN ? slot_of(my_lo * BN + tid) : -1;
-        for (int it = 0; it < ntiles; it++) {
-            const int st = it % ST, use = it / ST;
+        auto publish_table = [&](int it) {
             int *tab = slot_tab + (it & 1) * BN;
             if (tid < BN) {
                 tab[tid] = next_slot;
@@ -178,41 +193,128 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
                     next_slot = slot_of((my_lo + it + 1) * BN + tid);
             }
             attn_named_barrier(3, 128);
-            /* This thread's rows of the tile and where they start in the
-             * cache (-1: past K, zero-filled). */
-            int slot[C::PASSES];
+            return (const int *)tab;
+        };
+        if constexpr (!KV8) {
+            for (int it = 0; it < ntiles; it++) {
+                const int st = it % ST, use = it / ST;
+                const int *tab = publish_table(it);
+                /* This thread's rows of the tile and where they start in the
+                 * cache (-1: past K, zero-filled). */
+                int slot[C::PASSES];
 #pragma unroll
-            for (int i = 0; i < C::PASSES; i++)
-                slot[i] = tab[lr + 16 * i];
-            /* Thread t copies 16-byte chunk t % 8 of every 64-column block
-             * of rows t / 8 + 16 i: 8 consecutive threads copy the 128
-             * contiguous bytes of one row's block, and their destinations
-             * (chunk c8 ^ (r & 7) of the row) fall in 8 different bank
-             * groups. Every destination is a per-thread constant plus a
-             * compile-time offset (rows 16 apart keep r & 7), so a chunk
-             * costs its cp.async and little more. The padding columns of
-             * D 80 / 96 are zero-filled. */
-            auto load = [&](uint8_t *dst, const uint8_t *cache) {
+                for (int i = 0; i < C::PASSES; i++)
+                    slot[i] = tab[lr + 16 * i];
+                /* Thread t copies 16-byte chunk t % 8 of every 64-column
+                 * block of rows t / 8 + 16 i: 8 consecutive threads copy the
+                 * 128 contiguous bytes of one row's block, and their
+                 * destinations (chunk c8 ^ (r & 7) of the row) fall in 8
+                 * different bank groups. Every destination is a per-thread
+                 * constant plus a compile-time offset (rows 16 apart keep
+                 * r & 7), so a chunk costs its cp.async and little more. The
+                 * padding columns of D 80 / 96 are zero-filled. */
+                auto load = [&](uint8_t *dst, const uint8_t *cache) {
 #pragma unroll
-                for (int i = 0; i < C::PASSES; i++) {
-                    const uint8_t *src = cache + (int64_t)max(slot[i], 0) * row_bytes + col_bytes;
+                    for (int i = 0; i < C::PASSES; i++) {
+                        const uint8_t *src =
+                            cache + (int64_t)max(slot[i], 0) * row_bytes + col_bytes;
 #pragma unroll
-                    for (int b = 0; b < NB; b++) {
-                        const bool ok = slot[i] >= 0 && 8 * b + c8 < C::DCH;
-                        attn_cp_async16(dst + b * BN * 128 + i * 16 * 128 + dst_thr,
-                                        ok ? src + b * 128 : cache, ok);
+                        for (int b = 0; b < NB; b++) {
+                            const bool ok = slot[i] >= 0 && 8 * b + c8 < C::DCH;
+                            attn_cp_async16(dst + b * BN * 128 + i * 16 * 128 + dst_thr,
+                                            ok ? src + b * 128 : cache, ok);
+                        }
                     }
+                };
+                uint8_t *Ks = KV + st * C::STAGE_BYTES;
+                if (use > 0)
+                    attn_mbar_wait(&kfree[st], (use - 1) & 1);
+                load(Ks, (const uint8_t *)p.k_cache);
+                attn_mbar_arrive_cp_async(&kfull[st]);
+                if (use > 0)
+                    attn_mbar_wait(&vfree[st], (use - 1) & 1);
+                load(Ks + C::TILE_BYTES, (const uint8_t *)p.v_cache);
+                attn_mbar_arrive_cp_async(&vfull[st]);
+            }
+        } else {
+            /* fp8 cache: each thread copies raw 16-byte chunks (16 keys'
+             * worth of one row) into its own slots of a raw stage, waits for
+             * its own copies, and converts exactly those chunks to f16 in the
+             * swizzled stage (cvt e4m3x2 -> f16x2, exact): no thread reads
+             * another's raw bytes, so the raw ring needs no barrier. The
+             * raw copies of tile it + 1 are in flight while tile it is
+             * converted (two raw stages; with one, they start after it).
+             * (Partly unrolled, as above, for the producer's registers.) */
+            const int64_t row8 = (int64_t)p.hkv * D, head8 = (int64_t)kvh * D;
+            const bool nuz = p.kv_dtype == ATTN_DTYPE_FP8_E4M3FNUZ;
+            /* The padding columns of D 80 / 96 are never converted: zeros,
+             * once, in every stage. */
+            if constexpr (C::DCH < CPR) {
+                constexpr int PAD = CPR - C::DCH;
+                for (int idx = tid; idx < ST * 2 * BN * PAD; idx += 128) {
+                    const int tl = idx / (BN * PAD), rem = idx % (BN * PAD);
+                    *(uint4 *)(KV + tl * C::TILE_BYTES +
+                               attn_swz128_off(rem / PAD, C::DCH + rem % PAD, BN)) =
+                        make_uint4(0u, 0u, 0u, 0u);
+                }
+            }
+            auto issue_raw = [&](int it, const int *tab) {
+                uint8_t *rb = raw + (it % C::RING) * C::RAW_STAGE;
+#pragma unroll 4
+                for (int i = 0; i < C::RAW_LOADS; i++) {
+                    const int ci = tid + 128 * i, r = ci / C::RCH, c = ci % C::RCH;
+                    const int slot = tab[r];
+                    const int64_t off = slot >= 0 ? slot * row8 + head8 + c * 16 : 0;
+                    attn_cp_async16(rb + ci * 16, (const uint8_t *)p.k_cache + off, slot >= 0);
+                    attn_cp_async16(rb + BN * D + ci * 16, (const uint8_t *)p.v_cache + off,
+                                    slot >= 0);
+                }
+                attn_cp_async_commit();
+            };
+            auto convert = [&](int it, int part, uint8_t *dst) {
+                const uint8_t *rb = raw + (it % C::RING) * C::RAW_STAGE + part * BN * D;
+#pragma unroll 2
+                for (int i = 0; i < C::RAW_LOADS; i++) {
+                    const int ci = tid + 128 * i, r = ci / C::RCH, c = ci % C::RCH;
+                    const uint4 x = *(const uint4 *)(rb + ci * 16);
+                    uint32_t y[8];
+                    attn_fp8x4_to_f16x4(x.x, y[0], y[1]);
+                    attn_fp8x4_to_f16x4(x.y, y[2], y[3]);
+                    attn_fp8x4_to_f16x4(x.z, y[4], y[5]);
+                    attn_fp8x4_to_f16x4(x.w, y[6], y[7]);
+                    if (nuz)
+                        attn_fp8_nuz_fix(x, y);
+                    *(uint4 *)(dst + attn_swz128_off(r, 2 * c, BN)) =
+                        make_uint4(y[0], y[1], y[2], y[3]);
+                    *(uint4 *)(dst + attn_swz128_off(r, 2 * c + 1, BN)) =
+                        make_uint4(y[4], y[5], y[6], y[7]);
                 }
             };
-            uint8_t *Ks = KV + st * C::STAGE_BYTES;
-            if (use > 0)
-                attn_mbar_wait(&kfree[st], (use - 1) & 1);
-            load(Ks, (const uint8_t *)p.k_cache);
-            attn_mbar_arrive_cp_async(&kfull[st]);
-            if (use > 0)
-                attn_mbar_wait(&vfree[st], (use - 1) & 1);
-            load(Ks + C::TILE_BYTES, (const uint8_t *)p.v_cache);
-            attn_mbar_arrive_cp_async(&vfull[st]);
+            if (ntiles > 0)
+                issue_raw(0, publish_table(0));
+            for (int it = 0; it < ntiles; it++) {
+                const int st = it % ST, use = it / ST;
+                const bool ahead = C::RING == 2 && it + 1 < ntiles;
+                if (ahead)
+                    issue_raw(it + 1, publish_table(it + 1));
+                if (ahead)
+                    attn_cp_async_wait(1); /* this thread's raw chunks of tile it */
+                else
+                    attn_cp_async_wait(0);
+                uint8_t *Ks = KV + st * C::STAGE_BYTES;
+                if (use > 0)
+                    attn_mbar_wait(&kfree[st], (use - 1) & 1);
+                convert(it, 0, Ks);
+                attn_fence_proxy_async(); /* ordinary stores, read by wgmma */
+                attn_mbar_arrive(&kfull[st]);
+                if (use > 0)
+                    attn_mbar_wait(&vfree[st], (use - 1) & 1);
+                convert(it, 1, Ks + C::TILE_BYTES);
+                attn_fence_proxy_async();
+                attn_mbar_arrive(&vfull[st]);
+                if (C::RING == 1 && it + 1 < ntiles)
+                    issue_raw(it + 1, publish_table(it + 1));
+            }
         }
         attn_cp_async_wait(0);
         return;
@@ -225,7 +327,12 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
     const int g = lane >> 2, t = lane & 3;
 
     /* Q rows of this warpgroup, zero-filled where the row or column is
-     * absent (rows past the tile's tokens or the group, D padding). */
+     * absent (rows past the tile's tokens or the group, D padding). With an
+     * fp8 cache the math is f16: a bf16 Q row is scaled by the power of two
+     * that puts its largest element in [2^14, 2^15) (exact: 8 significant
+     * bits fit f16's 11, and no f16 overflow), and the power comes back as
+     * the row's score multiplier. */
+    const bool q_scaled = KV8 && p.q_dtype == ATTN_DTYPE_BF16;
     for (int idx = ctid; idx < 64 * CPR; idx += 128) {
         const int row = cw * 64 + idx / CPR, c = idx % CPR;
         const int tok = row / hpt, hg = hsplit * hpt + row % hpt;
@@ -234,7 +341,44 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
                                      (int64_t)(kvh * p.group + hg) * p.q_stride_head + c * 8
                                : 0;
         uint8_t *dst = Qs + attn_swz128_off(row, c, BM);
-        if (p.q_vec16) {
+        if (KV8 && c == 0)
+            rowmul[row] = 1.f;
+        if (q_scaled) {
+            float v[8];
+            const uint16_t *src = (const uint16_t *)p.q + off;
+            if (p.q_vec16) {
+                const uint4 u = ok ? *(const uint4 *)src : make_uint4(0u, 0u, 0u, 0u);
+                const uint32_t w4[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+                for (int k = 0; k < 4; k++) {
+                    v[2 * k] = attn_bf16_to_f32(w4[k] & 0xFFFFu);
+                    v[2 * k + 1] = attn_bf16_to_f32(w4[k] >> 16);
+                }
+            } else {
+#pragma unroll
+                for (int k = 0; k < 8; k++)
+                    v[k] = ok ? attn_bf16_to_f32(src[k]) : 0.f;
+            }
+            float mx = 0.f;
+#pragma unroll
+            for (int k = 0; k < 8; k++)
+                mx = fmaxf(mx, fabsf(v[k]));
+            /* the row's CPR chunks are CPR consecutive lanes */
+#pragma unroll
+            for (int m = 1; m < CPR; m <<= 1)
+                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, m));
+            int e = 0;
+            if (mx > 0.f && isfinite(mx))
+                (void)frexpf(mx, &e);
+            const int sh = mx > 0.f && isfinite(mx) ? 15 - e : 0;
+            uint32_t h[4];
+#pragma unroll
+            for (int k = 0; k < 4; k++)
+                h[k] = attn_pack2<false>(ldexpf(v[2 * k], sh), ldexpf(v[2 * k + 1], sh));
+            *(uint4 *)dst = make_uint4(h[0], h[1], h[2], h[3]);
+            if (c == 0)
+                rowmul[row] = ldexpf(1.f, -sh);
+        } else if (p.q_vec16) {
             attn_cp_async16(dst, (const uint16_t *)p.q + off, ok);
         } else {
             const uint16_t *src = (const uint16_t *)p.q + off;
@@ -274,6 +418,8 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
     const int wpos_hi = ctx0 + t0 + min(ntok - 1, (cw * 64 + 63) / hpt);
     const int all_lo = key_lo(wpos_hi), all_hi = key_hi(wpos_lo);
     const float mul = SOFTCAP ? p.score_scale / p.softcap : p.score_scale * ATTN_LOG2E;
+    /* per row: the Q row's power of two (fp8 cache, bf16 Q) */
+    const float mul0 = KV8 ? mul * rowmul[r0] : mul, mul1 = KV8 ? mul * rowmul[r1] : mul;
     const float capl2 = p.softcap * ATTN_LOG2E;
 
     float o[DP / 2];
@@ -333,8 +479,8 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
             for (int b = 0; b < 2; b++) {
                 float x0 = sacc[4 * j + b], x1 = sacc[4 * j + 2 + b];
                 if constexpr (SOFTCAP) {
-                    x0 = capl2 * tanhf(x0 * mul);
-                    x1 = capl2 * tanhf(x1 * mul);
+                    x0 = capl2 * tanhf(x0 * mul0);
+                    x1 = capl2 * tanhf(x1 * mul1);
                 }
                 if (!full) {
                     const int key = kb + 8 * j + 2 * t + b;
@@ -356,12 +502,13 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
         }
         float mx0 = fmaxf(fmaxf(mx[0][0], mx[0][1]), fmaxf(mx[0][2], mx[0][3]));
         float mx1 = fmaxf(fmaxf(mx[1][0], mx[1][1]), fmaxf(mx[1][2], mx[1][3]));
-        const float sc = SOFTCAP ? 1.f : mul; /* score -> log2 units in the exponent */
+        /* score -> log2 units in the exponent */
+        const float sc0 = SOFTCAP ? 1.f : mul0, sc1 = SOFTCAP ? 1.f : mul1;
         mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
         mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
         mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
         mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-        const float mn0 = fmaxf(m0, mx0 * sc), mn1 = fmaxf(m1, mx1 * sc);
+        const float mn0 = fmaxf(m0, mx0 * sc0), mn1 = fmaxf(m1, mx1 * sc1);
         /* (a row that has seen no key yet keeps -inf: subtract 0 instead) */
         const float mu0 = mn0 == -INFINITY ? 0.f : mn0, mu1 = mn1 == -INFINITY ? 0.f : mn1;
         al0 = attn_exp2_ftz(m0 - mu0);
@@ -371,10 +518,10 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
         float ps[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
 #pragma unroll
         for (int j = 0; j < BN / 8; j++) {
-            sacc[4 * j + 0] = attn_exp2_ftz(fmaf(sacc[4 * j + 0], sc, -mu0));
-            sacc[4 * j + 1] = attn_exp2_ftz(fmaf(sacc[4 * j + 1], sc, -mu0));
-            sacc[4 * j + 2] = attn_exp2_ftz(fmaf(sacc[4 * j + 2], sc, -mu1));
-            sacc[4 * j + 3] = attn_exp2_ftz(fmaf(sacc[4 * j + 3], sc, -mu1));
+            sacc[4 * j + 0] = attn_exp2_ftz(fmaf(sacc[4 * j + 0], sc0, -mu0));
+            sacc[4 * j + 1] = attn_exp2_ftz(fmaf(sacc[4 * j + 1], sc0, -mu0));
+            sacc[4 * j + 2] = attn_exp2_ftz(fmaf(sacc[4 * j + 2], sc1, -mu1));
+            sacc[4 * j + 3] = attn_exp2_ftz(fmaf(sacc[4 * j + 3], sc1, -mu1));
             ps[0][j & 3] += sacc[4 * j + 0] + sacc[4 * j + 1];
             ps[1][j & 3] += sacc[4 * j + 2] + sacc[4 * j + 3];
         }
@@ -534,46 +681,51 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
 #endif
 }
 
-template <int D, bool BF16, bool SOFTCAP>
+template <int D, bool BF16, bool SOFTCAP, bool KV8>
 static hipError_t launch_prefill_t(const attn_kparams *p, hipStream_t stream)
 {
-    using C = prefill_cfg<D>;
+    using C = prefill_cfg<D, KV8>;
     /* Opt in to more than 48 KB of shared memory once per instantiation, so
      * that later forwards (graph capture included) make no such call. */
     static volatile int opted_in = 0;
     if (!opted_in) {
-        hipError_t e = hipFuncSetAttribute((const void *)attn_prefill_kernel<D, BF16, SOFTCAP>,
-                                           hipFuncAttributeMaxDynamicSharedMemorySize, C::SMEM);
+        hipError_t e =
+            hipFuncSetAttribute((const void *)attn_prefill_kernel<D, BF16, SOFTCAP, KV8>,
+                                hipFuncAttributeMaxDynamicSharedMemorySize, C::SMEM);
         if (e != hipSuccess)
             return e;
         opted_in = 1;
     }
     dim3 grid(p->num_tokens / p->block_q + p->num_seqs, p->hkv * p->head_splits, p->nseg);
-    attn_prefill_kernel<D, BF16, SOFTCAP><<<grid, C::THREADS, C::SMEM, stream>>>(*p);
+    attn_prefill_kernel<D, BF16, SOFTCAP, KV8><<<grid, C::THREADS, C::SMEM, stream>>>(*p);
     hipError_t e = hipGetLastError();
     if (e != hipSuccess || p->nseg == 1)
         return e;
     return attn_launch_reduce(p, p->nseg, stream);
 }
 
-/* Instantiated per head size, input type and softcap (the tanh of a softcap
- * is long code: kernels without it should not carry it). */
-template <bool BF16, bool SOFTCAP>
+/* Instantiated per head size, input type, softcap (the tanh of a softcap is
+ * long code: kernels without it should not carry it) and cache type (fp8:
+ * f16 math, every head size but 192). */
+template <bool BF16, bool SOFTCAP, bool KV8>
 static hipError_t launch_prefill_d(const attn_kparams *p, hipStream_t stream)
 {
     switch (p->d) {
     case 64:
-        return launch_prefill_t<64, BF16, SOFTCAP>(p, stream);
+        return launch_prefill_t<64, BF16, SOFTCAP, KV8>(p, stream);
     case 80:
-        return launch_prefill_t<80, BF16, SOFTCAP>(p, stream);
+        return launch_prefill_t<80, BF16, SOFTCAP, KV8>(p, stream);
     case 96:
-        return launch_prefill_t<96, BF16, SOFTCAP>(p, stream);
+        return launch_prefill_t<96, BF16, SOFTCAP, KV8>(p, stream);
     case 128:
-        return launch_prefill_t<128, BF16, SOFTCAP>(p, stream);
+        return launch_prefill_t<128, BF16, SOFTCAP, KV8>(p, stream);
     case 192:
-        return launch_prefill_t<192, BF16, SOFTCAP>(p, stream);
+        if constexpr (KV8)
+            return hipErrorInvalidValue;
+        else
+            return launch_prefill_t<192, BF16, SOFTCAP, false>(p, stream);
     case 256:
-        return launch_prefill_t<256, BF16, SOFTCAP>(p, stream);
+        return launch_prefill_t<256, BF16, SOFTCAP, KV8>(p, stream);
     default:
         return hipErrorInvalidValue;
     }
@@ -584,8 +736,9 @@ static hipError_t launch_prefill_d(const attn_kparams *p, hipStream_t stream)
 int attn_prefill_supported(int d, int dv, int q_dtype, int kv_dtype, int q_quant)
 {
 #if defined(ATTN_PLATFORM_CUDA) && defined(ATTNREG_CUDA_SM90A)
-    if (d != dv || q_quant || q_dtype != kv_dtype ||
-        (q_dtype != ATTN_DTYPE_BF16 && q_dtype != ATTN_DTYPE_F16))
+    const int kv8 = kv_dtype == ATTN_DTYPE_FP8_E4M3FN || kv_dtype == ATTN_DTYPE_FP8_E4M3FNUZ;
+    if (d != dv || q_quant || (q_dtype != ATTN_DTYPE_BF16 && q_dtype != ATTN_DTYPE_F16) ||
+        (q_dtype != kv_dtype && !kv8) || (kv8 && d == 192))
         return 0;
     return d == 64 || d == 80 || d == 96 || d == 128 || d == 192 || d == 256;
 #else
@@ -598,10 +751,10 @@ int attn_prefill_supported(int d, int dv, int q_dtype, int kv_dtype, int q_quant
 #endif
 }
 
-template <int D>
+template <int D, bool KV8>
 static void plan_of(attn_prefill_plan *out)
 {
-    using C = prefill_cfg<D>;
+    using C = prefill_cfg<D, KV8>;
     out->rows = C::BM;
     out->keys = C::BN;
     out->stages = C::STAGES;
@@ -610,26 +763,29 @@ static void plan_of(attn_prefill_plan *out)
     out->shared_bytes = C::SMEM;
 }
 
-int attn_prefill_plan_for(int d, attn_prefill_plan *out)
+int attn_prefill_plan_for(int d, int kv_dtype, attn_prefill_plan *out)
 {
+    const bool kv8 = kv_dtype == ATTN_DTYPE_FP8_E4M3FN || kv_dtype == ATTN_DTYPE_FP8_E4M3FNUZ;
     switch (d) {
     case 64:
-        plan_of<64>(out);
+        kv8 ? plan_of<64, true>(out) : plan_of<64, false>(out);
         return 1;
     case 80:
-        plan_of<80>(out);
+        kv8 ? plan_of<80, true>(out) : plan_of<80, false>(out);
         return 1;
     case 96:
-        plan_of<96>(out);
+        kv8 ? plan_of<96, true>(out) : plan_of<96, false>(out);
         return 1;
     case 128:
-        plan_of<128>(out);
+        kv8 ? plan_of<128, true>(out) : plan_of<128, false>(out);
         return 1;
     case 192:
-        plan_of<192>(out);
+        if (kv8)
+            return 0;
+        plan_of<192, false>(out);
         return 1;
     case 256:
-        plan_of<256>(out);
+        kv8 ? plan_of<256, true>(out) : plan_of<256, false>(out);
         return 1;
     default:
         return 0;
@@ -639,11 +795,25 @@ int attn_prefill_plan_for(int d, attn_prefill_plan *out)
 hipError_t attn_launch_prefill(const attn_kparams *p, hipStream_t stream)
 {
 #if defined(ATTN_PLATFORM_CUDA)
-    const bool bf16 = p->q_dtype == ATTN_DTYPE_BF16, softcap = p->softcap > 0.f;
-    return bf16 ? (softcap ? launch_prefill_d<true, true>(p, stream)
-                           : launch_prefill_d<true, false>(p, stream))
-                : (softcap ? launch_prefill_d<false, true>(p, stream)
-                           : launch_prefill_d<false, false>(p, stream));
+    const bool softcap = p->softcap > 0.f;
+    if (p->kv_dtype == ATTN_DTYPE_FP8_E4M3FN || p->kv_dtype == ATTN_DTYPE_FP8_E4M3FNUZ) {
+        /* The kernel decodes both e4m3 formats with the e4m3fn instruction;
+         * an e4m3fnuz code is worth half its e4m3fn reading (exponent bias 8,
+         * not 7), which the descales absorb exactly (the codes the formats
+         * read differently are fixed in the kernel). */
+        attn_kparams q = *p;
+        if (p->kv_dtype == ATTN_DTYPE_FP8_E4M3FNUZ) {
+            q.score_scale *= 0.5f;
+            q.v_scale *= 0.5f;
+        }
+        return softcap ? launch_prefill_d<false, true, true>(&q, stream)
+                       : launch_prefill_d<false, false, true>(&q, stream);
+    }
+    const bool bf16 = p->q_dtype == ATTN_DTYPE_BF16;
+    return bf16 ? (softcap ? launch_prefill_d<true, true, false>(p, stream)
+                           : launch_prefill_d<true, false, false>(p, stream))
+                : (softcap ? launch_prefill_d<false, true, false>(p, stream)
+                           : launch_prefill_d<false, false, false>(p, stream));
 #else
     (void)p;
     (void)stream;

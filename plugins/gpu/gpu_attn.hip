@@ -347,7 +347,7 @@ static int prefill_nseg(const gpu_attn_ctx *c, int T, int S, int maxq, int maxk)
     if (2 * work > c->cus)
         return 1;
     attn_prefill_plan plan;
-    if (!attn_prefill_plan_for(c->shape.head_dim, &plan))
+    if (!attn_prefill_plan_for(c->shape.head_dim, c->shape.kv_dtype, &plan))
         return 1;
     return split_segments(work, c->cus, maxk, 4 * plan.keys);
 }

@@ -291,6 +291,44 @@ template <bool BF16> __device__ __forceinline__ uint32_t attn_pack2(float lo, fl
     return r;
 }
 
+#if __CUDA_ARCH__ >= 890
+/* Four e4m3fn bytes -> four f16, exact: bytes 0, 1 -> lo (byte 0 in the low
+ * half), bytes 2, 3 -> hi. */
+__device__ __forceinline__ void attn_fp8x4_to_f16x4(uint32_t four, uint32_t &lo, uint32_t &hi)
+{
+    asm("{\n .reg .b16 a, b;\n mov.b32 {a, b}, %2;\n cvt.rn.f16x2.e4m3x2 %0, a;\n"
+        " cvt.rn.f16x2.e4m3x2 %1, b;\n}\n"
+        : "=r"(lo), "=r"(hi)
+        : "r"(four));
+}
+
+/* The e4m3fnuz codes that the e4m3fn reading above gets wrong beyond a
+ * factor of 2 (0x7F, 0xFF: +-240 in fnuz, NaN in fn; 0x80: NaN in fnuz, -0
+ * in fn) in 16 codes and their 8 f16 pairs: set to twice their fnuz value,
+ * the scale at which the caller reads every other code. */
+__device__ __forceinline__ void attn_fp8_nuz_fix(uint4 x, uint32_t (&y)[8])
+{
+    const uint32_t w[4] = {x.x, x.y, x.z, x.w};
+    /* bytes equal to 0x7F or 0x80 (0xFF is 0x7F with the sign bit) */
+    uint32_t special = 0;
+#pragma unroll
+    for (int k = 0; k < 4; k++) {
+        const uint32_t a = (w[k] & 0x7F7F7F7Fu) ^ 0x7F7F7F7Fu, b = w[k] ^ 0x80808080u;
+        special |= ((a - 0x01010101u) & ~a & 0x80808080u) | ((b - 0x01010101u) & ~b & 0x80808080u);
+    }
+    if (!special)
+        return;
+#pragma unroll
+    for (int e = 0; e < 16; e++) {
+        const uint32_t code = (w[e >> 2] >> (8 * (e & 3))) & 0xFFu;
+        if (code == 0x7Fu || code == 0xFFu || code == 0x80u) {
+            const uint32_t h = attn_f32_to_f16_bits(2.f * attn_fp8_to_f32(code, 1));
+            y[e >> 1] = e & 1 ? (y[e >> 1] & 0xFFFFu) | (h << 16) : (y[e >> 1] & 0xFFFF0000u) | h;
+        }
+    }
+}
+#endif
+
 /* c += a b, m16n8k16, f32 accumulate; BF16 picks bf16 inputs, else f16. */
 template <bool BF16>
 __device__ __forceinline__ void attn_mma16816(float *c, const uint32_t *a, uint32_t b0, uint32_t b1)
@@ -371,8 +409,9 @@ hipError_t attn_launch_decode_mma(const attn_kparams *p, hipStream_t stream);
 #define ATTN_SM90_SMEM_PER_BLOCK (227 * 1024)
 
 /* The prefill kernel (attn_prefill.hip, NVIDIA sm_90a builds only): whether
- * it takes a shape (D == Dv in the plugin's list, Q and cache one 16-bit
- * type, no FP8 compute), its program plan for head size d (the one table
+ * it takes a shape (D == Dv in the plugin's list; Q bf16/f16 and the cache
+ * of Q's type, or an e4m3 cache at D != 192; no FP8 compute), its program
+ * plan for head size d and cache type (the one table
  * the kernel and the launcher are built from), and the launch (which
  * expects block_q, heads_per_tile, head_splits, nseg and page_shift set). */
 typedef struct attn_prefill_plan {
@@ -384,7 +423,7 @@ typedef struct attn_prefill_plan {
     int shared_bytes;    /* dynamic shared memory per program */
 } attn_prefill_plan;
 int attn_prefill_supported(int d, int dv, int q_dtype, int kv_dtype, int q_quant);
-int attn_prefill_plan_for(int d, attn_prefill_plan *out);
+int attn_prefill_plan_for(int d, int kv_dtype, attn_prefill_plan *out);
 hipError_t attn_launch_prefill(const attn_kparams *p, hipStream_t stream);
 
 #endif /* ATTN_GPU_ATTN_INTERNAL_H */

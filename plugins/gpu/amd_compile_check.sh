@@ -7,7 +7,7 @@
 # cannot drive those GPUs, and there is no AMD GPU here.
 #
 #   usage: plugins/gpu/amd_compile_check.sh [OUTDIR]
-# Needs: clang-22 lld-22 libamdhip64-dev rocm-device-libs llvm-22 (apt), and
+# Needs: clang-22 clang-tools-22 lld-22 libamdhip64-dev rocm-device-libs llvm-22 (apt), and
 # the device-library helper at ../shared/tools/amd-devicelibs.sh relative to
 # the repository root (or ATTNREG_AMD_DEVICELIBS_SH).
 set -eu
@@ -16,8 +16,8 @@ root=$(cd "$here/../.." && pwd)
 out=${1:-$root/build-amd-check}
 helper=${ATTNREG_AMD_DEVICELIBS_SH:-$root/../shared/tools/amd-devicelibs.sh}
 mkdir -p "$out"
-for tool in clang++-22 ld.lld-22 llvm-as-22; do
-  command -v $tool >/dev/null 2>&1 || { echo "amd-compile-check: $tool missing (apt-get install clang-22 lld-22 llvm-22)" >&2; exit 2; }
+for tool in clang++-22 ld.lld-22 llvm-as-22 clang-offload-bundler-22; do
+  command -v $tool >/dev/null 2>&1 || { echo "amd-compile-check: $tool missing (apt-get install clang-22 clang-tools-22 lld-22 llvm-22)" >&2; exit 2; }
 done
 [ -f /usr/include/hip/hip_runtime.h ] || { echo "amd-compile-check: HIP headers missing (apt-get install libamdhip64-dev)" >&2; exit 2; }
 [ -f "$helper" ] || { echo "amd-compile-check: $helper missing" >&2; exit 2; }

@@ -27,6 +27,9 @@
     ATTN_LIST_PICK(__VA_ARGS__, ATTN_LIST_4, ATTN_LIST_3, ATTN_LIST_2, ATTN_LIST_1)(__VA_ARGS__)
 #define ATTN_LIST(...) ATTN_LIST_(__VA_ARGS__)
 
+#ifdef ATTNREG_GPU_ARCH_LIST_HEADER
+#include "attn_gpu_arch_list.h" /* CMake builds: ATTNREG_GPU_ARCH_LIST */
+#endif
 #ifndef ATTNREG_GPU_ARCH_LIST
 #if defined(ATTN_PLATFORM_CUDA)
 #define ATTNREG_GPU_ARCH_LIST sm_90

@@ -42,6 +42,14 @@ attn_status
 attn_fail(attn_status status, const char *fmt, ...);
 void attn_clear_error(void);
 
+/* Formats why something is invalid into msg (when msg and size allow) and
+ * returns 0: the "invalid" verdict of the validators. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+int
+attn_invalid(char *msg, size_t size, const char *fmt, ...);
+
 /* Copy min(dst_size, src_size) bytes of a versioned struct; zero the rest. */
 void attn_copy_versioned(void *dst, uint32_t dst_size, const void *src, size_t src_size);
 

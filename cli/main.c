@@ -61,7 +61,8 @@ static void print_main_help(FILE *out)
           "  10  internal error\n"
           "\n"
           "Environment: ATTNREG_CONF_PATH (conf folders, colon separated), ATTNREG_BACKEND\n"
-          "(force a backend), ATTNREG_DISABLE (a,b: remove backends), ATTNREG_LOG (level).\n",
+          "(force a backend), ATTNREG_DISABLE (a,b: remove backends), ATTNREG_LOG (level).\n"
+          "Any other ATTNREG_* variable is warned about once, with the closest known name.\n",
           out);
 }
 

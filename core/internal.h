@@ -275,6 +275,9 @@ attn_status attn_candidate_probe(attn_candidate *c);
  * Shared by runnable-mode selection and attn_backend_create. */
 attn_status attn_candidate_can_run(attn_candidate *c, const char *arch, char *msg, size_t size);
 
+/* env.c: warns once per process about ATTNREG_* variables nobody reads. */
+void attn_env_check_once(const attn_logger *logger);
+
 /* select.c: decisions */
 void attn_decision_free(decision *d);
 void attn_cache_free(struct attn_registry *reg);

@@ -165,7 +165,7 @@ const char *cli_flag_value(int argc, char **argv, int *i, const char *name);
 /* 1 when argv[*i] is `name` or `name=...`. */
 int cli_flag_is(const char *arg, const char *name);
 
-/* ---- JSON output (hand-written; no external library) -------------------- */
+/* ---- JSON output (hand-written; see json.c for why) ---------------------- */
 
 /* A pretty-printing writer (two-space indent, one value per line) that keeps
  * track of commas, so commands only say what to write. Key arguments are the
@@ -234,6 +234,8 @@ int cli_cmd_check(int argc, char **argv);
 void cli_help_check(FILE *out);
 int cli_cmd_devices(int argc, char **argv);
 void cli_help_devices(FILE *out);
+int cli_cmd_plan(int argc, char **argv);
+void cli_help_plan(FILE *out);
 
 #ifdef ATTNREG_CLI_HAVE_RUN
 int cli_cmd_run(int argc, char **argv);

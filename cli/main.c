@@ -12,6 +12,8 @@ static const struct cli_command commands[] = {
     {"explain", "show every candidate's verdict for a shape, the fallback and the decision",
      cli_cmd_explain, cli_help_explain},
     {"select", "print the backend chosen for a shape", cli_cmd_select, cli_help_select},
+    {"plan", "plan a whole model's attention from its Hugging Face config.json", cli_cmd_plan,
+     cli_help_plan},
     {"check", "validate the conf files and load every plugin", cli_cmd_check, cli_help_check},
     {"devices", "list the devices each plugin can run on", cli_cmd_devices, cli_help_devices},
 #ifdef ATTNREG_CLI_HAVE_RUN

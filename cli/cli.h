@@ -71,11 +71,14 @@ int cli_exit_from_status(attn_status status);
 /* Which flags a command accepts; cli_parse_common_flag treats the others as
  * "not ours" (returns 0), so the command reports them as unknown. */
 enum cli_accept {
-    CLI_ACCEPT_SHAPE = 1u << 0,  /* --arch --q-heads ... --no-causal */
+    CLI_ACCEPT_SHAPE = 1u << 0,  /* --arch --q-heads ... --no-causal (includes TARGET) */
     CLI_ACCEPT_CONF = 1u << 1,   /* --conf DIR (repeatable), --conf-only */
     CLI_ACCEPT_SELECT = 1u << 2, /* --backend NAME, --strict, --runnable */
     CLI_ACCEPT_JSON = 1u << 3,   /* --json */
-    CLI_ACCEPT_LOG = 1u << 4     /* --log LEVEL */
+    CLI_ACCEPT_LOG = 1u << 4,    /* --log LEVEL */
+    /* Only the shape flags a model leaves to the engine: --arch, the four
+     * dtypes, --page-size (for `plan`, where the model gives the rest). */
+    CLI_ACCEPT_TARGET = 1u << 5
 };
 
 /* Bits of cli_common.given: which shape fields were set on the command line,
@@ -151,6 +154,8 @@ int cli_usage_error(const char *fmt, ...);
  * error naming `flag` and `value` and return -1; on success 0. */
 int cli_parse_int32(const char *flag, const char *value, int32_t min, int32_t max, int32_t *out);
 int cli_parse_dtype(const char *flag, const char *value, int32_t *out);
+/* An arch name of 1 to ATTN_ARCH_MAX - 1 characters, copied with its NUL. */
+int cli_parse_arch(const char *flag, const char *value, char out[ATTN_ARCH_MAX]);
 
 /* The value of a flag at argv[*i]: for `--flag=value` the part after '=', for
  * `--flag value` argv[*i + 1] (and *i is advanced). NULL after printing a usage
@@ -160,7 +165,7 @@ const char *cli_flag_value(int argc, char **argv, int *i, const char *name);
 /* 1 when argv[*i] is `name` or `name=...`. */
 int cli_flag_is(const char *arg, const char *name);
 
-/* ---- JSON output (hand-written; no external library) -------------------- */
+/* ---- JSON output (hand-written; see json.c for why) ---------------------- */
 
 /* A pretty-printing writer (two-space indent, one value per line) that keeps
  * track of commas, so commands only say what to write. Key arguments are the
@@ -229,6 +234,8 @@ int cli_cmd_check(int argc, char **argv);
 void cli_help_check(FILE *out);
 int cli_cmd_devices(int argc, char **argv);
 void cli_help_devices(FILE *out);
+int cli_cmd_plan(int argc, char **argv);
+void cli_help_plan(FILE *out);
 
 #ifdef ATTNREG_CLI_HAVE_RUN
 int cli_cmd_run(int argc, char **argv);

@@ -75,12 +75,10 @@ int cli_cmd_list(int argc, char **argv)
             return CLI_EXIT_OK;
         }
         if (cli_flag_is(argv[i], "--arch")) {
-            if (!(arch = cli_flag_value(argc, argv, &i, "--arch")))
+            char checked[ATTN_ARCH_MAX];
+            if (!(arch = cli_flag_value(argc, argv, &i, "--arch")) ||
+                cli_parse_arch("--arch", arch, checked) != 0)
                 return CLI_EXIT_USAGE;
-            if (!*arch || strlen(arch) >= ATTN_ARCH_MAX)
-                return cli_usage_error("--arch: invalid value '%s' (expected a name of 1 to %d "
-                                       "characters)",
-                                       arch, ATTN_ARCH_MAX - 1);
             continue;
         }
         r = cli_parse_common_flag(&c, argc, argv, &i);

@@ -157,6 +157,18 @@ int cli_parse_dtype(const char *flag, const char *value, int32_t *out)
     return 0;
 }
 
+int cli_parse_arch(const char *flag, const char *value, char out[ATTN_ARCH_MAX])
+{
+    if (!*value || strlen(value) >= ATTN_ARCH_MAX) {
+        cli_usage_error("%s: invalid value '%s' (expected a name of 1 to %d characters, e.g. "
+                        "gfx950, gfx942, sm_90, cpu)",
+                        flag, value, ATTN_ARCH_MAX - 1);
+        return -1;
+    }
+    memcpy(out, value, strlen(value) + 1);
+    return 0;
+}
+
 static int parse_softcap(const char *flag, const char *value, float *out)
 {
     char *end = NULL;
@@ -247,16 +259,17 @@ struct int_flag {
     int32_t min;
     size_t offset;
     unsigned given_bit;
+    unsigned accept; /* CLI_ACCEPT_TARGET: also for commands that take only those */
 };
 
 static const struct int_flag shape_int_flags[] = {
-    {"--q-heads", 0, offsetof(attn_shape, num_q_heads), 0},
-    {"--kv-heads", 0, offsetof(attn_shape, num_kv_heads), 0},
-    {"--head-dim", 0, offsetof(attn_shape, head_dim), 0},
-    {"--head-dim-v", 0, offsetof(attn_shape, head_dim_v), 0},
-    {"--page-size", 0, offsetof(attn_shape, page_size), 0},
-    {"--max-q-len", 0, offsetof(attn_shape, max_q_len), CLI_GIVEN_MAX_Q_LEN},
-    {"--max-kv-len", 0, offsetof(attn_shape, max_kv_len), CLI_GIVEN_MAX_KV_LEN},
+    {"--q-heads", 0, offsetof(attn_shape, num_q_heads), 0, CLI_ACCEPT_SHAPE},
+    {"--kv-heads", 0, offsetof(attn_shape, num_kv_heads), 0, CLI_ACCEPT_SHAPE},
+    {"--head-dim", 0, offsetof(attn_shape, head_dim), 0, CLI_ACCEPT_SHAPE},
+    {"--head-dim-v", 0, offsetof(attn_shape, head_dim_v), 0, CLI_ACCEPT_SHAPE},
+    {"--page-size", 0, offsetof(attn_shape, page_size), 0, CLI_ACCEPT_TARGET},
+    {"--max-q-len", 0, offsetof(attn_shape, max_q_len), CLI_GIVEN_MAX_Q_LEN, CLI_ACCEPT_SHAPE},
+    {"--max-kv-len", 0, offsetof(attn_shape, max_kv_len), CLI_GIVEN_MAX_KV_LEN, CLI_ACCEPT_SHAPE},
 };
 
 struct dtype_flag {
@@ -287,26 +300,22 @@ static int reject_inline_value(const char *arg, const char *name)
     return 1;
 }
 
+/* The SHAPE flags, or only the target ones (--arch, dtypes, --page-size)
+ * when the command accepts CLI_ACCEPT_TARGET without CLI_ACCEPT_SHAPE. */
 static int parse_shape_flag(struct cli_common *c, int argc, char **argv, int *i)
 {
     const char *arg = argv[*i];
     const char *value;
+    const int whole_shape = (c->accept & CLI_ACCEPT_SHAPE) != 0;
 
     if (cli_flag_is(arg, "--arch")) {
         if (!(value = cli_flag_value(argc, argv, i, "--arch")))
             return -1;
-        if (!*value || strlen(value) >= ATTN_ARCH_MAX) {
-            cli_usage_error("--arch: invalid value '%s' (expected a name of 1 to %d characters, "
-                            "e.g. gfx950, gfx942, sm_90, cpu)",
-                            value, ATTN_ARCH_MAX - 1);
-            return -1;
-        }
-        memcpy(c->shape.arch, value, strlen(value) + 1);
-        return 1;
+        return cli_parse_arch("--arch", value, c->shape.arch) == 0 ? 1 : -1;
     }
     for (size_t k = 0; k < sizeof shape_int_flags / sizeof shape_int_flags[0]; k++) {
         const struct int_flag *f = &shape_int_flags[k];
-        if (!cli_flag_is(arg, f->name))
+        if (!cli_flag_is(arg, f->name) || (!whole_shape && f->accept != CLI_ACCEPT_TARGET))
             continue;
         if (!(value = cli_flag_value(argc, argv, i, f->name)))
             return -1;
@@ -327,6 +336,8 @@ static int parse_shape_flag(struct cli_common *c, int argc, char **argv, int *i)
         c->given |= f->given_bit;
         return 1;
     }
+    if (!whole_shape)
+        return 0;
     if (cli_flag_is(arg, "--window")) {
         if (!(value = cli_flag_value(argc, argv, i, "--window")))
             return -1;
@@ -356,7 +367,7 @@ int cli_parse_common_flag(struct cli_common *c, int argc, char **argv, int *i)
     const char *value;
     int r;
 
-    if (c->accept & CLI_ACCEPT_SHAPE) {
+    if (c->accept & (CLI_ACCEPT_SHAPE | CLI_ACCEPT_TARGET)) {
         r = parse_shape_flag(c, argc, argv, i);
         if (r != 0)
             return r;
@@ -491,34 +502,51 @@ int cli_open_registry(const struct cli_common *c, attn_registry **reg)
 
 /* ---- help ------------------------------------------------------------ */
 
+/* One line of the SHAPE help each, marked with the set it belongs to. */
+static const struct {
+    unsigned accept;
+    const char *text;
+} shape_help[] = {
+    {CLI_ACCEPT_TARGET,
+     "  --arch A             target arch: gfx950, gfx942, sm_90, cpu, ... [cpu]\n"},
+    {CLI_ACCEPT_SHAPE, "  --q-heads N          query heads [1]\n"},
+    {CLI_ACCEPT_SHAPE, "  --kv-heads N         KV heads; 0 = same as --q-heads (MHA) [0]\n"},
+    {CLI_ACCEPT_SHAPE, "  --head-dim N         head size of Q and K [128]\n"},
+    {CLI_ACCEPT_SHAPE, "  --head-dim-v N       head size of V; 0 = --head-dim [0]\n"},
+    {CLI_ACCEPT_TARGET, "  --q-dtype T          query dtype [bf16]\n"},
+    {CLI_ACCEPT_TARGET, "  --kv-dtype T         K/V cache dtype [the --q-dtype value]\n"},
+    {CLI_ACCEPT_TARGET, "  --compute-dtype T    precision of the math [the --q-dtype value]\n"},
+    {CLI_ACCEPT_TARGET, "  --out-dtype T        output dtype [the --q-dtype value]\n"},
+    {CLI_ACCEPT_TARGET, "  --page-size N        tokens per KV-cache block [16]\n"},
+    {CLI_ACCEPT_SHAPE, "  --max-q-len N        longest query (new tokens) of one sequence [1]\n"},
+    {CLI_ACCEPT_SHAPE,
+     "  --max-kv-len N       longest key range of one sequence [max(--max-q-len, 1)]\n"},
+    {CLI_ACCEPT_SHAPE, "  --window L,R         sliding window, -1 = unbounded [-1,-1]\n"},
+    {CLI_ACCEPT_SHAPE, "  --softcap X          logit softcap, 0 = none [0]\n"},
+    {CLI_ACCEPT_SHAPE, "  --sinks              per-head sink logits are passed\n"},
+    {CLI_ACCEPT_SHAPE, "  --no-causal          no causal masking [causal]\n"},
+    {CLI_ACCEPT_TARGET, "  dtypes T: f32, f16, bf16, fp8_e4m3fn, fp8_e4m3fnuz\n"},
+};
+
 void cli_help_common(FILE *out, unsigned accept)
 {
-    if (accept & CLI_ACCEPT_SHAPE) {
-        fputs("SHAPE flags (defaults in brackets):\n"
-              "  --arch A             target arch: gfx950, gfx942, sm_90, cpu, ... [cpu]\n"
-              "  --q-heads N          query heads [1]\n"
-              "  --kv-heads N         KV heads; 0 = same as --q-heads (MHA) [0]\n"
-              "  --head-dim N         head size of Q and K [128]\n"
-              "  --head-dim-v N       head size of V; 0 = --head-dim [0]\n"
-              "  --q-dtype T          query dtype [bf16]\n"
-              "  --kv-dtype T         K/V cache dtype [the --q-dtype value]\n"
-              "  --compute-dtype T    precision of the math [the --q-dtype value]\n"
-              "  --out-dtype T        output dtype [the --q-dtype value]\n"
-              "  --page-size N        tokens per KV-cache block [16]\n"
-              "  --max-q-len N        longest query (new tokens) of one sequence [1]\n"
-              "  --max-kv-len N       longest key range of one sequence [max(--max-q-len, 1)]\n"
-              "  --window L,R         sliding window, -1 = unbounded [-1,-1]\n"
-              "  --softcap X          logit softcap, 0 = none [0]\n"
-              "  --sinks              per-head sink logits are passed\n"
-              "  --no-causal          no causal masking [causal]\n"
-              "  dtypes T: f32, f16, bf16, fp8_e4m3fn, fp8_e4m3fnuz\n"
-              "  Values are given as '--flag VALUE' or '--flag=VALUE'. A value that is not\n"
-              "  a number, a negative count or an unknown dtype is a usage error (exit 2);\n"
-              "  a zero count or --max-q-len above --max-kv-len is an invalid shape (exit 3).\n",
+    if (accept & (CLI_ACCEPT_SHAPE | CLI_ACCEPT_TARGET)) {
+        int whole_shape = (accept & CLI_ACCEPT_SHAPE) != 0;
+        fputs(whole_shape ? "SHAPE flags (defaults in brackets):\n"
+                          : "Target flags (defaults in brackets):\n",
               out);
+        for (size_t k = 0; k < sizeof shape_help / sizeof shape_help[0]; k++)
+            if (whole_shape || shape_help[k].accept == CLI_ACCEPT_TARGET)
+                fputs(shape_help[k].text, out);
+        if (whole_shape)
+            fputs("  Values are given as '--flag VALUE' or '--flag=VALUE'. A value that is not\n"
+                  "  a number, a negative count or an unknown dtype is a usage error (exit 2);\n"
+                  "  a zero count or --max-q-len above --max-kv-len is an invalid shape (exit "
+                  "3).\n",
+                  out);
     }
     if (accept & (CLI_ACCEPT_CONF | CLI_ACCEPT_SELECT | CLI_ACCEPT_JSON | CLI_ACCEPT_LOG))
-        fputs(accept & CLI_ACCEPT_SHAPE ? "\nOptions:\n" : "Options:\n", out);
+        fputs(accept & (CLI_ACCEPT_SHAPE | CLI_ACCEPT_TARGET) ? "\nOptions:\n" : "Options:\n", out);
     if (accept & CLI_ACCEPT_CONF)
         fputs("  --conf DIR           search DIR for *.ini first (repeatable, in order), then\n"
               "                       ATTNREG_CONF_PATH, then the installation's conf folder\n"

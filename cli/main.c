@@ -12,6 +12,8 @@ static const struct cli_command commands[] = {
     {"explain", "show every candidate's verdict for a shape, the fallback and the decision",
      cli_cmd_explain, cli_help_explain},
     {"select", "print the backend chosen for a shape", cli_cmd_select, cli_help_select},
+    {"plan", "plan a whole model's attention from its Hugging Face config.json", cli_cmd_plan,
+     cli_help_plan},
     {"check", "validate the conf files and load every plugin", cli_cmd_check, cli_help_check},
     {"devices", "list the devices each plugin can run on", cli_cmd_devices, cli_help_devices},
 #ifdef ATTNREG_CLI_HAVE_RUN
@@ -61,7 +63,8 @@ static void print_main_help(FILE *out)
           "  10  internal error\n"
           "\n"
           "Environment: ATTNREG_CONF_PATH (conf folders, colon separated), ATTNREG_BACKEND\n"
-          "(force a backend), ATTNREG_DISABLE (a,b: remove backends), ATTNREG_LOG (level).\n",
+          "(force a backend), ATTNREG_DISABLE (a,b: remove backends), ATTNREG_LOG (level).\n"
+          "Any other ATTNREG_* variable is warned about once, with the closest known name.\n",
           out);
 }
 

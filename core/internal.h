@@ -42,6 +42,14 @@ attn_status
 attn_fail(attn_status status, const char *fmt, ...);
 void attn_clear_error(void);
 
+/* Formats why something is invalid into msg (when msg and size allow) and
+ * returns 0: the "invalid" verdict of the validators. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+int
+attn_invalid(char *msg, size_t size, const char *fmt, ...);
+
 /* Copy min(dst_size, src_size) bytes of a versioned struct; zero the rest. */
 void attn_copy_versioned(void *dst, uint32_t dst_size, const void *src, size_t src_size);
 
@@ -266,6 +274,9 @@ attn_status attn_candidate_probe(attn_candidate *c);
  * ATTN_ERR_ARCH_NOT_IN_BINARY / ATTN_ERR_NO_DEVICE with a sentence in msg.
  * Shared by runnable-mode selection and attn_backend_create. */
 attn_status attn_candidate_can_run(attn_candidate *c, const char *arch, char *msg, size_t size);
+
+/* env.c: warns once per process about ATTNREG_* variables nobody reads. */
+void attn_env_check_once(const attn_logger *logger);
 
 /* select.c: decisions */
 void attn_decision_free(decision *d);

@@ -150,6 +150,8 @@ ATTNREG_API attn_status attn_registry_open(const attn_registry_options *options,
                      "ATTNREG_LOG=%s is not one of debug, info, warn, error, off; using warn",
                      env_log);
     }
+    if (use_env)
+        attn_env_check_once(&reg->logger);
     reg->strict = opt.strict != 0;
     reg->runnable = opt.runnable != 0;
     const char *forced = opt.forced_backend;

@@ -74,76 +74,62 @@ static int dtype_known(int32_t d)
     return d > ATTN_DTYPE_INVALID && d < ATTN_DTYPE_COUNT;
 }
 
-static int invalid(char *msg, size_t size, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 3, 4)))
-#endif
-    ;
-
-static int invalid(char *msg, size_t size, const char *fmt, ...)
-{
-    if (msg && size) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(msg, size, fmt, ap);
-        va_end(ap);
-    }
-    return 0;
-}
-
 ATTNREG_API int attn_shape_validate(const attn_shape *in, char *msg, size_t size)
 {
     attn_shape s;
     if (msg && size)
         msg[0] = '\0';
     if (attn_shape_normalize(in, &s) != ATTN_OK)
-        return invalid(msg, size, "%s", attn_last_error());
+        return attn_invalid(msg, size, "%s", attn_last_error());
     if (strnlen(in->arch, ATTN_ARCH_MAX) == ATTN_ARCH_MAX)
-        return invalid(msg, size, "arch is not NUL-terminated within %d bytes", ATTN_ARCH_MAX);
+        return attn_invalid(msg, size, "arch is not NUL-terminated within %d bytes", ATTN_ARCH_MAX);
     if (s.arch[0] == '\0')
-        return invalid(msg, size, "arch is empty");
+        return attn_invalid(msg, size, "arch is empty");
     if (s.num_q_heads <= 0)
-        return invalid(msg, size, "num_q_heads must be positive (got %d)", s.num_q_heads);
+        return attn_invalid(msg, size, "num_q_heads must be positive (got %d)", s.num_q_heads);
     if (s.num_kv_heads < 0)
-        return invalid(msg, size, "num_kv_heads must be positive, or 0 for MHA (got %d)",
-                       s.num_kv_heads);
+        return attn_invalid(msg, size, "num_kv_heads must be positive, or 0 for MHA (got %d)",
+                            s.num_kv_heads);
     int32_t kv = attn_shape_kv_heads(&s);
     if (s.num_q_heads % kv != 0)
-        return invalid(msg, size, "requires num_heads (%d) to be a multiple of num_kv_heads (%d)",
-                       s.num_q_heads, kv);
+        return attn_invalid(msg, size,
+                            "requires num_heads (%d) to be a multiple of num_kv_heads (%d)",
+                            s.num_q_heads, kv);
     if (s.head_dim <= 0)
-        return invalid(msg, size, "head_dim must be positive (got %d)", s.head_dim);
+        return attn_invalid(msg, size, "head_dim must be positive (got %d)", s.head_dim);
     if (s.head_dim_v < 0)
-        return invalid(msg, size, "head_dim_v must be positive, or 0 for head_dim (got %d)",
-                       s.head_dim_v);
+        return attn_invalid(msg, size, "head_dim_v must be positive, or 0 for head_dim (got %d)",
+                            s.head_dim_v);
     static const char *const dtype_fields[] = {"q_dtype", "kv_dtype", "compute_dtype", "out_dtype"};
     const int32_t dtypes[] = {s.q_dtype, s.kv_dtype, s.compute_dtype, s.out_dtype};
     for (int i = 0; i < 4; i++)
         if (!dtype_known(dtypes[i]))
-            return invalid(msg, size, "%s %d is not a known dtype", dtype_fields[i], dtypes[i]);
+            return attn_invalid(msg, size, "%s %d is not a known dtype", dtype_fields[i],
+                                dtypes[i]);
     if (s.page_size <= 0)
-        return invalid(msg, size, "page_size must be positive (got %d)", s.page_size);
+        return attn_invalid(msg, size, "page_size must be positive (got %d)", s.page_size);
     if (s.max_q_len <= 0)
-        return invalid(msg, size, "max_q_len must be positive (got %d)", s.max_q_len);
+        return attn_invalid(msg, size, "max_q_len must be positive (got %d)", s.max_q_len);
     if (s.max_kv_len <= 0)
-        return invalid(msg, size, "max_kv_len must be positive (got %d)", s.max_kv_len);
+        return attn_invalid(msg, size, "max_kv_len must be positive (got %d)", s.max_kv_len);
     if (s.max_q_len > s.max_kv_len)
-        return invalid(msg, size,
-                       "max_q_len (%d) exceeds max_kv_len (%d): the new tokens are among the keys",
-                       s.max_q_len, s.max_kv_len);
+        return attn_invalid(
+            msg, size, "max_q_len (%d) exceeds max_kv_len (%d): the new tokens are among the keys",
+            s.max_q_len, s.max_kv_len);
     if (s.causal != 0 && s.causal != 1)
-        return invalid(msg, size, "causal must be 0 or 1 (got %d)", s.causal);
+        return attn_invalid(msg, size, "causal must be 0 or 1 (got %d)", s.causal);
     if (s.window_left < -1)
-        return invalid(msg, size, "window_left must be -1 (unbounded) or >= 0 (got %d)",
-                       s.window_left);
+        return attn_invalid(msg, size, "window_left must be -1 (unbounded) or >= 0 (got %d)",
+                            s.window_left);
     if (s.window_right < -1)
-        return invalid(msg, size, "window_right must be -1 (unbounded) or >= 0 (got %d)",
-                       s.window_right);
+        return attn_invalid(msg, size, "window_right must be -1 (unbounded) or >= 0 (got %d)",
+                            s.window_right);
     if (!isfinite(s.softcap) || s.softcap < 0.0f)
-        return invalid(msg, size, "softcap must be 0 (none) or a positive finite number (got %g)",
-                       (double)s.softcap);
+        return attn_invalid(msg, size,
+                            "softcap must be 0 (none) or a positive finite number (got %g)",
+                            (double)s.softcap);
     if (s.has_sinks != 0 && s.has_sinks != 1)
-        return invalid(msg, size, "has_sinks must be 0 or 1 (got %d)", s.has_sinks);
+        return attn_invalid(msg, size, "has_sinks must be 0 or 1 (got %d)", s.has_sinks);
     return 1;
 }
 

@@ -103,9 +103,13 @@ ATTNREG_API attn_dtype attn_dtype_from_name(const char *name)
     return ATTN_DTYPE_INVALID;
 }
 
+#define ATTNREG_STR_(x) #x
+#define ATTNREG_STR(x) ATTNREG_STR_(x)
+
 ATTNREG_API const char *attnreg_version_string(void)
 {
-    return "0.1.0";
+    return ATTNREG_STR(ATTNREG_VERSION_MAJOR) "." ATTNREG_STR(
+        ATTNREG_VERSION_MINOR) "." ATTNREG_STR(ATTNREG_VERSION_PATCH);
 }
 
 ATTNREG_API void attnreg_version(int *major, int *minor, int *patch)

@@ -105,3 +105,14 @@ void attn_copy_versioned(void *dst, uint32_t dst_size, const void *src, size_t s
     if (n < dst_size)
         memset((char *)dst + n, 0, dst_size - n);
 }
+
+int attn_invalid(char *msg, size_t size, const char *fmt, ...)
+{
+    if (msg && size) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(msg, size, fmt, ap);
+        va_end(ap);
+    }
+    return 0;
+}

@@ -1,8 +1,9 @@
 /*
  * host_demo — what an inference engine does with attnreg, end to end:
  * open the registry from the shipped conf, plan for GPUs this machine does
- * not have (the answer is the same on a laptop), then select, construct and
- * run a backend that is really here (cpu-ref) on a small paged-KV batch.
+ * not have (the answer is the same on a laptop), shape by shape and for a
+ * whole model at config load, then select, construct and run a backend that
+ * is really here (cpu-ref) on a small paged-KV batch.
  */
 #include <math.h>
 #include <stdio.h>
@@ -26,6 +27,60 @@ static void plan(attn_registry *reg, const char *what, const attn_shape *shape)
         printf(" (fallback %s, because %s: %s)", sel.fallback_rule, sel.fallback_backend,
                sel.fallback_message);
     printf("\n");
+}
+
+/* At config load: the whole model planned once (here Qwen3.5-397B-A17B's
+ * attention: one full-attention layer after every three linear-attention
+ * layers, 32 query heads over 2 KV heads, D 256) on two tensor-parallel
+ * ranks of gfx950 with an fp8 KV cache and 3 speculative tokens. At run time
+ * a layer's backend is a lookup, not a decision. */
+static int plan_model(attn_registry *reg)
+{
+    attn_layer layers[60];
+    for (int i = 0; i < 60; i++) {
+        attn_layer_init(&layers[i], sizeof layers[i]);
+        if ((i + 1) % 4) {
+            layers[i].kind = ATTN_LAYER_NOT_ATTENTION;
+            layers[i].type_name = "linear_attention";
+        }
+    }
+    attn_model model;
+    attn_model_init(&model, sizeof model);
+    strcpy(model.arch, "gfx950");
+    model.num_q_heads = 32;
+    model.num_kv_heads = 2;
+    model.head_dim = 256;
+    model.num_layers = 60;
+    model.layers = layers;
+    model.kv_dtype = ATTN_DTYPE_FP8_E4M3FN;
+    model.tp_size = 2;
+    model.max_model_len = 32768;
+    model.max_prefill_tokens = 8192;
+    model.spec_tokens = 3;
+
+    attn_plan *plan;
+    attn_status st = attn_registry_plan(reg, &model, &plan);
+    if (st != ATTN_OK) {
+        printf("model Qwen3.5 shape, tp 2: %s: %s\n", attn_status_name(st), attn_last_error());
+        attn_plan_free(plan);
+        return 1;
+    }
+    attn_plan_summary sum = {.struct_size = sizeof sum};
+    attn_plan_summarize(plan, &sum);
+    printf("model Qwen3.5 shape, tp 2 (%d/%d heads per rank): %zu entries\n", sum.rank_q_heads,
+           sum.rank_kv_heads, sum.num_entries);
+    static const int32_t phases[] = {ATTN_PHASE_PREFILL, ATTN_PHASE_DECODE, ATTN_PHASE_VERIFY};
+    for (size_t k = 0; k < sizeof phases / sizeof phases[0]; k++) {
+        attn_plan_entry e = {.struct_size = sizeof e};
+        attn_plan_lookup(plan, 3, phases[k], &e);
+        printf("      layer 3 %-7s (q_len %d) -> %s\n", attn_phase_name(e.phase),
+               e.shape->max_q_len, e.selection->backend_name);
+    }
+    attn_plan_entry e = {.struct_size = sizeof e};
+    attn_plan_lookup(plan, 0, ATTN_PHASE_DECODE, &e);
+    printf("      layer 0 %s -> %s\n", e.layer_type, e.message);
+    attn_plan_free(plan);
+    return 0;
 }
 
 /* Uniform in [-1, 1): attention on zeros would hide indexing mistakes. */
@@ -72,6 +127,10 @@ int main(void)
     attn_shape bad = gqa_fp8;
     bad.num_kv_heads = 5;
     plan(reg, "gfx942 32/5 heads", &bad);
+    if (plan_model(reg) != 0) {
+        attn_registry_close(reg);
+        return 1;
+    }
 
     /* Running: two sequences on the CPU, GQA 8/2, D 64, f32. */
     enum { HQ = 8, HKV = 2, D = 64, PAGE = 16, SEQS = 2, BLOCKS = 16, BLOCKS_PER_SEQ = 8 };

@@ -23,10 +23,26 @@
  * strings: until the explanation is freed). attn_last_error() is valid until
  * the next failing call on the same thread.
  *
- * Thread safety: attn_registry_select, attn_registry_explain and the read-only
- * queries may be called from many threads at once on one registry. Open and
- * close are not concurrent with anything else on that registry. A backend
- * object is used by one thread at a time.
+ * Thread safety: attn_registry_select, attn_registry_explain, attn_registry_plan
+ * and the read-only queries may be called from many threads at once on one
+ * registry. Open and close are not concurrent with anything else on that
+ * registry. A backend object is used by one thread at a time; a plan is
+ * immutable and may be read from many threads.
+ *
+ * ABI rules: every struct a host passes or receives starts with
+ * `struct_size` (see attn_types.h); fields are only appended; a function
+ * that fills a host's struct writes no more than the struct_size the host
+ * gave. Opaque handles grow freely.
+ *
+ * Host API changelog (append-only):
+ *   0.1  Registry, selection, explanation, backends.
+ *   0.2  Model planning: attn_layer, attn_model (with attn_layer_init and
+ *        attn_model_init, which take the caller's struct size),
+ *        attn_registry_plan, attn_plan_summarize, attn_plan_entry_get,
+ *        attn_plan_lookup, attn_plan_free, attn_phase_name,
+ *        attn_layer_kind_name. No existing struct or function changed.
+ *        Opening a registry with the environment enabled now warns, once
+ *        per process, about unknown ATTNREG_* variables.
  */
 #ifndef ATTNREG_H
 #define ATTNREG_H
@@ -44,7 +60,7 @@ extern "C" {
 #endif
 
 #define ATTNREG_VERSION_MAJOR 0
-#define ATTNREG_VERSION_MINOR 1
+#define ATTNREG_VERSION_MINOR 2
 #define ATTNREG_VERSION_PATCH 0
 
 typedef struct attn_registry attn_registry;       /* opaque */
@@ -54,7 +70,7 @@ typedef struct attn_candidate attn_candidate;     /* opaque: one registered plug
 
 /* ---- library, status, names ------------------------------------------ */
 
-ATTNREG_API const char *attnreg_version_string(void); /* "0.1.0" */
+ATTNREG_API const char *attnreg_version_string(void); /* "0.2.0" */
 ATTNREG_API void attnreg_version(int *major, int *minor, int *patch);
 ATTNREG_API uint32_t attnreg_plugin_abi_version(void); /* (major << 16) | minor */
 
@@ -245,6 +261,178 @@ ATTNREG_API const char *attn_explanation_pass_rule(const attn_explanation *expla
                                                    size_t pass);
 ATTNREG_API const attn_shape *attn_explanation_pass_shape(const attn_explanation *explanation,
                                                           size_t pass);
+
+/* ---- planning a whole model (at config load) ------------------------ */
+
+/* What one layer of a model computes. A model mixes them: Gemma-2 alternates
+ * sliding and full layers, Qwen3.5 puts one full-attention layer after three
+ * linear-attention (Gated DeltaNet) layers. */
+typedef enum attn_layer_kind {
+    ATTN_LAYER_FULL = 0,         /* causal attention over the whole context */
+    ATTN_LAYER_SLIDING = 1,      /* causal attention inside a sliding window */
+    ATTN_LAYER_NOT_ATTENTION = 2 /* linear attention, SSM, convolution, ...:
+                                    the registry plans no backend for it */
+} attn_layer_kind;
+#define ATTN_LAYER_KIND_COUNT 3
+
+/* One layer. Set struct_size with attn_layer_init(). */
+typedef struct attn_layer {
+    uint32_t struct_size;
+    int32_t kind; /* attn_layer_kind */
+    /* ATTN_LAYER_SLIDING: the window in the shape's convention
+     * (FlashAttention's window_size (L, R), -1 = unbounded): a query at
+     * position p sees keys p - L .. p + R. A Hugging Face sliding_window W
+     * (a query sees W keys, itself included) is (W - 1, 0). Ignored for the
+     * other kinds. */
+    int32_t window_left;
+    int32_t window_right;
+    /* Optional name of the layer's type, shown in plans and messages
+     * ("linear_attention"); NULL = the kind's name. Not copied into the
+     * registry: it only needs to live until attn_registry_plan returns. */
+    const char *type_name;
+} attn_layer;
+
+/* Fills the defaults (full attention, window -1,-1, no name) into the first
+ * struct_size bytes of *layer and sets layer->struct_size to it: pass
+ * sizeof(attn_layer) as the caller knows it. */
+ATTNREG_API void attn_layer_init(attn_layer *layer, uint32_t struct_size);
+
+/* The largest num_layers a model may have. */
+#define ATTN_MODEL_MAX_LAYERS 65536
+
+/* A whole model's attention as an engine is about to run it: the model's
+ * own numbers (before tensor parallelism), the engine's choices (dtypes,
+ * page size, tensor parallelism) and its capacities. Every phase of every
+ * layer is planned from it. */
+typedef struct attn_model {
+    uint32_t struct_size;
+    char arch[ATTN_ARCH_MAX]; /* target arch, as in attn_shape */
+    int32_t num_q_heads;      /* the whole model's query heads (num_attention_heads) */
+    int32_t num_kv_heads;     /* the whole model's KV heads; 0 = num_q_heads (MHA) */
+    int32_t head_dim;
+    int32_t head_dim_v; /* 0 = head_dim */
+    int32_t num_layers; /* 1 .. ATTN_MODEL_MAX_LAYERS */
+    /* num_layers layers, or NULL for "every layer full attention". The
+     * array's stride is layers[0].struct_size (every element must carry the
+     * same), so a host built against an older, smaller attn_layer works. */
+    const attn_layer *layers;
+    float softcap;     /* 0 = none; every attention layer */
+    int32_t has_sinks; /* 1 = per-head sink logits on every attention layer */
+    int32_t q_dtype;   /* attn_dtype, as in attn_shape */
+    int32_t kv_dtype;
+    int32_t compute_dtype;
+    int32_t out_dtype;
+    int32_t page_size;
+    /* Tensor parallelism as vLLM and SGLang split heads: each of tp_size
+     * ranks gets num_q_heads / tp_size query heads (tp_size must divide
+     * them); KV heads are split the same way when num_kv_heads >= tp_size
+     * (tp_size must divide them) and replicated, one per rank, when
+     * tp_size > num_kv_heads (tp_size must be a multiple of them). Every rank
+     * gets the same shapes, so one plan serves them all. */
+    int32_t tp_size; /* 1 = no tensor parallelism */
+    /* Capacities, not live lengths (decisions are made once, e.g. per
+     * captured graph): every phase's max_kv_len is max_model_len; prefill's
+     * max_q_len is min(max_prefill_tokens, max_model_len), decode's is 1 and
+     * verify's (planned only when spec_tokens > 0) is spec_tokens + 1. */
+    int32_t max_model_len;      /* no default: must be set (> 0) */
+    int32_t max_prefill_tokens; /* the largest prefill chunk; 0 = max_model_len */
+    int32_t spec_tokens;        /* speculative tokens verified per step; 0 = none */
+} attn_model;
+
+/* Fills the defaults into the first struct_size bytes of *model and sets
+ * model->struct_size to it (pass sizeof(attn_model) as the caller knows it):
+ * arch "cpu", 1 query head, MHA, head_dim 128, 1 layer of full attention
+ * (layers NULL), no softcap, no sinks, every dtype bf16, page 16, tp 1,
+ * max_model_len 0 (to be set), prefill chunk = max_model_len, no
+ * speculative tokens. */
+ATTNREG_API void attn_model_init(attn_model *model, uint32_t struct_size);
+
+typedef enum attn_phase {
+    ATTN_PHASE_PREFILL = 0, /* max_q_len = the prefill chunk */
+    ATTN_PHASE_DECODE = 1,  /* max_q_len = 1 */
+    ATTN_PHASE_VERIFY = 2   /* max_q_len = spec_tokens + 1 (speculative decoding) */
+} attn_phase;
+#define ATTN_PHASE_COUNT 3
+
+/* "prefill", "decode", "verify"; "unknown" otherwise. */
+ATTNREG_API const char *attn_phase_name(int32_t phase);
+/* "full", "sliding", "not_attention"; "unknown" otherwise. */
+ATTNREG_API const char *attn_layer_kind_name(int32_t kind);
+
+typedef struct attn_plan attn_plan; /* opaque, immutable */
+
+/* Plans every (layer group, phase) of a model, where a layer group is the
+ * set of layers with one kind and window (and, for layers that are not
+ * attention, one type name). The model is validated first, whole and per
+ * rank, before any plugin is asked: an invalid one gives
+ * ATTN_ERR_INVALID_SHAPE, a plan without entries and the reason as message,
+ * e.g. "requires num_heads (28) to be a multiple of num_kv_heads (6)" or
+ * "requires num_heads (32) to be a multiple of tp (3)". Otherwise each
+ * attention entry is decided by attn_registry_select on its per-rank shape
+ * (so the cache, fallback rules, strict, forced and runnable modes apply as
+ * for select), and layers that are not attention get entries without a
+ * shape or selection.
+ *
+ * Returns ATTN_OK when every attention entry has a backend; otherwise the
+ * status of the first entry that has none (ATTN_ERR_UNSUPPORTED,
+ * ATTN_ERR_BACKEND_REJECTED, ATTN_ERR_NOT_FOUND), with every entry still
+ * filled; ATTN_ERR_INVALID_SHAPE as above. *plan is set whenever the status
+ * is one of those (free it with attn_plan_free); on ATTN_ERR_INVALID_ARGUMENT
+ * (NULL, a struct_size too small, layers of unequal struct_size) and
+ * ATTN_ERR_NO_MEMORY it is NULL. attn_last_error() has the message of a
+ * failure. The plan owns its strings and shapes (valid until
+ * attn_plan_free); a selection's candidate, which attn_backend_create takes,
+ * is valid until the registry is closed. */
+ATTNREG_API attn_status attn_registry_plan(attn_registry *registry, const attn_model *model,
+                                           attn_plan **plan);
+ATTNREG_API void attn_plan_free(attn_plan *plan);
+
+/* The plan as a whole. Set struct_size before the call. */
+typedef struct attn_plan_summary {
+    uint32_t struct_size;
+    attn_status status;  /* what attn_registry_plan returned */
+    const char *message; /* "" when ATTN_OK; else the reason */
+    size_t num_entries;  /* 0 for an invalid model */
+    int32_t num_layers;
+    int32_t tp_size;
+    int32_t rank_q_heads;        /* query heads on each rank */
+    int32_t rank_kv_heads;       /* KV heads on each rank */
+    int32_t kv_heads_replicated; /* 1 when tp_size > num_kv_heads: ranks hold copies */
+    int32_t prefill_q_len;       /* the phases' max_q_len; verify_q_len 0 = not planned */
+    int32_t decode_q_len;
+    int32_t verify_q_len;
+    int32_t max_kv_len; /* max_model_len */
+} attn_plan_summary;
+
+ATTNREG_API attn_status attn_plan_summarize(const attn_plan *plan, attn_plan_summary *out);
+
+/* One (layer group, phase). Entries come ordered by each group's first
+ * layer, then by phase; every layer appears in exactly one entry of each
+ * planned phase. */
+typedef struct attn_plan_entry {
+    uint32_t struct_size;
+    int32_t phase;          /* attn_phase */
+    int32_t layer_kind;     /* attn_layer_kind */
+    const char *layer_type; /* the layers' type_name, else the kind's name */
+    const int32_t *layers;  /* the layer indices, ascending */
+    uint32_t num_layers;
+    /* ATTN_OK: a backend was selected, or the layers are not attention (no
+     * backend needed). Otherwise the selection's failure status. */
+    attn_status status;
+    const attn_shape *shape;         /* the per-rank shape asked; NULL when not attention */
+    const attn_selection *selection; /* the decision (backend, effective shape, fallback rule
+                                        and reason); NULL when not attention */
+    const char *message;             /* "" when selected; the failure's reason; or, when not
+                                        attention, why nothing is planned */
+} attn_plan_entry;
+
+/* Fills entry `index` (0 .. num_entries - 1). */
+ATTNREG_API attn_status attn_plan_entry_get(const attn_plan *plan, size_t index,
+                                            attn_plan_entry *out);
+/* The entry that covers `layer` in `phase`: what a host asks at run time
+ * (ATTN_ERR_NOT_FOUND when the layer or phase is not in the plan). */
+ATTNREG_API attn_status attn_plan_lookup(const attn_plan *plan, int32_t layer, int32_t phase,
+                                         attn_plan_entry *out);
 
 /* ---- backends ------------------------------------------------------- */
 

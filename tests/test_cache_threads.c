@@ -7,6 +7,7 @@
  * accepted, fallen back, invalid, unsupported — in different orders. Every
  * answer must equal what a single thread got from a separate registry, and
  * a thread asking twice must get the very same candidate and name pointers.
+ * Whole-model plans from many threads agree with a single thread's too.
  * Build with ATTNREG_SANITIZE=thread to have TSan watch this test.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -271,6 +272,84 @@ START_TEST(concurrent_selects_on_shipped_conf)
 }
 END_TEST
 
+/* Plans from many threads at once on a cold registry: each thread's plan of
+ * the Qwen3.5 shape (TP 1 and 2 alternating) names the same backends as a
+ * single thread's on a separate registry. */
+#define PLAN_ROUNDS 40
+
+typedef struct plan_worker {
+    attn_registry *reg;
+    pthread_barrier_t *start;
+    int id;
+    long mismatches;
+} plan_worker;
+
+/* "b0,b1,...": the backend of every entry, in order. */
+static void plan_signature(attn_registry *reg, int32_t tp, char *out, size_t size)
+{
+    attn_layer layers[60];
+    attn_model m;
+    attn_plan *plan = NULL;
+    ts_qwen35_model(&m, layers, tp);
+    size_t used =
+        (size_t)snprintf(out, size, "%s:", attn_status_name(attn_registry_plan(reg, &m, &plan)));
+    attn_plan_summary sum = {.struct_size = sizeof sum};
+    if (plan && attn_plan_summarize(plan, &sum) == ATTN_OK) {
+        for (size_t i = 0; i < sum.num_entries && used < size; i++) {
+            attn_plan_entry e = {.struct_size = sizeof e};
+            attn_plan_entry_get(plan, i, &e);
+            used += (size_t)snprintf(
+                out + used, size - used, "%s,",
+                e.selection && e.selection->backend_name ? e.selection->backend_name : "-");
+        }
+    }
+    attn_plan_free(plan);
+}
+
+static char plan_expect[3][512];
+
+static void *run_plan_worker(void *arg)
+{
+    plan_worker *w = arg;
+    pthread_barrier_wait(w->start);
+    for (int r = 0; r < PLAN_ROUNDS; r++) {
+        int32_t tp = (r + w->id) % 2 ? 2 : 1;
+        char got[512];
+        plan_signature(w->reg, tp, got, sizeof got);
+        if (strcmp(got, plan_expect[tp]) != 0)
+            w->mismatches++;
+    }
+    return NULL;
+}
+
+START_TEST(concurrent_plans_on_shipped_conf)
+{
+    attn_registry *ref = open_on(ATTNREG_TEST_CONF_DIR);
+    plan_signature(ref, 1, plan_expect[1], sizeof plan_expect[1]);
+    plan_signature(ref, 2, plan_expect[2], sizeof plan_expect[2]);
+    attn_registry_close(ref);
+    ck_assert_ptr_nonnull(strstr(plan_expect[1], "ATTN_OK:"));
+    ck_assert_ptr_nonnull(strstr(plan_expect[2], "aiter-mtp-gfx950"));
+
+    attn_registry *reg = open_on(ATTNREG_TEST_CONF_DIR);
+    pthread_barrier_t start;
+    ck_assert_int_eq(pthread_barrier_init(&start, NULL, NTHREADS), 0);
+    plan_worker workers[NTHREADS];
+    pthread_t threads[NTHREADS];
+    for (int t = 0; t < NTHREADS; t++) {
+        workers[t] = (plan_worker){reg, &start, t, 0};
+        ck_assert_int_eq(pthread_create(&threads[t], NULL, run_plan_worker, &workers[t]), 0);
+    }
+    for (int t = 0; t < NTHREADS; t++)
+        ck_assert_int_eq(pthread_join(threads[t], NULL), 0);
+    pthread_barrier_destroy(&start);
+    for (int t = 0; t < NTHREADS; t++)
+        ck_assert_msg(workers[t].mismatches == 0, "thread %d: %ld plans differ", t,
+                      workers[t].mismatches);
+    attn_registry_close(reg);
+}
+END_TEST
+
 /* The cache is bounded (65536 shapes): a host that passes a fresh
  * max_kv_len on every call must not grow it forever. Past the bound the
  * answers stay right, repeated asks agree, and the bound is logged once. */
@@ -323,6 +402,7 @@ static Suite *cache_suite(void)
     ts_add_fixtures(tc, 120);
     tcase_add_test(tc, concurrent_selects_on_fakes);
     tcase_add_test(tc, concurrent_selects_on_shipped_conf);
+    tcase_add_test(tc, concurrent_plans_on_shipped_conf);
     tcase_add_test(tc, cache_bound_keeps_answers_right);
     suite_add_tcase(s, tc);
     return s;

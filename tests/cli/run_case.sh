@@ -2,11 +2,14 @@
 # run_case.sh — one CLI baseline test: runs `attnreg` with fixed arguments and
 # compares its stdout, stderr and exit code with tests/cli/baselines/NAME.txt.
 #
-#   run_case.sh ATTNREG_BINARY NAME ARGS...
+#   run_case.sh ATTNREG_BINARY NAME [VAR=VALUE...] ARGS...
 #
-# ARGS may hold placeholders, replaced before the run:
+# Leading VAR=VALUE words are put in attnreg's environment (as `env` does),
+# for the cases about environment variables. ARGS may hold placeholders,
+# replaced before the run:
 #   @CONF@      the shipped conf folder of this build (<build>/share/attnreg/conf)
 #   @FAKECONF@  the generated conf folder of broken fake plugins (tests/cli)
+#   @SRC@       the source folder (for inputs such as tests/hf_configs/*.json)
 # The output is normalised so baselines do not depend on where the build is:
 # the build folder becomes @BUILD@ and the source folder @SRC@.
 #
@@ -25,10 +28,21 @@ shift 2
 : "${ATTNREG_CLI_BASELINES:?set by tests/cli/CMakeLists.txt}"
 baseline=$ATTNREG_CLI_BASELINES/$name.txt
 
-# The baselines describe the shipped conf only: nothing from the caller's
-# environment may add folders, force or disable backends, or change logging.
-unset ATTNREG_CONF_PATH ATTNREG_BACKEND ATTNREG_DISABLE ATTNREG_LOG
+# The baselines describe the shipped conf only: no ATTNREG_* variable of the
+# caller's environment (not even this harness's own ATTNREG_CLI_*, which
+# attnreg would warn about as unknown) may add folders, force or disable
+# backends, or change logging.
+clean_env=()
+for var in $(compgen -e); do
+    case $var in ATTNREG_* | attnreg_*) clean_env+=(-u "$var") ;; esac
+done
 export LC_ALL=C
+
+case_env=()
+while [ $# -gt 0 ] && [[ $1 =~ ^[A-Za-z_][A-Za-z0-9_]*= ]]; do
+    case_env+=("$1")
+    shift
+done
 
 args=()
 shown=()
@@ -36,13 +50,14 @@ for arg in "$@"; do
     shown+=("$arg")
     arg=${arg//@CONF@/$ATTNREG_CLI_CONF}
     arg=${arg//@FAKECONF@/$ATTNREG_CLI_FAKE_CONF}
+    arg=${arg//@SRC@/$ATTNREG_CLI_SOURCE_DIR}
     args+=("$arg")
 done
 
 workdir=$(mktemp -d "${TMPDIR:-/tmp}/attnreg-cli.XXXXXX") || exit 1
 trap 'rm -rf "$workdir"' EXIT
 
-"$binary" "${args[@]}" >"$workdir/stdout" 2>"$workdir/stderr"
+env "${clean_env[@]}" "${case_env[@]}" "$binary" "${args[@]}" >"$workdir/stdout" 2>"$workdir/stderr"
 status=$?
 
 # Replaces the build and source folders (and their real paths, which the
@@ -65,7 +80,9 @@ normalise() {
 }
 
 {
-    printf '$ attnreg'
+    printf '$'
+    [ ${#case_env[@]} -gt 0 ] && printf ' %s' "${case_env[@]}"
+    printf ' attnreg'
     printf ' %s' "${shown[@]}"
     printf '\n--- stdout\n'
     normalise "$workdir/stdout"

@@ -353,6 +353,31 @@ void ts_fp8_gqa_gfx942_shape(attn_shape *s)
     s->max_kv_len = 512;
 }
 
+/* ---- models --------------------------------------------------------- */
+
+void ts_qwen35_model(attn_model *m, attn_layer layers[60], int32_t tp)
+{
+    for (int i = 0; i < 60; i++) {
+        attn_layer_init(&layers[i], sizeof layers[i]);
+        if ((i + 1) % 4) {
+            layers[i].kind = ATTN_LAYER_NOT_ATTENTION;
+            layers[i].type_name = "linear_attention";
+        }
+    }
+    attn_model_init(m, sizeof *m);
+    snprintf(m->arch, sizeof m->arch, "gfx950");
+    m->num_q_heads = 32;
+    m->num_kv_heads = 2;
+    m->head_dim = 256;
+    m->num_layers = 60;
+    m->layers = layers;
+    m->kv_dtype = ATTN_DTYPE_FP8_E4M3FN;
+    m->tp_size = tp;
+    m->max_model_len = 32768;
+    m->max_prefill_tokens = 8192;
+    m->spec_tokens = 3;
+}
+
 /* ---- explanations --------------------------------------------------- */
 
 int ts_find_record(const attn_explanation *ex, int pass, const char *backend,

@@ -107,6 +107,14 @@ void ts_mtp_shape(attn_shape *s);
 void ts_fp8_gqa_gfx942_shape(attn_shape *s);
 void ts_set_arch(attn_shape *s, const char *arch);
 
+/* ---- models --------------------------------------------------------- */
+
+/* Qwen3.5-397B-A17B's attention on `tp` ranks of gfx950: 60 layers, one
+ * full-attention layer after every three linear-attention ones, 32 query
+ * heads over 2 KV heads, D 256, fp8_e4m3fn KV, max model length 32768,
+ * prefill chunk 8192, 3 speculative tokens. `layers` receives the layers. */
+void ts_qwen35_model(attn_model *m, attn_layer layers[60], int32_t tp);
+
 /* ---- explanations --------------------------------------------------- */
 
 /* Find the record of `backend` in `pass`; returns 1 and fills out, or 0. */

@@ -187,7 +187,7 @@ __global__ void __launch_bounds__(GEN_WARPS * 32)
     auto issue = [&](int kt, int st, int b0, int b1) {
         uint8_t *dst = raw + (size_t)st * GEN_TILE * rowbytes;
         const int kb = kt * GEN_TILE;
-        const int kbmod = kb % p.page;
+        const int kbmod0 = kb % p.page, kbmod1 = (kb + 16) % p.page;
         constexpr int NCH = kc16 + vc16, TOTAL = GEN_TILE * NCH;
 #pragma unroll
         for (int r = 0; r < (TOTAL + 127) / 128; r++) {
@@ -202,10 +202,11 @@ __global__ void __launch_bounds__(GEN_WARPS * 32)
                 int64_t blk;
                 int off;
                 if (two_pages) {
-                    /* kb is a multiple of 32: a 16-key page holds j & 15, a
-                     * larger page (multiple of 32) holds kb % page + j. */
+                    /* Each 16-key half of the tile lies in one page (b0, b1),
+                     * at (first key of the half) % page. (Not kb % page + j:
+                     * with a page of 48 the second half starts a new page.) */
                     blk = j < 16 ? b0 : b1;
-                    off = p.page == 16 ? (j & 15) : kbmod + j;
+                    off = (j < 16 ? kbmod0 : kbmod1) + (j & 15);
                 } else {
                     blk = bt[key / p.page];
                     off = key % p.page;

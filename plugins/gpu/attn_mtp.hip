@@ -205,14 +205,8 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
             mx = fmaxf(mx, fabsf(v[k]));
         for (int m = 16; m > 0; m >>= 1)
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, m));
-        int e = 0;
-        if (mx > 0.f && isfinite(mx))
-            (void)frexpf(mx, &e);
-        const int sh = mx > 0.f && isfinite(mx) ? 15 - e : 0;
         uint32_t h[4];
-#pragma unroll
-        for (int k = 0; k < 4; k++)
-            h[k] = attn_pack2<false>(ldexpf(v[2 * k], sh), ldexpf(v[2 * k + 1], sh));
+        const int sh = attn_q_to_f16_scaled(v, mx, h);
         *(uint4 *)(Qh + L::chunk_off(row, lane, L::Q_ROWS)) = make_uint4(h[0], h[1], h[2], h[3]);
         if (WG) {
             if (rr == g)

@@ -367,14 +367,8 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
 #pragma unroll
             for (int m = 1; m < CPR; m <<= 1)
                 mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, m));
-            int e = 0;
-            if (mx > 0.f && isfinite(mx))
-                (void)frexpf(mx, &e);
-            const int sh = mx > 0.f && isfinite(mx) ? 15 - e : 0;
             uint32_t h[4];
-#pragma unroll
-            for (int k = 0; k < 4; k++)
-                h[k] = attn_pack2<false>(ldexpf(v[2 * k], sh), ldexpf(v[2 * k + 1], sh));
+            const int sh = attn_q_to_f16_scaled(v, mx, h);
             *(uint4 *)dst = make_uint4(h[0], h[1], h[2], h[3]);
             if (c == 0)
                 rowmul[row] = ldexpf(1.f, -sh);
@@ -733,14 +727,17 @@ static hipError_t launch_prefill_d(const attn_kparams *p, hipStream_t stream)
 
 #endif /* ATTN_PLATFORM_CUDA */
 
+/* The head sizes and cache types come from the plan table: a shape is
+ * supported exactly when attn_prefill_plan_for has a plan for it. */
 int attn_prefill_supported(int d, int dv, int q_dtype, int kv_dtype, int q_quant)
 {
 #if defined(ATTN_PLATFORM_CUDA) && defined(ATTNREG_CUDA_SM90A)
     const int kv8 = kv_dtype == ATTN_DTYPE_FP8_E4M3FN || kv_dtype == ATTN_DTYPE_FP8_E4M3FNUZ;
+    attn_prefill_plan plan;
     if (d != dv || q_quant || (q_dtype != ATTN_DTYPE_BF16 && q_dtype != ATTN_DTYPE_F16) ||
-        (q_dtype != kv_dtype && !kv8) || (kv8 && d == 192))
+        (q_dtype != kv_dtype && !kv8))
         return 0;
-    return d == 64 || d == 80 || d == 96 || d == 128 || d == 192 || d == 256;
+    return attn_prefill_plan_for(d, kv_dtype, &plan);
 #else
     (void)d;
     (void)dv;

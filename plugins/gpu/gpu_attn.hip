@@ -319,6 +319,18 @@ static int split_segments(long work, long target, int maxk, int min_keys)
     return n < 1 ? 1 : n;
 }
 
+/* Programs of a 2D grid of query tiles (block_q tokens each) x KV heads x
+ * head splits: each sequence gets ceil(q_len / block_q) tiles, bounded by
+ * the grid's own bound T / block_q + S. */
+static long grid_work(const gpu_attn_ctx *c, int T, int S, int maxq, int block_q, int hsplit)
+{
+    long tiles = (long)S * ceil_div(maxq > 0 ? maxq : 1, block_q);
+    long bound = (long)T / block_q + S;
+    if (tiles > bound)
+        tiles = bound;
+    return tiles * attn_shape_kv_heads(&c->shape) * hsplit;
+}
+
 /* Tiling of the prefill kernel: a program has 128 rows; all query heads of a
  * KV head when they fit (and as many tokens as fill the rows), else 128
  * heads of one token. */
@@ -337,16 +349,10 @@ static void prefill_tiling(int group, int *block_q, int *hpt, int *hsplit)
  * a segment (the partials and the reduce would cost more than the keys). */
 static int prefill_nseg(const gpu_attn_ctx *c, int T, int S, int maxq, int maxk)
 {
-    if (c->forced_nseg)
-        return c->forced_nseg;
     int group = c->shape.num_q_heads / attn_shape_kv_heads(&c->shape);
     int bq, hpt, hs;
     prefill_tiling(group, &bq, &hpt, &hs);
-    long tiles = (long)S * ceil_div(maxq > 0 ? maxq : 1, bq);
-    long bound = (long)T / bq + S;
-    if (tiles > bound)
-        tiles = bound;
-    long work = tiles * attn_shape_kv_heads(&c->shape) * hs;
+    long work = grid_work(c, T, S, maxq, bq, hs);
     if (2 * work > c->cus)
         return 1;
     attn_prefill_plan plan;
@@ -415,20 +421,16 @@ static int decode_nseg(const gpu_attn_ctx *c, int S, int maxk)
 /* (prefill: the batch runs on the prefill kernel) */
 static int generic_nseg(const gpu_attn_ctx *c, int T, int S, int maxq, int maxk, int prefill)
 {
+    if (maxq == 1)
+        return decode_nseg(c, S, maxk);
+    if (c->forced_nseg)
+        return c->forced_nseg;
+    if (prefill)
+        return prefill_nseg(c, T, S, maxq, maxk);
     int group = c->shape.num_q_heads / attn_shape_kv_heads(&c->shape);
     int bq, hpt, hs;
     generic_tiling(group, &bq, &hpt, &hs);
-    if (maxq == 1)
-        return decode_nseg(c, S, maxk);
-    if (prefill)
-        return prefill_nseg(c, T, S, maxq, maxk);
-    if (c->forced_nseg)
-        return c->forced_nseg;
-    long tiles = (long)S * ceil_div(maxq > 0 ? maxq : 1, bq);
-    long bound = (long)T / bq + S;
-    if (tiles > bound)
-        tiles = bound;
-    long work = tiles * attn_shape_kv_heads(&c->shape) * hs;
+    long work = grid_work(c, T, S, maxq, bq, hs);
     long target = 2L * c->cus;
     return split_segments(work, target, maxk, 256);
 }
@@ -510,6 +512,14 @@ extern "C" attn_status gpu_attn_workspace_size(const gpu_attn_ctx *ctx,
     }
     *bytes = worst;
     return ATTN_OK;
+}
+
+/* The most segments, up to nseg (halving), whose partials fit `bytes`. */
+static int segments_that_fit(const gpu_attn_ctx *ctx, int T, int nseg, size_t bytes)
+{
+    while (nseg > 1 && partial_bytes(ctx, T, nseg) > bytes)
+        nseg /= 2;
+    return nseg;
 }
 
 /* Decode tiling: one program per (sequence, KV head, head group, segment);
@@ -656,8 +666,7 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
     }
     /* A workspace sized for smaller limits than this batch: use fewer
      * segments rather than write past it. */
-    while (nseg > 1 && partial_bytes(ctx, a->num_tokens, nseg) > a->workspace_size)
-        nseg /= 2;
+    nseg = segments_that_fit(ctx, a->num_tokens, nseg, a->workspace_size);
     if ((ctx->kernel == GPU_ATTN_KERNEL_MTP || nseg > 1) &&
         (!a->workspace || partial_bytes(ctx, a->num_tokens, nseg) > a->workspace_size)) {
         set_err(err, err_size, "workspace of %zu bytes is smaller than the %zu this batch needs",
@@ -679,10 +688,9 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
             attn_kparams d = p;
             d.batch_part = ATTN_PART_SINGLE;
             decode_tiling(ctx, &d);
-            int nd = decode_nseg(ctx, a->num_seqs, a->max_seqlen_k);
-            while (nd > 1 && (!a->workspace ||
-                              partial_bytes(ctx, a->num_tokens, nd) > a->workspace_size))
-                nd /= 2;
+            const int nd = segments_that_fit(ctx, a->num_tokens,
+                                             decode_nseg(ctx, a->num_seqs, a->max_seqlen_k),
+                                             a->workspace ? a->workspace_size : 0);
             set_segments(&d, a, nd);
             e = launch_decode(ctx, &d, stream);
         }

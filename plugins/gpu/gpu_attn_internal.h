@@ -329,6 +329,26 @@ __device__ __forceinline__ void attn_fp8_nuz_fix(uint4 x, uint32_t (&y)[8])
 }
 #endif
 
+/* Eight elements of a Q row (v) into f16 for the f16 matrix units (fp8
+ * caches, where K and V are f16): the row is scaled by the power of two that
+ * puts its largest |element| (row_max, over the whole row) in [2^14, 2^15),
+ * which is exact for bf16 inputs (8 significant bits fit f16's 11) and never
+ * overflows f16. Returns that power's exponent; the caller folds 2^-shift
+ * back into the row's score multiplier. */
+__device__ __forceinline__ int attn_q_to_f16_scaled(const float (&v)[8], float row_max,
+                                                    uint32_t (&h)[4])
+{
+    int e = 0;
+    const bool scale = row_max > 0.f && isfinite(row_max);
+    if (scale)
+        (void)frexpf(row_max, &e);
+    const int sh = scale ? 15 - e : 0;
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        h[k] = attn_pack2<false>(ldexpf(v[2 * k], sh), ldexpf(v[2 * k + 1], sh));
+    return sh;
+}
+
 /* c += a b, m16n8k16, f32 accumulate; BF16 picks bf16 inputs, else f16. */
 template <bool BF16>
 __device__ __forceinline__ void attn_mma16816(float *c, const uint32_t *a, uint32_t b0, uint32_t b1)

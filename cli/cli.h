@@ -211,6 +211,14 @@ void cli_print_selection(FILE *out, const attn_selection *sel);
  * fallback_backend, fallback_reason (name), fallback_message, message and
  * effective_shape. */
 void cli_json_selection(struct cli_json *j, const char *key, const attn_selection *sel);
+
+/* The launch plan of a selected GPU backend: one line of text ("plan: ...")
+ * and a JSON member (`key`: {...}, or null when the backend describes none). */
+void cli_print_plan(FILE *out, const attn_launch_plan *plan);
+void cli_json_plan(struct cli_json *j, const char *key, const attn_launch_plan *plan);
+/* The per-arch limits a plugin's plans are checked against. */
+void cli_print_arch_limits(FILE *out, const char *indent, const attn_plugin_load_info *load);
+void cli_json_arch_limits(struct cli_json *j, const char *key, const attn_plugin_load_info *load);
 /* Prints "attnreg: STATUS_NAME: message" to stderr (message: the selection's
  * or attn_last_error() when empty) and returns cli_exit_from_status(status). */
 int cli_report_failure(attn_status status, const char *message);

@@ -152,6 +152,8 @@ int cli_cmd_check(int argc, char **argv)
                 cli_json_string_member(&j, "built_archs", load.built_archs);
                 cli_json_int_member(&j, "num_predicates", load.num_predicates);
                 cli_json_string_member(&j, "description", load.description);
+                cli_json_bool_member(&j, "graph_capturable", load.graph_capturable);
+                cli_json_arch_limits(&j, "arch_limits", &load);
             } else {
                 cli_json_string_member(&j, "reason", attn_reason_name(load.reason));
                 cli_json_string_member(&j, "message", load.message);
@@ -161,6 +163,7 @@ int cli_cmd_check(int argc, char **argv)
             printf("  OK    %-*s  version %s  ABI %u.%u  built archs: %s\n", name_w, info.name,
                    load.version ? load.version : "?", (unsigned)load.abi_major,
                    (unsigned)load.abi_minor, archs_text(load.built_archs));
+            cli_print_arch_limits(stdout, "        ", &load);
         } else {
             printf("  FAIL  %-*s  %s: %s\n", name_w, info.name, attn_reason_name(load.reason),
                    load.message && *load.message ? load.message : attn_status_message(status));

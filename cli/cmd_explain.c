@@ -38,7 +38,7 @@ static const char *verdict_word(const attn_verdict_record *rec)
 }
 
 static void print_text(const struct cli_common *c, const attn_explanation *ex, attn_status status,
-                       const attn_selection *sel)
+                       const attn_selection *sel, const attn_launch_plan *plan)
 {
     char shape_text[512];
     size_t num_records = ex ? attn_explanation_count(ex) : 0;
@@ -89,13 +89,15 @@ static void print_text(const struct cli_common *c, const attn_explanation *ex, a
     if (status == ATTN_OK) {
         printf("decision: ");
         cli_print_selection(stdout, sel);
+        if (plan->num_kernels)
+            cli_print_plan(stdout, plan);
     } else {
         printf("decision: none (%s)\n", attn_status_name(status));
     }
 }
 
 static void print_json(const struct cli_common *c, const attn_explanation *ex, attn_status status,
-                       const attn_selection *sel)
+                       const attn_selection *sel, const attn_launch_plan *plan)
 {
     struct cli_json j;
     size_t num_records = ex ? attn_explanation_count(ex) : 0;
@@ -140,6 +142,7 @@ static void print_json(const struct cli_common *c, const attn_explanation *ex, a
     }
     cli_json_end_array(&j);
     cli_json_selection(&j, "selection", sel);
+    cli_json_plan(&j, "plan", plan);
     cli_json_end_object(&j);
 }
 
@@ -182,10 +185,16 @@ int cli_cmd_explain(int argc, char **argv)
         if (attn_explanation_selection(ex, &sel) != status)
             attn_selection_init(&sel);
     }
+    /* The selected GPU backend's launch plan (none for cpu-ref). */
+    attn_launch_plan plan;
+    memset(&plan, 0, sizeof plan);
+    plan.struct_size = sizeof plan;
+    if (status != ATTN_OK || attn_registry_describe_plan(reg, &sel, &plan) != ATTN_OK)
+        plan.num_kernels = 0;
     if (c.json)
-        print_json(&c, ex, status, &sel);
+        print_json(&c, ex, status, &sel, &plan);
     else
-        print_text(&c, ex, status, &sel);
+        print_text(&c, ex, status, &sel, &plan);
     rc = status == ATTN_OK ? CLI_EXIT_OK : cli_report_failure(status, sel.message);
     if (ex)
         attn_explanation_free(ex);

@@ -597,7 +597,82 @@ void cli_json_selection(struct cli_json *j, const char *key, const attn_selectio
     cli_json_string_member(j, "fallback_message",
                            sel->fallback_applied ? sel->fallback_message : NULL);
     cli_json_string_member(j, "message", sel->message ? sel->message : "");
+    cli_json_bool_member(j, "graph_capturable", sel->backend_name && sel->graph_capturable);
     if (sel->backend_name)
         cli_json_shape(j, "effective_shape", &sel->effective_shape);
     cli_json_end_object(j);
+}
+
+void cli_print_plan(FILE *out, const attn_launch_plan *plan)
+{
+    const char *mem = strncmp(plan->arch, "sm_", 3) == 0 ? "shared memory" : "LDS";
+    fprintf(out, "plan (%s, %d KB of %s per program):", plan->arch, plan->shared_limit / 1024, mem);
+    for (uint32_t k = 0; k < plan->num_kernels && k < ATTN_PLAN_MAX_KERNELS; k++) {
+        const attn_kernel_plan *kp = &plan->kernels[k];
+        fprintf(out, "%s %s for %s: %d threads, %d rows x %d keys, %d stage%s, %.1f KB",
+                k ? ";" : "", kp->kernel, kp->role, (int)kp->threads, (int)kp->rows, (int)kp->keys,
+                (int)kp->stages, kp->stages == 1 ? "" : "s", kp->shared_bytes / 1024.0);
+    }
+    fputc('\n', out);
+}
+
+static void json_kernel_plan(struct cli_json *j, const attn_kernel_plan *kp)
+{
+    cli_json_string_member(j, "kernel", kp->kernel);
+    cli_json_string_member(j, "role", kp->role);
+    cli_json_int_member(j, "threads", kp->threads);
+    cli_json_int_member(j, "rows", kp->rows);
+    cli_json_int_member(j, "keys", kp->keys);
+    cli_json_int_member(j, "stages", kp->stages);
+    cli_json_int_member(j, "shared_bytes", kp->shared_bytes);
+}
+
+void cli_json_plan(struct cli_json *j, const char *key, const attn_launch_plan *plan)
+{
+    if (!plan || plan->num_kernels == 0) {
+        cli_json_string_member(j, key, NULL);
+        return;
+    }
+    /* The kernel of batches at max_q_len first, flat (what a reader wants
+     * first), then every kernel forward may launch. */
+    cli_json_begin_object(j, key);
+    cli_json_string_member(j, "arch", plan->arch);
+    json_kernel_plan(j, &plan->kernels[0]);
+    cli_json_int_member(j, "shared_limit", plan->shared_limit);
+    cli_json_int_member(j, "wave_size", plan->wave_size);
+    cli_json_begin_array(j, "kernels");
+    for (uint32_t k = 0; k < plan->num_kernels && k < ATTN_PLAN_MAX_KERNELS; k++) {
+        cli_json_begin_object(j, NULL);
+        json_kernel_plan(j, &plan->kernels[k]);
+        cli_json_end_object(j);
+    }
+    cli_json_end_array(j);
+    cli_json_end_object(j);
+}
+
+void cli_print_arch_limits(FILE *out, const char *indent, const attn_plugin_load_info *load)
+{
+    for (uint32_t i = 0; load->arch_limits && i < load->num_arch_limits; i++) {
+        const attn_arch_limits *l = &load->arch_limits[i];
+        fprintf(out, "%slimits %s: %d KB of %s per program, wave %d, %d threads, %d registers\n",
+                indent, l->arch, (int)(l->shared_bytes_per_block / 1024),
+                strncmp(l->arch, "sm_", 3) == 0 ? "shared memory" : "LDS", (int)l->wave_size,
+                (int)l->max_threads_per_block, (int)l->max_registers_per_thread);
+    }
+}
+
+void cli_json_arch_limits(struct cli_json *j, const char *key, const attn_plugin_load_info *load)
+{
+    cli_json_begin_array(j, key);
+    for (uint32_t i = 0; load->arch_limits && i < load->num_arch_limits; i++) {
+        const attn_arch_limits *l = &load->arch_limits[i];
+        cli_json_begin_object(j, NULL);
+        cli_json_string_member(j, "arch", l->arch);
+        cli_json_int_member(j, "shared_bytes_per_block", l->shared_bytes_per_block);
+        cli_json_int_member(j, "wave_size", l->wave_size);
+        cli_json_int_member(j, "max_threads_per_block", l->max_threads_per_block);
+        cli_json_int_member(j, "max_registers_per_thread", l->max_registers_per_thread);
+        cli_json_end_object(j);
+    }
+    cli_json_end_array(j);
 }

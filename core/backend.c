@@ -2,6 +2,7 @@
  * checks of "what is really here" (code for the arch in the binary, a device)
  * happen in create, each with its own status, because selection answers for
  * the arch the host names even when this machine cannot run it. */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +14,15 @@ struct attn_backend {
     attn_shape shape;
 };
 
+/* The candidate of a selection, when it belongs to this registry. */
+static attn_candidate *selection_candidate(attn_registry *reg, const attn_selection *sel)
+{
+    for (size_t i = 0; i < reg->num_candidates; i++)
+        if (reg->candidates[i] == sel->candidate)
+            return reg->candidates[i];
+    return NULL;
+}
+
 ATTNREG_API attn_status attn_backend_create(attn_registry *reg, const attn_selection *sel,
                                             attn_backend **out)
 {
@@ -22,10 +32,7 @@ ATTNREG_API attn_status attn_backend_create(attn_registry *reg, const attn_selec
     if (!sel->candidate)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
                          "attn_backend_create: the selection holds no backend (did select fail?)");
-    attn_candidate *c = NULL;
-    for (size_t i = 0; i < reg->num_candidates; i++)
-        if (reg->candidates[i] == sel->candidate)
-            c = reg->candidates[i];
+    attn_candidate *c = selection_candidate(reg, sel);
     if (!c)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
                          "attn_backend_create: the selection comes from another registry");
@@ -51,6 +58,47 @@ ATTNREG_API attn_status attn_backend_create(attn_registry *reg, const attn_selec
     b->shape = *s;
     attn_log(&reg->logger, ATTN_LOG_DEBUG, "created %s", c->name);
     *out = b;
+    return ATTN_OK;
+}
+
+ATTNREG_API attn_status attn_registry_describe_plan(attn_registry *reg, const attn_selection *sel,
+                                                    attn_launch_plan *plan)
+{
+    if (!reg || !sel || !plan)
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_registry_describe_plan: NULL argument");
+    if (plan->struct_size < offsetof(attn_launch_plan, num_kernels) + sizeof(uint32_t))
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                         "attn_registry_describe_plan: plan->struct_size %u is too small",
+                         (unsigned)plan->struct_size);
+    if (!sel->candidate)
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                         "attn_registry_describe_plan: the selection holds no backend");
+    attn_candidate *c = selection_candidate(reg, sel);
+    if (!c)
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                         "attn_registry_describe_plan: the selection comes from another registry");
+    if (!attn_candidate_ensure_loaded(c))
+        return attn_fail(c->load_status, "%s: %s", c->name, c->load_message);
+    if (!c->desc.describe_plan)
+        return attn_fail(ATTN_ERR_NOT_FOUND, "%s describes no launch plans", c->name);
+    /* The plugin writes into the host's full-size copy, on a private copy of
+     * the shape; names are terminated and the count bounded here. */
+    attn_shape shape = sel->effective_shape;
+    attn_launch_plan full;
+    memset(&full, 0, sizeof full);
+    full.struct_size = sizeof full;
+    attn_status st = c->desc.describe_plan(&c->ctx, &shape, &full);
+    if (st != ATTN_OK)
+        return attn_fail(st, "%s: no launch plan for the shape", c->name);
+    full.struct_size = plan->struct_size;
+    full.arch[ATTN_ARCH_MAX - 1] = '\0';
+    if (full.num_kernels > ATTN_PLAN_MAX_KERNELS)
+        full.num_kernels = ATTN_PLAN_MAX_KERNELS;
+    for (uint32_t k = 0; k < ATTN_PLAN_MAX_KERNELS; k++) {
+        full.kernels[k].kernel[ATTN_PLAN_NAME_MAX - 1] = '\0';
+        full.kernels[k].role[ATTN_PLAN_NAME_MAX - 1] = '\0';
+    }
+    attn_copy_versioned(plan, plan->struct_size, &full, sizeof full);
     return ATTN_OK;
 }
 

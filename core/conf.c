@@ -463,6 +463,7 @@ void attn_conf_free_candidate(attn_candidate *c)
     free(c->params);
     free(c->load_message);
     free(c->built_archs_text);
+    attn_candidate_free_limits(c);
     free(c->probe_message);
     free(c->devices);
     pthread_mutex_destroy(&c->load_lock);

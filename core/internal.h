@@ -158,6 +158,8 @@ struct attn_candidate {
     int32_t load_reason;
     char *load_message;
     char *built_archs_text;
+    attn_arch_limits *arch_limits; /* the host's checked copy of desc.arch_limits */
+    uint32_t num_arch_limits;
     int32_t initialised;
 
     /* Device probe, done once (under load_lock). */
@@ -266,6 +268,7 @@ void attn_shape_field_set(attn_shape *s, shape_field field, int32_t value);
 /* plugin.c: lazy loading */
 int attn_candidate_ensure_loaded(attn_candidate *c); /* 1 when LOAD_OK */
 void attn_candidate_unload(attn_candidate *c);
+void attn_candidate_free_limits(attn_candidate *c);
 int attn_candidate_has_built_arch(const attn_candidate *c, const char *arch);
 /* Probe once; returns the status and fills the candidate-owned device list. */
 attn_status attn_candidate_probe(attn_candidate *c);

@@ -23,6 +23,8 @@ static void plugin_log(void *host, int32_t level, const char *message)
              message ? message : "");
 }
 
+static int copy_arch_limits(attn_candidate *c);
+
 #if defined(__GNUC__)
 __attribute__((format(printf, 4, 5)))
 #endif
@@ -115,6 +117,8 @@ static int load_now(attn_candidate *c)
     for (const char *const *a = cd->built_archs; a && *a; a++)
         strbuf_printf(&sb, "%s%s", a == cd->built_archs ? "" : ", ", *a);
     c->built_archs_text = strbuf_take(&sb);
+    if (!copy_arch_limits(c))
+        return 0;
 
     c->services.struct_size = sizeof c->services;
     c->services.log = plugin_log;
@@ -135,6 +139,45 @@ static int load_now(attn_candidate *c)
     c->load_reason = ATTN_REASON_NONE;
     attn_log(&c->registry->logger, ATTN_LOG_DEBUG, "loaded %s %s (ABI %u.%u) from %s", cd->name,
              cd->version, cd->abi_major, cd->abi_minor, c->library);
+    return 1;
+}
+
+void attn_candidate_free_limits(attn_candidate *c)
+{
+    free(c->arch_limits);
+    c->arch_limits = NULL;
+    c->num_arch_limits = 0;
+}
+
+/* ABI 1.2: a private copy of the plugin's per-arch limits, each entry read
+ * only as far as its struct_size covers and its arch name terminated here,
+ * so that nothing later reads plugin memory for them. */
+static int copy_arch_limits(attn_candidate *c)
+{
+    enum { MAX_ARCH_LIMITS = 64 };
+    const attn_plugin_descriptor *cd = &c->desc;
+    if (!cd->arch_limits || cd->num_arch_limits == 0)
+        return 1;
+    if (cd->num_arch_limits > MAX_ARCH_LIMITS)
+        return load_fail(c, ATTN_ERR_ABI, ATTN_REASON_BAD_DESCRIPTOR,
+                         "descriptor declares %u arch limits (at most %d)", cd->num_arch_limits,
+                         MAX_ARCH_LIMITS);
+    c->arch_limits = calloc(cd->num_arch_limits, sizeof *c->arch_limits);
+    if (!c->arch_limits)
+        return load_fail(c, ATTN_ERR_NO_MEMORY, ATTN_REASON_LOAD_FAILED, "out of memory");
+    for (uint32_t i = 0; i < cd->num_arch_limits; i++) {
+        const attn_arch_limits *in = &cd->arch_limits[i];
+        if (in->struct_size <
+            offsetof(attn_arch_limits, shared_bytes_per_block) + sizeof(int32_t)) {
+            attn_candidate_free_limits(c);
+            return load_fail(c, ATTN_ERR_ABI, ATTN_REASON_BAD_DESCRIPTOR,
+                             "arch_limits[%u].struct_size %u is too small", i, in->struct_size);
+        }
+        attn_copy_versioned(&c->arch_limits[i], sizeof c->arch_limits[i], in, in->struct_size);
+        c->arch_limits[i].struct_size = sizeof c->arch_limits[i];
+        c->arch_limits[i].arch[ATTN_ARCH_MAX - 1] = '\0';
+    }
+    c->num_arch_limits = cd->num_arch_limits;
     return 1;
 }
 

@@ -359,6 +359,9 @@ ATTNREG_API attn_status attn_registry_load_plugin(attn_registry *reg, size_t ind
         full.abi_major = c->desc.abi_major;
         full.abi_minor = c->desc.abi_minor;
         full.num_predicates = c->desc.num_predicates;
+        full.arch_limits = c->arch_limits;
+        full.num_arch_limits = c->num_arch_limits;
+        full.graph_capturable = c->desc.graph_capturable ? 1 : 0;
     }
     attn_copy_versioned(out, out->struct_size, &full, sizeof full);
     if (!ok)

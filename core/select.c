@@ -392,6 +392,7 @@ static void fill_selection(const decision *d, attn_selection *out)
         out->fallback_reason = d->fallback_reason;
         out->fallback_message = d->fallback_message;
         out->message = d->message ? d->message : "";
+        out->graph_capturable = d->winner && d->winner->desc.graph_capturable ? 1 : 0;
         return;
     }
     attn_selection full;
@@ -406,6 +407,7 @@ static void fill_selection(const decision *d, attn_selection *out)
     full.fallback_reason = d->fallback_reason;
     full.fallback_message = d->fallback_message;
     full.message = d->message ? d->message : "";
+    full.graph_capturable = d->winner && d->winner->desc.graph_capturable ? 1 : 0;
     attn_copy_versioned(out, out->struct_size, &full, sizeof full);
 }
 

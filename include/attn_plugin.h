@@ -14,6 +14,13 @@
  *        forward, destroy.
  *   1.1  Appended attn_plugin_descriptor.probe_devices (optional device
  *        probe). Hosts accept 1.0 plugins and treat them as having no probe.
+ *   1.2  Appended graph_capturable (forward may be captured in a CUDA/HIP
+ *        graph), describe_plan (optional: the launch plan of a shape, see
+ *        attn_launch_plan in attn_types.h) and arch_limits / num_arch_limits
+ *        (optional: the per-arch limits the plans are checked against).
+ *        Appended ATTN_REASON_RESOURCE for predicates that find no launch
+ *        plan within the arch's limits. Hosts accept 1.0 and 1.1 plugins and
+ *        treat them as not capturable, with no plan and no limits.
  *
  * Threads: the host may call predicates, create and probe_devices from
  * several threads at once (selection is concurrent); they must not modify
@@ -39,7 +46,7 @@ extern "C" {
 #endif
 
 #define ATTN_PLUGIN_ABI_MAJOR 1
-#define ATTN_PLUGIN_ABI_MINOR 1
+#define ATTN_PLUGIN_ABI_MINOR 2
 #define ATTN_PLUGIN_ENTRY_SYMBOL "attn_plugin_entry"
 
 #if defined(_WIN32)
@@ -125,6 +132,22 @@ typedef struct attn_plugin_descriptor {
      * driver: return ATTN_ERR_NO_DEVICE with the runtime's message in err. */
     attn_status (*probe_devices)(const attn_plugin_context *ctx, attn_device_info *devices,
                                  uint32_t capacity, uint32_t *count, char *err, size_t err_size);
+    /* ABI 1.2. 1 when forward allocates nothing, synchronises nothing and
+     * launches only on args->stream, for every batch within the shape's
+     * capacities: a host may then capture it in a CUDA/HIP graph and replay
+     * it. 0 (the default) promises nothing. */
+    int32_t graph_capturable;
+    /* ABI 1.2. Optional: the launch plan for a shape the predicates accept
+     * (the kernels forward may launch, their programs and shared memory, and
+     * the arch's limits), computed by the same code the predicates and the
+     * launcher use. The host sets plan->struct_size; ATTN_ERR_UNSUPPORTED
+     * when no plan fits. */
+    attn_status (*describe_plan)(const attn_plugin_context *ctx, const attn_shape *shape,
+                                 attn_launch_plan *plan);
+    /* ABI 1.2. Optional: the limits of each arch the plans are checked
+     * against (`attnreg check` prints them). */
+    const attn_arch_limits *arch_limits;
+    uint32_t num_arch_limits;
 } attn_plugin_descriptor;
 
 typedef const attn_plugin_descriptor *(*attn_plugin_entry_fn)(uint32_t host_abi_major,

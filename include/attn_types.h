@@ -110,9 +110,12 @@ typedef enum attn_reason {
     /* runnable mode */
     ATTN_REASON_ARCH_NOT_IN_BINARY = 26,
     ATTN_REASON_NO_DEVICE = 27,
-    ATTN_REASON_OTHER = 28
+    ATTN_REASON_OTHER = 28,
+    /* capability (appended) */
+    ATTN_REASON_RESOURCE = 29 /* no launch plan of the kernels fits the arch's limits
+                                 (shared memory / LDS, threads, registers) */
 } attn_reason;
-#define ATTN_REASON_COUNT 29
+#define ATTN_REASON_COUNT 30
 
 /* Longest arch name, including the terminating NUL. */
 #define ATTN_ARCH_MAX 32
@@ -120,7 +123,29 @@ typedef enum attn_reason {
 /* The shape descriptor: everything a backend needs to decide whether it can
  * run a call, known before any tensor exists. Fill it with attn_shape_init()
  * (host API) or attn_shape_defaults() (below; for plugins and tests that do
- * not link libattnreg), then set what differs. */
+ * not link libattnreg), then set what differs.
+ *
+ * Capacities, not live lengths: max_q_len and max_kv_len are the largest a
+ * host will ever pass for one sequence in the calls this decision serves
+ * (what it captures a CUDA/HIP graph for): e.g. 1 for decode, the
+ * speculative-token count + 1 for verify, the prefill chunk for prefill, and
+ * the model's context length (or the page-table width x page_size) for
+ * max_kv_len. One decision then serves every batch of a captured graph, and
+ * the answer never changes from one batch to the next. Gates are read
+ * against the capacity: the MTP kernel's "kv > 512" is max_kv_len > 512, as
+ * SGLang reads it against its page-table width, never against the keys of
+ * the batch at hand. A forward's max_seqlen_q / max_seqlen_k must stay
+ * within them.
+ *
+ * The window convention (FlashAttention's window_size): query position p
+ * (p = K - Q + i, see the brief's semantics) sees key j iff
+ * p - window_left <= j <= p + window_right, both ends included, -1 meaning
+ * unbounded on that side; causal masking adds j <= p. So (L, R) shows
+ * L + 1 + R keys around a query. A model config's `sliding_window = W`
+ * (Hugging Face, SGLang: a query sees the W most recent keys, itself
+ * included) is the window (W - 1, 0), as vLLM passes it to FlashAttention
+ * and as `attnreg plan` maps it; under causal masking (W - 1, -1) is the
+ * same set of keys (tests/cpu_ref: test_sliding_window_mappings). */
 typedef struct attn_shape {
     uint32_t struct_size;     /* sizeof(attn_shape) as the writer knows it */
     char arch[ATTN_ARCH_MAX]; /* "gfx950", "gfx942", "sm_90", "cpu" */
@@ -133,11 +158,11 @@ typedef struct attn_shape {
     int32_t compute_dtype; /* attn_dtype: the precision of the math asked for */
     int32_t out_dtype;     /* attn_dtype */
     int32_t page_size;     /* tokens per KV-cache block */
-    int32_t max_q_len;     /* longest query (new tokens) of one sequence */
-    int32_t max_kv_len;    /* longest key range of one sequence */
+    int32_t max_q_len;     /* capacity: longest query (new tokens) of one sequence */
+    int32_t max_kv_len;    /* capacity: longest key range of one sequence */
     int32_t causal;        /* 1 = causal masking */
-    int32_t window_left;   /* -1 = unbounded */
-    int32_t window_right;  /* -1 = unbounded */
+    int32_t window_left;   /* keys p - window_left .. p visible; -1 = unbounded */
+    int32_t window_right;  /* keys p .. p + window_right visible; -1 = unbounded */
     float softcap;         /* 0 = none */
     int32_t has_sinks;     /* 1 = per-head sink logits are passed */
 } attn_shape;
@@ -226,6 +251,47 @@ typedef enum attn_log_level {
 } attn_log_level;
 
 typedef void (*attn_log_fn)(void *user, attn_log_level level, const char *message);
+
+/* The hard limits of one GPU arch that decide whether a kernel can launch,
+ * as a plugin's launch plans read them (plugin ABI 1.2). */
+typedef struct attn_arch_limits {
+    uint32_t struct_size;
+    char arch[ATTN_ARCH_MAX];       /* "gfx942", "gfx950", "sm_90" */
+    int32_t shared_bytes_per_block; /* shared memory / LDS one program may use (opt-in max) */
+    int32_t wave_size;              /* threads per wave / warp */
+    int32_t max_threads_per_block;
+    int32_t max_registers_per_thread; /* VGPRs (AMD: arch + accumulation) / registers */
+} attn_arch_limits;
+
+/* Longest kernel and role name of a launch plan, including the NUL. */
+#define ATTN_PLAN_NAME_MAX 32
+/* Most kernels one launch plan lists. */
+#define ATTN_PLAN_MAX_KERNELS 4
+
+/* One kernel a backend's forward may launch for a shape, with its program
+ * configuration and the resources one program needs. */
+typedef struct attn_kernel_plan {
+    char kernel[ATTN_PLAN_NAME_MAX]; /* e.g. "prefill-wgmma", "generic", "decode" */
+    char role[ATTN_PLAN_NAME_MAX];   /* which batches run it: "multi-token", "decode", ... */
+    int32_t threads;                 /* per program */
+    int32_t rows;                    /* query rows (tokens x heads) per program */
+    int32_t keys;                    /* keys per K/V tile */
+    int32_t stages;                  /* K/V tiles in shared memory */
+    int32_t shared_bytes;            /* shared memory / LDS per program, static + dynamic */
+} attn_kernel_plan;
+
+/* The launch plan of a shape on an arch: every kernel its forward may launch
+ * (kernels[0] is the one batches at max_q_len run) and the arch's limits they
+ * were checked against. The plugin's predicates and its launcher compute it
+ * from the same table, so a shape that is accepted can be launched. */
+typedef struct attn_launch_plan {
+    uint32_t struct_size;
+    char arch[ATTN_ARCH_MAX];
+    int32_t shared_limit; /* the arch's shared_bytes_per_block */
+    int32_t wave_size;
+    uint32_t num_kernels;
+    attn_kernel_plan kernels[ATTN_PLAN_MAX_KERNELS];
+} attn_launch_plan;
 
 #ifdef __cplusplus
 }

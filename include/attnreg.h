@@ -43,6 +43,12 @@
  *        attn_layer_kind_name. No existing struct or function changed.
  *        Opening a registry with the environment enabled now warns, once
  *        per process, about unknown ATTNREG_* variables.
+ *   0.3  Launch plans and graph capture: attn_selection.graph_capturable,
+ *        attn_plugin_load_info.arch_limits / num_arch_limits /
+ *        graph_capturable (appended), attn_registry_describe_plan, the
+ *        attn_arch_limits / attn_kernel_plan / attn_launch_plan types and
+ *        ATTN_REASON_RESOURCE (attn_types.h). Shape capacities documented
+ *        (attn_shape.max_q_len / max_kv_len), and the window convention.
  */
 #ifndef ATTNREG_H
 #define ATTNREG_H
@@ -60,7 +66,7 @@ extern "C" {
 #endif
 
 #define ATTNREG_VERSION_MAJOR 0
-#define ATTNREG_VERSION_MINOR 2
+#define ATTNREG_VERSION_MINOR 3
 #define ATTNREG_VERSION_PATCH 0
 
 typedef struct attn_registry attn_registry;       /* opaque */
@@ -186,6 +192,11 @@ typedef struct attn_plugin_load_info {
     uint32_t abi_major;
     uint32_t abi_minor;
     uint32_t num_predicates;
+    /* 0.3: the plugin's per-arch limits (a copy the registry owns, valid
+     * until it is closed; NULL and 0 when the plugin declares none). */
+    const attn_arch_limits *arch_limits;
+    uint32_t num_arch_limits;
+    int32_t graph_capturable; /* the descriptor's promise (see attn_selection) */
 } attn_plugin_load_info;
 
 ATTNREG_API attn_status attn_registry_load_plugin(attn_registry *registry, size_t index,
@@ -211,6 +222,10 @@ typedef struct attn_selection {
     const char *fallback_message; /* its sentence */
     const char *message;          /* on failure: why (invalid reason, every candidate's
                                      reason for unsupported); on success: "" */
+    /* 0.3: 1 when the backend's forward may be captured in a CUDA/HIP graph
+     * (it allocates and synchronises nothing for any batch within the
+     * shape's capacities, see attn_shape.max_q_len); 0 otherwise. */
+    int32_t graph_capturable;
 } attn_selection;
 
 ATTNREG_API void attn_selection_init(attn_selection *selection);
@@ -243,6 +258,15 @@ typedef struct attn_verdict_record {
 
 /* Evaluate every candidate (also those after the winner) for the shape and
  * each fallback pass that was needed. The status is what select returns. */
+/* The launch plan of the selected backend for selection->effective_shape:
+ * the kernels its forward may launch, their programs and shared memory, and
+ * the arch's limits (plan->struct_size set by the caller). ATTN_ERR_NOT_FOUND
+ * when the backend describes no plans (cpu-ref); ATTN_ERR_UNSUPPORTED when no
+ * plan fits (its predicates would have said so). */
+ATTNREG_API attn_status attn_registry_describe_plan(attn_registry *registry,
+                                                    const attn_selection *selection,
+                                                    attn_launch_plan *plan);
+
 ATTNREG_API attn_status attn_registry_explain(attn_registry *registry, const attn_shape *shape,
                                               attn_explanation **explanation);
 ATTNREG_API void attn_explanation_free(attn_explanation *explanation);

@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "attn_launch_plan.h"
 #include "attn_plugin.h"
 #include "attn_pred_util.h"
 
@@ -28,12 +29,12 @@ static const char *const aiter_generic_archs[] = {"gfx942", "gfx950", "sm_90", N
 /* The head sizes the kernels are instantiated for. */
 static const int32_t aiter_generic_head_dims[] = {64, 80, 96, 128, 192, 256};
 
-/* Pages of 16, 32 and 64 tokens. The kernels walk the cache in KV tiles of
- * 16 tokens (one matrix-instruction K extent), so a page must hold a whole
- * number of tiles: then a tile never straddles two blocks of the block table
- * and each tile needs one block-table lookup. Larger pages would work in
- * principle but are neither tuned nor tested, so they are not promised. */
-static const int32_t aiter_generic_page_sizes[] = {16, 32, 64};
+/* The page sizes engines use: 1 (SGLang's token-granular KV cache; the
+ * kernels gather every key through the block table) and every multiple of
+ * 16 up to 1024 (vLLM; a 16-key half tile then never straddles two pages, so
+ * the tiled kernels look up one block per half tile). */
+#define AITER_GENERIC_PAGE_STEP 16
+#define AITER_GENERIC_PAGE_MAX 1024
 
 static const int32_t aiter_generic_q_dtypes[] = {ATTN_DTYPE_BF16, ATTN_DTYPE_F16};
 
@@ -209,10 +210,16 @@ static int aiter_generic_check_fp8_compute_kv(const attn_plugin_context *ctx,
 static int aiter_generic_check_page_size(const attn_plugin_context *ctx, const attn_shape *shape,
                                          attn_verdict *verdict)
 {
+    const int32_t page = shape->page_size;
     (void)ctx;
-    return attn_pred_require_int_in(verdict, ATTN_REASON_PAGE_SIZE, "page_size", shape->page_size,
-                                    aiter_generic_page_sizes,
-                                    ATTN_PRED_COUNT(aiter_generic_page_sizes));
+    if (page == 1 || (page >= AITER_GENERIC_PAGE_STEP && page <= AITER_GENERIC_PAGE_MAX &&
+                      page % AITER_GENERIC_PAGE_STEP == 0))
+        return attn_accept(verdict);
+    return attn_reject(verdict, ATTN_REASON_PAGE_SIZE,
+                       "page_size %d not in {1, 16, 32, 48, ..., %d}: aiter-generic takes page 1 "
+                       "or a multiple of %d up to %d",
+                       (int)page, AITER_GENERIC_PAGE_MAX, AITER_GENERIC_PAGE_STEP,
+                       AITER_GENERIC_PAGE_MAX);
 }
 
 /* Any query length: the 2D kernel serves prefill and decode alike. */
@@ -233,6 +240,23 @@ static int aiter_generic_check_kv_len(const attn_plugin_context *ctx, const attn
                                        1, INT32_MAX);
 }
 
+/* Last, once the shape is known to be one the kernels take: the launch plan
+ * of the shape on its arch (the table the launcher reads) must fit the
+ * arch's shared memory / LDS. */
+static int aiter_generic_check_launch_plan(const attn_plugin_context *ctx, const attn_shape *shape,
+                                           attn_verdict *verdict)
+{
+    (void)ctx;
+    return attn_plan_predicate(attn_plan_generic, shape, verdict);
+}
+
+static attn_status aiter_generic_describe_plan(const attn_plugin_context *ctx,
+                                               const attn_shape *shape, attn_launch_plan *plan)
+{
+    (void)ctx;
+    return attn_plan_describe(attn_plan_generic, shape, plan);
+}
+
 /* Causal and non-causal masking, sliding windows, softcap and sinks are all
  * handled by the kernels, so there is no predicate for them: a predicate
  * that always accepts would only add noise to `attnreg explain`. */
@@ -250,6 +274,7 @@ static const attn_predicate aiter_generic_predicates[] = {
     {"page_size", aiter_generic_check_page_size},
     {"q_len", aiter_generic_check_q_len},
     {"kv_len", aiter_generic_check_kv_len},
+    {"launch_plan", aiter_generic_check_launch_plan},
 };
 
 /* ---- backend: create / workspace_size / forward / destroy --------------
@@ -300,4 +325,7 @@ ATTN_PLUGIN_DEFINE(.name = AITER_GENERIC_NAME, .version = "0.1.0",
                    .num_predicates = ATTN_PRED_COUNT(aiter_generic_predicates),
                    .create = AITER_GENERIC_CREATE, .workspace_size = AITER_GENERIC_WORKSPACE_SIZE,
                    .forward = AITER_GENERIC_FORWARD, .destroy = AITER_GENERIC_DESTROY,
-                   .probe_devices = AITER_GENERIC_PROBE_DEVICES)
+                   .probe_devices = AITER_GENERIC_PROBE_DEVICES, .graph_capturable = 1,
+                   .describe_plan = aiter_generic_describe_plan,
+                   .arch_limits = attn_gpu_arch_limits,
+                   .num_arch_limits = (uint32_t)ATTN_GPU_ARCH_LIMITS_COUNT)

@@ -17,6 +17,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "attn_launch_plan.h"
 #include "attn_plugin.h"
 #include "attn_pred_util.h"
 
@@ -190,6 +191,22 @@ static int aiter_mtp_check_sinks(const attn_plugin_context *ctx, const attn_shap
                        (int)shape->has_sinks, AITER_MTP_NAME);
 }
 
+/* Last: the launch plan of the shape on its arch (the table the launcher
+ * reads) must fit the arch's shared memory / LDS. */
+static int aiter_mtp_check_launch_plan(const attn_plugin_context *ctx, const attn_shape *shape,
+                                       attn_verdict *verdict)
+{
+    (void)ctx;
+    return attn_plan_predicate(attn_plan_mtp, shape, verdict);
+}
+
+static attn_status aiter_mtp_describe_plan(const attn_plugin_context *ctx, const attn_shape *shape,
+                                           attn_launch_plan *plan)
+{
+    (void)ctx;
+    return attn_plan_describe(attn_plan_mtp, shape, plan);
+}
+
 static const attn_predicate aiter_mtp_predicates[] = {
     {"arch", aiter_mtp_check_arch},           {"q_len", aiter_mtp_check_q_len},
     {"kv_len", aiter_mtp_check_kv_len},       {"gqa_ratio", aiter_mtp_check_gqa_ratio},
@@ -198,7 +215,7 @@ static const attn_predicate aiter_mtp_predicates[] = {
     {"kv_dtype", aiter_mtp_check_kv_dtype},   {"compute_dtype", aiter_mtp_check_compute_dtype},
     {"out_dtype", aiter_mtp_check_out_dtype}, {"causal", aiter_mtp_check_causal},
     {"window", aiter_mtp_check_window},       {"softcap", aiter_mtp_check_softcap},
-    {"sinks", aiter_mtp_check_sinks},
+    {"sinks", aiter_mtp_check_sinks},         {"launch_plan", aiter_mtp_check_launch_plan},
 };
 
 /* ---- backend: create / workspace_size / forward / destroy --------------
@@ -249,4 +266,6 @@ ATTN_PLUGIN_DEFINE(.name = AITER_MTP_NAME, .version = "0.1.0",
                    .num_predicates = ATTN_PRED_COUNT(aiter_mtp_predicates),
                    .create = AITER_MTP_CREATE, .workspace_size = AITER_MTP_WORKSPACE_SIZE,
                    .forward = AITER_MTP_FORWARD, .destroy = AITER_MTP_DESTROY,
-                   .probe_devices = AITER_MTP_PROBE_DEVICES)
+                   .probe_devices = AITER_MTP_PROBE_DEVICES, .graph_capturable = 1,
+                   .describe_plan = aiter_mtp_describe_plan, .arch_limits = attn_gpu_arch_limits,
+                   .num_arch_limits = (uint32_t)ATTN_GPU_ARCH_LIMITS_COUNT)

@@ -715,7 +715,7 @@ static attn_status cpu_ref_forward(void *backend, const attn_forward_args *a, ch
 
 static const char *const cpu_ref_built_archs[] = {"cpu", NULL};
 
-ATTN_PLUGIN_DEFINE(.name = "cpu-ref", .version = "1.0.0",
+ATTN_PLUGIN_DEFINE(.name = "cpu-ref", .version = "1.0.0", .graph_capturable = 0,
                    .description = "reference attention on the CPU (float accumulation, all "
                                   "dtypes and masks; pthreads)",
                    .built_archs = cpu_ref_built_archs, .predicates = cpu_ref_predicates,

@@ -31,7 +31,7 @@ for src in gpu_attn attn_generic attn_decode_mma attn_mtp attn_prefill; do
       --offload-arch=gfx942 --offload-arch=gfx950 -mcode-object-version=5 \
       --rocm-path=/usr --rocm-device-lib-path="$out/devicelibs" -fuse-ld=lld \
       -D__HIP_PLATFORM_AMD__ -DATTNREG_GPU_ARCH_LIST=gfx942,gfx950 \
-      -I"$root/include" -I"$here" -Wall -Wextra -Wno-unused-parameter \
+      -I"$root/include" -I"$root/plugins/common" -I"$here" -Wall -Wextra -Wno-unused-parameter \
       -c "$here/$src.hip" -o "$out/$src.o"; then
     status=1
   fi

@@ -47,9 +47,10 @@
  */
 #include <math.h>
 
+#include "attn_launch_plan.h"
 #include "gpu_attn_internal.h"
 
-#define DMMA_TILE 16
+#define DMMA_TILE ATTN_DMMA_TILE
 /* The carveout (percent of the largest shared-memory configuration) the
  * kernel asks for, and the shared memory that gives on sm_90 (the next
  * supported size above 50 % of 228 KB). */
@@ -63,8 +64,9 @@
 template <int D>
 struct dmma_plan {
     static constexpr int ROW = D * 2 + 16;
-    static constexpr int STAGES = 3;
-    static constexpr int SMEM = (DMMA_TILE + STAGES * 2 * DMMA_TILE) * ROW;
+    static constexpr int STAGES = ATTN_DMMA_STAGES;
+    static constexpr int SMEM = attn_plan_decode_mma_bytes(D); /* the plan table's */
+    static_assert(SMEM == (DMMA_TILE + STAGES * 2 * DMMA_TILE) * ROW, "Q and the stages");
 };
 
 #if defined(ATTN_PLATFORM_CUDA)

@@ -23,10 +23,12 @@
  */
 #include <math.h>
 
+#include "attn_launch_plan.h"
 #include "gpu_attn_internal.h"
 
-#define GEN_TILE 32
-#define GEN_WARPS 4
+/* Tile and program sizes: the plan table's (attn_launch_plan.h). */
+#define GEN_TILE ATTN_GEN_TILE
+#define GEN_WARPS ATTN_GEN_WARPS
 
 static __device__ __forceinline__ float warp_max32(float v)
 {
@@ -237,6 +239,13 @@ __global__ void __launch_bounds__(GEN_WARPS * 32)
         if (kt + stages - 1 < my_hi)
             issue(kt + stages - 1, (kt - my_lo + stages - 1) % stages, nb0, nb1);
         attn_cp_async_commit();
+        if (stages == 1) {
+            /* One stage (where the LDS holds no second one: gfx942 at head
+             * size 128, the 64-row programs on gfx950): the tile just issued
+             * is this iteration's; wait for it and publish it. */
+            attn_cp_async_wait(0);
+            __syncthreads();
+        }
         fetch_bt(kt + stages, nb0, nb1); /* used by the next iteration's copies */
         const uint8_t *src = raw + (size_t)st * GEN_TILE * rowbytes;
 #pragma unroll
@@ -433,55 +442,37 @@ __global__ void __launch_bounds__(128) attn_reduce_kernel(const attn_kparams p, 
     }
 }
 
-size_t attn_generic_smem_bytes(int d, int dv, int kv_bytes, int rows_per_warp, int stages)
-{
-    return sizeof(float) * ((size_t)(GEN_WARPS * rows_per_warp + GEN_TILE) * (d + 4) +
-                            (size_t)GEN_TILE * (dv + 4)) +
-           (size_t)stages * GEN_TILE * (size_t)(d + dv) * kv_bytes;
-}
-
-/* Shared memory a program may use: on NVIDIA 76 KB keeps three programs per
- * multiprocessor (228 KB) for head size 128 (more programs, more tiles in
- * flight); AMD CDNA gives a workgroup 64 KB of LDS. */
-#if defined(ATTN_PLATFORM_CUDA)
-#define GEN_SMEM_BUDGET (76 * 1024)
-#define GEN_SMEM_OPTIN (200 * 1024)
-#else
-#define GEN_SMEM_BUDGET (64 * 1024)
-#define GEN_SMEM_OPTIN (64 * 1024)
-#endif
-
 static int kv_bytes_of(int dtype)
 {
-    return dtype == ATTN_DTYPE_F32 ? 4 : (dtype == ATTN_DTYPE_BF16 || dtype == ATTN_DTYPE_F16) ? 2 : 1;
+    return attn_plan_kv_bytes(dtype);
 }
 
 template <int ROWS, int D, int KVB>
 static hipError_t launch_generic_t(const attn_kparams *p, hipStream_t stream)
 {
-    /* Raw stages: as many as fit the budget, 2 to 4 (3 ahead at most). */
-    attn_kparams q = *p;
-    q.stages = 4;
-    while (q.stages > 2 && attn_generic_smem_bytes(D, D, KVB, ROWS, q.stages) > GEN_SMEM_BUDGET)
-        q.stages--;
-    const size_t smem = attn_generic_smem_bytes(D, D, KVB, ROWS, q.stages);
+    /* Raw stages and the arch's limit: the launch plan's (set by the host
+     * from attn_plan_generic / attn_plan_mtp, the table the predicates read). */
+    if (p->stages < 1 || p->stages > ATTN_GEN_MAX_STAGES)
+        return hipErrorInvalidValue;
+    const int smem = attn_plan_generic_bytes(D, D, KVB, ROWS, p->stages);
+    if (smem > p->shared_limit)
+        return hipErrorInvalidValue;
     /* Above 48 KB a kernel must opt in to the larger dynamic limit. Done once
-     * per instantiation (for the largest size any launch asks), so that later
-     * forwards, graph capture included, make no such call. Two threads racing
-     * here both set the same value, which is harmless. */
+     * per instantiation, for the arch's whole limit (the largest any launch
+     * asks), so that later forwards, graph capture included, make no such
+     * call. Two threads racing here both set the same value, which is
+     * harmless. */
     static volatile int opted_in = 0;
     if (!opted_in) {
         hipError_t e = hipFuncSetAttribute((const void *)attn_generic_kernel<ROWS, D, KVB>,
                                            hipFuncAttributeMaxDynamicSharedMemorySize,
-                                           GEN_SMEM_OPTIN);
+                                           p->shared_limit);
         if (e != hipSuccess)
             return e;
         opted_in = 1;
     }
-    if (smem > GEN_SMEM_OPTIN)
-        return hipErrorInvalidValue;
     dim3 grid(p->num_tokens / p->block_q + p->num_seqs, p->hkv * p->head_splits, p->nseg);
-    attn_generic_kernel<ROWS, D, KVB><<<grid, GEN_WARPS * 32, smem, stream>>>(q);
+    attn_generic_kernel<ROWS, D, KVB><<<grid, GEN_WARPS * 32, smem, stream>>>(*p);
     hipError_t e = hipGetLastError();
     if (e != hipSuccess || p->nseg == 1)
         return e;
@@ -564,8 +555,8 @@ hipError_t attn_launch_generic(const attn_kparams *p, int max_tile_q, hipStream_
  *     attn_reduce_kernel merges the segments.
  * With one query position per sequence every head sees the same key range
  * [klo, khi), so masking is a range check per key. */
-#define DEC_WARPS 4
-#define DEC_KEYS 8 /* keys per warp per iteration */
+#define DEC_WARPS ATTN_DEC_WARPS
+#define DEC_KEYS ATTN_DEC_KEYS /* keys per warp per iteration */
 
 /* 8 elements of a K/V row as raw words: 16 bytes for 16-bit types, 8 for fp8. */
 template <int KVB>
@@ -631,6 +622,8 @@ __global__ void __launch_bounds__(DEC_WARPS * 32, DEC_MIN_BLOCKS(D, GT))
     constexpr int W = 2 * KVB;              /* 32-bit words per chunk */
     __shared__ float sm_acc[DEC_WARPS][GT][D];
     __shared__ float sm_ml[DEC_WARPS][GT][2];
+    static_assert(sizeof sm_acc + sizeof sm_ml == attn_plan_decode_bytes(D, GT),
+                  "the plan table's decode bytes");
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int grp = lane / L, gl = lane % L;
@@ -909,15 +902,10 @@ __global__ void __launch_bounds__(DEC_WARPS * 32, DEC_MIN_BLOCKS(D, GT))
     }
 }
 
-/* Query heads per decode program: the whole group when it is small, so each
- * K/V byte is read once; at most 8 (4 for D > 128, where a lane holds two
- * chunks per head) to keep Q and the accumulator in registers. A larger
- * group is split over several programs that each read the KV head. */
+/* Query heads per decode program: the plan table's rule. */
 int attn_decode_heads_per_program(int group, int d)
 {
-    const int cap = d > 128 ? 4 : 8;
-    int gt = group <= 1 ? 1 : group <= 2 ? 2 : group <= 4 ? 4 : 8;
-    return gt > cap ? cap : gt;
+    return attn_plan_decode_heads(group, d);
 }
 
 template <int D, int KVB, int GT>

@@ -71,6 +71,7 @@
  */
 #include <math.h>
 
+#include "attn_launch_plan.h"
 #include "attn_wgmma.h"
 #include "gpu_attn_internal.h"
 
@@ -109,7 +110,11 @@ struct mtp_smem {
     static constexpr int HALF = TILE * ROW;  /* one f16 K or V tile */
     static constexpr int PAD = WG ? 1024 : 0;
     static constexpr int ROWMUL = WG ? 0 : Q_ROWS * 4;
-    static constexpr int TOTAL = PAD + Q_BYTES + STAGES * STAGE + 2 * HALF + ROWMUL;
+    static constexpr int TOTAL = attn_plan_mtp_bytes(QW, WG); /* the plan table's */
+    static_assert(TOTAL == PAD + Q_BYTES + STAGES * STAGE + 2 * HALF + ROWMUL,
+                  "the plan table's MTP layout");
+    static_assert(TILE == ATTN_MTP_TILE && STAGES == ATTN_MTP_STAGES && MTP_D == ATTN_MTP_D,
+                  "the plan table's MTP tiles");
     /* Where f16 chunk c (8 columns) of row r of a tile lives. Plain layout:
      * rows of 512 bytes, chunk c at c ^ (r & 7). WG layout: 64-column
      * blocks of `rows` x 128 bytes, chunk c in block c / 8 at (c % 8) ^ (r &

@@ -52,6 +52,7 @@
  */
 #include <math.h>
 
+#include "attn_launch_plan.h"
 #include "attn_wgmma.h"
 #include "gpu_attn_internal.h"
 
@@ -60,35 +61,39 @@
  * kernel, the launcher and the host's plan query (attn_prefill_plan) use. */
 template <int D, bool KV8 = false>
 struct prefill_cfg {
-    static constexpr int DP = (D + 63) / 64 * 64; /* head dim in shared memory */
+    /* The sizes the predicates checked: attn_launch_plan.h's layout. */
+    static constexpr int DP = attn_plan_prefill_layout(D, KV8).padded_d; /* head dim in smem */
     static constexpr int CPR = DP / 8;            /* 16-byte chunks of a row */
     static constexpr int DCH = D / 8;             /* chunks that hold data (rest: zeros) */
-    static constexpr int BM = 128;                /* rows per program */
-    static constexpr int BN = DP <= 128 ? 128 : 64; /* keys per tile */
-    static constexpr int THREADS = 384;
+    static constexpr int BM = attn_plan_prefill_layout(D, KV8).rows; /* rows per program */
+    static constexpr int BN = attn_plan_prefill_layout(D, KV8).keys; /* keys per tile */
+    static constexpr int THREADS = attn_plan_prefill_layout(D, KV8).threads;
     static constexpr int PRODUCER_REGS = 56, CONSUMER_REGS = 224;
     static constexpr int Q_BYTES = BM * DP * 2;
-    static constexpr int TILE_BYTES = BN * DP * 2; /* one K or V tile */
-    static constexpr int STAGE_BYTES = 2 * TILE_BYTES;
-    static constexpr int ALIGN = 1024; /* the swizzle's base alignment */
-    static constexpr int MAX_STAGES = 4;
+    static constexpr int TILE_BYTES = attn_plan_prefill_layout(D, KV8).tile_bytes; /* K or V */
+    static constexpr int STAGE_BYTES = attn_plan_prefill_layout(D, KV8).stage_bytes;
+    static constexpr int ALIGN = ATTN_PREFILL_ALIGN; /* the swizzle's base alignment */
+    static constexpr int MAX_STAGES = ATTN_PREFILL_MAX_STAGES;
     static constexpr int BAR_BYTES = 4 * MAX_STAGES * 8;
     static constexpr int TAB_BYTES = 2 * BN * 4; /* the producer's slot table */
-    static constexpr int SMEM_LIMIT = ATTN_SM90_SMEM_PER_BLOCK;
     /* fp8 cache: raw tiles (BN rows of D bytes, K then V) land in a ring of
      * RING raw stages and are converted to the f16 stages; Q rows carry a
      * power-of-two multiplier each (ROWMUL). Two raw stages where they fit
      * beside two f16 stages, else one. */
     static constexpr int RCH = D / 16; /* 16-byte chunks of a raw fp8 row */
-    static constexpr int RAW_STAGE = KV8 ? 2 * BN * D : 0;
+    static constexpr int RAW_STAGE = attn_plan_prefill_layout(D, KV8).raw_stage;
     static constexpr int ROWMUL_BYTES = KV8 ? BM * 4 : 0;
-    static constexpr int FIXED0 = ALIGN + Q_BYTES + BAR_BYTES + TAB_BYTES + ROWMUL_BYTES;
-    static constexpr int RING =
-        !KV8 ? 0 : (SMEM_LIMIT - FIXED0 - 2 * RAW_STAGE) / STAGE_BYTES >= 2 ? 2 : 1;
-    static constexpr int FIXED = FIXED0 + RING * RAW_STAGE;
-    static constexpr int FIT = (SMEM_LIMIT - FIXED) / STAGE_BYTES;
-    static constexpr int STAGES = FIT > MAX_STAGES ? MAX_STAGES : FIT;
-    static constexpr int SMEM = FIXED + STAGES * STAGE_BYTES;
+    static constexpr int RING = attn_plan_prefill_layout(D, KV8).ring;
+    static constexpr int FIXED = attn_plan_prefill_layout(D, KV8).fixed;
+    static constexpr int STAGES = attn_plan_prefill_layout(D, KV8).stages;
+    static constexpr int SMEM = attn_plan_prefill_layout(D, KV8).bytes;
+    static_assert(ATTN_PREFILL_SMEM_LIMIT == ATTN_SM90_SMEM_PER_BLOCK, "sm_90's opt-in limit");
+    static_assert(FIXED == ALIGN + Q_BYTES + BAR_BYTES + TAB_BYTES + ROWMUL_BYTES +
+                               RING * RAW_STAGE,
+                  "the plan table's layout: alignment, Q, barriers, slot table, multipliers");
+    static_assert(TILE_BYTES == BN * DP * 2 && STAGE_BYTES == 2 * TILE_BYTES &&
+                      RAW_STAGE == (KV8 ? 2 * BN * D : 0) && SMEM == FIXED + STAGES * STAGE_BYTES,
+                  "the plan table's tiles");
     static constexpr int RAW_LOADS = BN * RCH / 128; /* raw chunks per producer thread */
     static constexpr int PASSES = BN / 16; /* rows a producer thread copies per tile */
     static constexpr bool PINGPONG = true; /* the consumers take turns issuing wgmma */

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attn_launch_plan.h"
 #include "attn_plugin.h"
 #include "gpu_attn.h"
 #include "gpu_attn_internal.h"
@@ -54,7 +55,23 @@ struct gpu_attn_ctx {
     int forced_nseg;
     int mtp_wgmma; /* attn_kparams.mtp_wgmma */
     int prefill;   /* batches with q_len > 1 run the prefill kernel (attn_prefill.hip) */
+    /* The launch plan of the shape on the device's arch: the same function
+     * (attn_launch_plan.h) the plugin's predicate accepted the shape with. */
+    attn_launch_plan plan;
+    int decode_mma;     /* one-token batches run the matrix-unit decode kernel */
+    int generic_stages; /* the portable generic kernel's stages */
 };
+
+/* What this build holds beyond the portable kernels (the plans' features,
+ * attn_plan_build_features). */
+extern "C" __attribute__((visibility("hidden"))) int attn_gpu_kernels_have_wgmma(void)
+{
+    return attn_mtp_has_wgmma();
+}
+static attn_plan_features build_features(void)
+{
+    return attn_plan_build_features();
+}
 
 static void set_err(char *err, size_t n, const char *fmt, ...)
 {
@@ -233,10 +250,35 @@ extern "C" attn_status gpu_attn_create(gpu_attn_kernel kernel, const attn_shape 
         return ATTN_ERR_CREATE_FAILED;
     }
 #endif
+    const attn_arch_limits *limits = attn_gpu_limits_of(arch);
+    if (!limits) {
+        set_err(err, err_size, "no launch limits are known for %s (device %d, %s)", arch, dev,
+                prop.name);
+        return ATTN_ERR_CREATE_FAILED;
+    }
+    attn_launch_plan plan;
+    char why[ATTN_VERDICT_MESSAGE_MAX];
+    plan.struct_size = sizeof plan;
+    const int fits = kernel == GPU_ATTN_KERNEL_MTP
+                         ? attn_plan_mtp(shape, limits, build_features(), &plan, why, sizeof why)
+                         : attn_plan_generic(shape, limits, build_features(), &plan, why,
+                                             sizeof why);
+    if (!fits) {
+        set_err(err, err_size, "%s", why);
+        return ATTN_ERR_CREATE_FAILED;
+    }
     gpu_attn_ctx *c = (gpu_attn_ctx *)calloc(1, sizeof *c);
     if (!c) {
         set_err(err, err_size, "out of memory");
         return ATTN_ERR_NO_MEMORY;
+    }
+    c->plan = plan;
+    {
+        const int dk = attn_plan_find(&plan, ATTN_ROLE_DECODE);
+        c->decode_mma = dk >= 0 && strcmp(plan.kernels[dk].kernel, "decode-mma") == 0;
+        for (uint32_t k = 0; k < plan.num_kernels; k++)
+            if (strcmp(plan.kernels[k].kernel, "generic") == 0)
+                c->generic_stages = plan.kernels[k].stages;
     }
     c->kernel = kernel;
     memcpy(&c->shape, shape, sizeof c->shape < shape->struct_size ? sizeof c->shape
@@ -259,6 +301,9 @@ extern "C" attn_status gpu_attn_create(gpu_attn_kernel kernel, const attn_shape 
     /* The prefill kernel is wgmma code: it runs where the build has sm_90a
      * code and the device is sm_90, for the shapes it takes. */
     c->prefill = kernel == GPU_ATTN_KERNEL_GENERIC && prop.major == 9 && prop.minor == 0 &&
+                 attn_plan_find(&plan, ATTN_ROLE_MULTI) >= 0 &&
+                 strcmp(plan.kernels[attn_plan_find(&plan, ATTN_ROLE_MULTI)].kernel,
+                        "prefill-wgmma") == 0 &&
                  attn_prefill_supported(shape->head_dim, attn_shape_head_dim_v(shape),
                                         shape->q_dtype, shape->kv_dtype,
                                         is_fp8(shape->compute_dtype));
@@ -273,6 +318,20 @@ extern "C" int gpu_attn_force_prefill(gpu_attn_ctx *ctx, int use)
     if (!use)
         ctx->prefill = 0;
     return ctx->prefill;
+}
+
+extern "C" int gpu_attn_force_generic_stages(gpu_attn_ctx *ctx, int stages)
+{
+    if (!ctx || ctx->generic_stages == 0 || stages < 1 || stages > ATTN_GEN_MAX_STAGES)
+        return ctx ? ctx->generic_stages : 0;
+    const int rows = ctx->kernel == GPU_ATTN_KERNEL_MTP ? 16 : 4;
+    const attn_shape *s = &ctx->shape;
+    if (attn_plan_generic_bytes(s->head_dim, attn_shape_head_dim_v(s),
+                                attn_plan_kv_bytes(s->kv_dtype), rows,
+                                stages) > ctx->plan.shared_limit)
+        return ctx->generic_stages;
+    ctx->generic_stages = stages;
+    return stages;
 }
 
 extern "C" void gpu_attn_destroy(gpu_attn_ctx *ctx)
@@ -367,7 +426,8 @@ static int prefill_nseg(const gpu_attn_ctx *c, int T, int S, int maxq, int maxk)
 static int decode_uses_mma(const gpu_attn_ctx *c)
 {
     const attn_shape *s = &c->shape;
-    return attn_decode_mma_supported(s->head_dim, attn_shape_head_dim_v(s), s->q_dtype,
+    return c->decode_mma &&
+           attn_decode_mma_supported(s->head_dim, attn_shape_head_dim_v(s), s->q_dtype,
                                      s->kv_dtype, is_fp8(s->compute_dtype), s->page_size);
 }
 
@@ -629,6 +689,8 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
     p.window_left = s->window_left;
     p.window_right = s->window_right;
     p.softcap = s->softcap;
+    p.stages = ctx->generic_stages;
+    p.shared_limit = ctx->plan.shared_limit;
     p.page_shift = -1;
     for (int sh = 0; sh < 31; sh++)
         if (s->page_size == (1 << sh))

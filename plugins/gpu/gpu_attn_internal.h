@@ -42,7 +42,8 @@ typedef struct attn_kparams {
     int32_t block_q;        /* query tokens per program */
     int32_t heads_per_tile; /* query heads of one KV head per program */
     int32_t head_splits;    /* ceil(group / heads_per_tile) */
-    int32_t stages;         /* raw KV stages in shared memory (set by the launcher) */
+    int32_t stages;         /* raw KV stages in shared memory (the launch plan's) */
+    int32_t shared_limit;   /* the arch's shared memory / LDS per program (the plan's) */
     int32_t q_vec16;        /* q rows start 16-byte aligned: vector loads are safe */
     int32_t mtp_wgmma;      /* MTP: 0 mma.sync variant, 1 wgmma variant, 2 wgmma for q_len > 2 */
     int32_t page_shift;     /* log2(page) when the page size is a power of two, else -1 */
@@ -406,7 +407,6 @@ hipError_t attn_launch_generic(const attn_kparams *p, int max_tile_q, hipStream_
 hipError_t attn_launch_mtp(const attn_kparams *p, int max_seqlen_q, int nseg, hipStream_t stream);
 hipError_t attn_launch_reduce(const attn_kparams *p, int nseg, hipStream_t stream);
 /* Dynamic shared memory the generic kernel needs for `stages` raw KV stages. */
-size_t attn_generic_smem_bytes(int d, int dv, int kv_bytes, int rows_per_warp, int stages);
 int attn_mtp_has_mma(void);
 int attn_mtp_has_wgmma(void);
 /* Whether the generic kernel is compiled for this head size / KV type. */

@@ -109,6 +109,7 @@ struct Case {
     int q_pad, o_pad; /* extra elements per head / token for strided q/out */
     float k_descale, v_descale, q_descale;
     int scalar = 0; /* send multi-token batches to the portable generic kernel */
+    int stages = 0; /* force the portable kernel's K/V stages (0 = the plan's) */
 };
 
 struct Stats {
@@ -387,6 +388,8 @@ static bool run_case(const Case &c, Stats &st, bool verbose)
         return false;
     }
     gpu_attn_force_segments(ctx, c.nseg);
+    if (c.stages)
+        gpu_attn_force_generic_stages(ctx, c.stages);
     /* Which kernel runs this batch: the prefill kernel (matrix units) takes
      * multi-token batches of the shapes it supports, unless the case asks
      * for the portable scalar kernel. */
@@ -588,7 +591,7 @@ static Case random_generic(int i)
     c.hkv = pick({1, 2, 4, 8});
     c.hq = c.hkv * pick({1, 2, 3, 4, 5, 8, 16, 32});
     c.d = pick({64, 80, 96, 128, 192, 256});
-    c.page = pick({16, 32, 64});
+    c.page = pick({1, 16, 32, 48, 64, 128, 512});
     c.q_dtype = pick({ATTN_DTYPE_BF16, ATTN_DTYPE_F16});
     c.out_dtype = rng_int(0, 3) == 0 ? ATTN_DTYPE_F32 : c.q_dtype;
     int kvk = rng_int(0, 2);
@@ -602,6 +605,10 @@ static Case random_generic(int i)
     c.wr = (!c.causal || rng_int(0, 4) == 0) && rng_int(0, 2) == 0 ? rng_int(0, 50) : -1;
     c.softcap = rng_int(0, 4) == 0 ? (float)pick({5.0, 20.0, 50.0}) : 0.f;
     c.sinks = rng_int(0, 3) == 0;
+    /* Multi-token batches: half on the portable kernel, a third of those
+     * with one K/V stage (the path of gfx942 at D 128). */
+    c.scalar = rng_int(0, 1);
+    c.stages = rng_int(0, 2) == 0 ? 1 : 0;
     int S = pick({1, 1, 2, 3, 5, 8});
     int big = rng_int(0, 3) == 0;
     for (int s = 0; s < S; s++) {
@@ -624,6 +631,10 @@ static Case random_generic(int i)
      * portable kernel instead, which still runs them on AMD and without
      * sm_90a code. */
     c.scalar = rng_int(0, 1);
+    /* A third of those with one K/V stage, the path of gfx942 at D 128 and
+     * of the MTP shape on gfx950 (where two stages do not fit the LDS). */
+    if (c.scalar && rng_int(0, 2) == 0)
+        c.stages = 1;
     limit_cost(c);
     return c;
 }
@@ -667,8 +678,8 @@ static void limit_cost_prefill(Case &c, double cap)
 }
 
 /* Shapes and features of the prefill kernel: Q bf16/f16 with a cache of the
- * same type or e4m3fn/e4m3fnuz (f16 math), every head size, GQA ratios 1-16, page sizes engines use (1, 16, 48, 64,
- * 128), causal or not, windows, softcap, sinks, strided q/out, rule and
+ * same type or e4m3fn/e4m3fnuz (f16 math), every head size, GQA ratios
+ * 1-16, page sizes engines use (1, 16, 48, 64, 128, 512), causal or not, windows, softcap, sinks, strided q/out, rule and
  * forced segment counts. */
 static Case random_prefill_base(int i, const char *family)
 {
@@ -681,7 +692,7 @@ static Case random_prefill_base(int i, const char *family)
     c.hkv = pick({1, 1, 2, 4, 8});
     c.hq = c.hkv * pick({1, 2, 3, 4, 5, 8, 16});
     c.d = pick({64, 80, 96, 128, 128, 192, 256});
-    c.page = pick({1, 16, 16, 48, 64, 128});
+    c.page = pick({1, 16, 16, 48, 64, 128, 512});
     c.q_dtype = pick({ATTN_DTYPE_BF16, ATTN_DTYPE_BF16, ATTN_DTYPE_F16});
     /* a third with an fp8 cache (converted to f16 per tile; D 192 runs on
      * the portable kernel), with descales != 1 */
@@ -782,6 +793,7 @@ static Case random_decode_mma(int i)
     static char names[200][32];
     snprintf(names[i % 200], 32, "decode-mma-%03d", i);
     c.name = names[i % 200];
+    c.page = pick({16, 48, 128, 512}); /* the kernel's pages: multiples of 16 */
     c.kv_dtype = c.q_dtype;
     c.compute_dtype = c.q_dtype;
     c.k_descale = c.v_descale = c.q_descale = 1.0f;

@@ -1,0 +1,447 @@
+/*
+ * attn_launch_plan.h — the one table of the GPU kernels' launch plans: which
+ * kernel runs a shape on an arch, its program configuration (threads, rows,
+ * keys, stages) and the shared memory / LDS one program needs, checked
+ * against the arch's limits.
+ *
+ * Three readers, one source:
+ *   - the plugins' predicates (C, built with or without the kernels) reject
+ *     a shape whose plan does not fit, naming the resource;
+ *   - the plugins' describe_plan hook reports the plan (attnreg explain);
+ *   - the launcher (gpu_attn.hip) computes the same plan at create and
+ *     launches what it says; the kernels size their shared memory with the
+ *     byte functions below (constexpr in C++), so the bytes the predicate
+ *     checked are the bytes the launch asks for.
+ * Header-only: plugins do not link libattnreg, and the kernels are C++.
+ */
+#ifndef ATTN_LAUNCH_PLAN_H
+#define ATTN_LAUNCH_PLAN_H
+
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "attn_plugin.h"
+
+#if defined(__CUDACC__) || defined(__HIP__)
+/* Device code sizes its shared memory with these too (static_assert). */
+#define ATTN_PLAN_FN static inline constexpr __host__ __device__
+#elif defined(__cplusplus)
+#define ATTN_PLAN_FN static inline constexpr
+#else
+#define ATTN_PLAN_FN static inline
+#endif
+
+/* ---- the arch limits table --------------------------------------------
+ * AMD CDNA3 (gfx942, MI300) gives a workgroup 64 KB of LDS, CDNA4 (gfx950,
+ * MI350) 160 KB; a wave is 64 lanes and may hold 512 VGPRs (256 arch + 256
+ * accumulation). NVIDIA sm_90 lets a block opt in to 227 KB of shared memory
+ * and a thread hold 255 registers. */
+static const attn_arch_limits attn_gpu_arch_limits[] = {
+    {sizeof(attn_arch_limits), "gfx942", 64 * 1024, 64, 1024, 512},
+    {sizeof(attn_arch_limits), "gfx950", 160 * 1024, 64, 1024, 512},
+    {sizeof(attn_arch_limits), "sm_90", 227 * 1024, 32, 1024, 255},
+};
+#define ATTN_GPU_ARCH_LIMITS_COUNT (sizeof attn_gpu_arch_limits / sizeof attn_gpu_arch_limits[0])
+
+/* The limits of `arch`, or NULL when the table does not know it. */
+static inline const attn_arch_limits *attn_gpu_limits_of(const char *arch)
+{
+    size_t i;
+    for (i = 0; i < ATTN_GPU_ARCH_LIMITS_COUNT; i++)
+        if (strncmp(attn_gpu_arch_limits[i].arch, arch, ATTN_ARCH_MAX) == 0)
+            return &attn_gpu_arch_limits[i];
+    return NULL;
+}
+
+/* NVIDIA archs copy K/V tiles with cp.async, so the generic kernel needs two
+ * stages to overlap them; elsewhere copies are synchronous and one stage
+ * does the same work. */
+static inline int attn_plan_arch_is_nvidia(const char *arch)
+{
+    return strncmp(arch, "sm_", 3) == 0;
+}
+
+/* ---- bytes per program, per kernel ------------------------------------ */
+
+/* Portable generic kernel (attn_generic.hip): 4 warps of rows_per_warp query
+ * rows, 32-key tiles. Q, K and V tiles as float (rows padded by 4 floats),
+ * then `stages` raw tiles of K and V as stored. */
+#define ATTN_GEN_TILE 32
+#define ATTN_GEN_WARPS 4
+ATTN_PLAN_FN int attn_plan_generic_bytes(int d, int dv, int kv_bytes, int rows_per_warp,
+                                         int stages)
+{
+    return 4 * ((ATTN_GEN_WARPS * rows_per_warp + ATTN_GEN_TILE) * (d + 4) +
+                ATTN_GEN_TILE * (dv + 4)) +
+           stages * ATTN_GEN_TILE * (d + dv) * kv_bytes;
+}
+/* NVIDIA: at most 76 KB, which keeps three programs per multiprocessor at
+ * head size 128 (more programs, more tiles in flight); elsewhere the arch's
+ * limit. */
+#define ATTN_GEN_NVIDIA_BUDGET (76 * 1024)
+#define ATTN_GEN_MAX_STAGES 4
+
+/* Scalar decode kernel (attn_generic.hip): 4 warps, static shared memory
+ * for the cross-warp merge of gt heads: accumulators and (max, sum). */
+#define ATTN_DEC_WARPS 4
+#define ATTN_DEC_KEYS 8 /* keys per warp per iteration */
+ATTN_PLAN_FN int attn_plan_decode_bytes(int d, int gt)
+{
+    return 4 * ATTN_DEC_WARPS * gt * d + 4 * ATTN_DEC_WARPS * gt * 2;
+}
+/* Query heads per decode program: the whole group when it is small, so each
+ * K/V byte is read once; at most 8 (4 for D > 128, where a lane holds two
+ * chunks per head) to keep Q and the accumulator in registers. */
+ATTN_PLAN_FN int attn_plan_decode_heads(int group, int d)
+{
+    const int cap = d > 128 ? 4 : 8;
+    const int gt = group <= 1 ? 1 : group <= 2 ? 2 : group <= 4 ? 4 : 8;
+    return gt > cap ? cap : gt;
+}
+
+/* Matrix-unit decode kernel (attn_decode_mma.hip, NVIDIA): one warp, Q (16
+ * rows) and 3 stages of 16-key K and V tiles, rows of D 16-bit elements plus
+ * 16 bytes of padding. */
+#define ATTN_DMMA_TILE 16
+#define ATTN_DMMA_STAGES 3
+ATTN_PLAN_FN int attn_plan_decode_mma_bytes(int d)
+{
+    return (ATTN_DMMA_TILE + ATTN_DMMA_STAGES * 2 * ATTN_DMMA_TILE) * (d * 2 + 16);
+}
+
+/* MTP kernel (attn_mtp.hip, NVIDIA): D 256, 32-key fp8 tiles in 3 raw
+ * stages, f16 K and V tiles, Q of qw warps x 16 rows (64 rows for the
+ * warpgroup variant, which also aligns its base to 1024 bytes and keeps the
+ * row multipliers in registers). */
+#define ATTN_MTP_D 256
+#define ATTN_MTP_TILE 32
+#define ATTN_MTP_STAGES 3
+ATTN_PLAN_FN int attn_plan_mtp_rows(int qw, int wg)
+{
+    return wg ? 64 : qw * 16;
+}
+ATTN_PLAN_FN int attn_plan_mtp_bytes(int qw, int wg)
+{
+    return (wg ? 1024 : 0) + attn_plan_mtp_rows(qw, wg) * ATTN_MTP_D * 2 +
+           ATTN_MTP_STAGES * 2 * ATTN_MTP_TILE * ATTN_MTP_D + 2 * ATTN_MTP_TILE * ATTN_MTP_D * 2 +
+           (wg ? 0 : attn_plan_mtp_rows(qw, wg) * 4);
+}
+
+/* Prefill kernel (attn_prefill.hip, sm_90a): 128 rows, one producer and two
+ * consumer warpgroups, 128-key tiles (64 at D >= 192), a ring of as many
+ * f16 K/V stages (2-4) as fit the 227 KB; an fp8 cache adds one or two raw
+ * stages and per-row Q multipliers. */
+typedef struct attn_prefill_layout {
+    int padded_d;    /* head dim in shared memory (a multiple of 64) */
+    int rows, keys;  /* per program, per tile */
+    int threads;     /* 1 producer + 2 consumer warpgroups */
+    int tile_bytes;  /* one f16 K or V tile */
+    int stage_bytes; /* K then V */
+    int raw_stage;   /* one raw fp8 K+V tile (0 for 16-bit caches) */
+    int ring;        /* raw fp8 stages */
+    int fixed;       /* bytes before the f16 stages */
+    int stages;      /* f16 K/V stages */
+    int bytes;       /* dynamic shared memory per program */
+} attn_prefill_layout;
+#define ATTN_PREFILL_ALIGN 1024
+#define ATTN_PREFILL_MAX_STAGES 4
+#define ATTN_PREFILL_SMEM_LIMIT (227 * 1024)
+ATTN_PLAN_FN attn_prefill_layout attn_plan_prefill_layout(int d, int kv8)
+{
+    attn_prefill_layout l = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    l.padded_d = (d + 63) / 64 * 64;
+    l.rows = 128;
+    l.keys = l.padded_d <= 128 ? 128 : 64;
+    l.threads = 384;
+    l.tile_bytes = l.keys * l.padded_d * 2;
+    l.stage_bytes = 2 * l.tile_bytes;
+    l.raw_stage = kv8 ? 2 * l.keys * d : 0;
+    /* alignment slack, Q, 4 mbarriers per stage, the producer's slot table
+     * (2 x keys ints), the fp8 row multipliers */
+    const int fixed0 = ATTN_PREFILL_ALIGN + l.rows * l.padded_d * 2 +
+                       4 * ATTN_PREFILL_MAX_STAGES * 8 + 2 * l.keys * 4 + (kv8 ? l.rows * 4 : 0);
+    l.ring = !kv8                                                                   ? 0
+             : (ATTN_PREFILL_SMEM_LIMIT - fixed0 - 2 * l.raw_stage) / l.stage_bytes >= 2 ? 2
+                                                                                    : 1;
+    l.fixed = fixed0 + l.ring * l.raw_stage;
+    l.stages = (ATTN_PREFILL_SMEM_LIMIT - l.fixed) / l.stage_bytes;
+    if (l.stages > ATTN_PREFILL_MAX_STAGES)
+        l.stages = ATTN_PREFILL_MAX_STAGES;
+    l.bytes = l.fixed + l.stages * l.stage_bytes;
+    return l;
+}
+
+/* ---- which kernels a shape runs ---------------------------------------- */
+
+static inline int attn_plan_is_fp8(int32_t dtype)
+{
+    return dtype == ATTN_DTYPE_FP8_E4M3FN || dtype == ATTN_DTYPE_FP8_E4M3FNUZ;
+}
+static inline int attn_plan_kv_bytes(int32_t dtype)
+{
+    return dtype == ATTN_DTYPE_F32 ? 4 : attn_plan_is_fp8(dtype) ? 1 : 2;
+}
+static inline int attn_plan_head_dim_built(int d)
+{
+    return d == 64 || d == 80 || d == 96 || d == 128 || d == 192 || d == 256;
+}
+
+/* The prefill kernel takes D == Dv in the built list, Q bf16/f16 with a
+ * cache of Q's type or an e4m3 cache (not at D 192), no FP8 compute. */
+static inline int attn_plan_prefill_takes(const attn_shape *s)
+{
+    const int32_t dv = attn_shape_head_dim_v(s);
+    const int kv8 = attn_plan_is_fp8(s->kv_dtype);
+    if (s->head_dim != dv || !attn_plan_head_dim_built(s->head_dim) ||
+        attn_plan_is_fp8(s->compute_dtype))
+        return 0;
+    if (s->q_dtype != ATTN_DTYPE_BF16 && s->q_dtype != ATTN_DTYPE_F16)
+        return 0;
+    return kv8 ? s->head_dim != 192 : s->kv_dtype == s->q_dtype;
+}
+
+/* The matrix-unit decode kernel takes Q and a cache of one 16-bit type,
+ * D == Dv in the built list, no FP8 compute, pages of a multiple of 16. */
+static inline int attn_plan_decode_mma_takes(const attn_shape *s)
+{
+    const int32_t dv = attn_shape_head_dim_v(s);
+    return s->head_dim == dv && attn_plan_head_dim_built(s->head_dim) &&
+           s->q_dtype == s->kv_dtype &&
+           (s->kv_dtype == ATTN_DTYPE_BF16 || s->kv_dtype == ATTN_DTYPE_F16) &&
+           !attn_plan_is_fp8(s->compute_dtype) && s->page_size > 0 &&
+           s->page_size % ATTN_DMMA_TILE == 0;
+}
+
+/* What the build holds beyond the portable kernels. */
+typedef struct attn_plan_features {
+    int wgmma; /* sm_90a code: the prefill kernel and the MTP warpgroup variant */
+} attn_plan_features;
+
+/* The features of this build: asked of the kernels where they are linked
+ * (gpu_attn.hip), else those of the default CUDA build (90a), so that a
+ * plugin built without kernels plans as the shipped one would. */
+#if defined(ATTNREG_HAVE_GPU_KERNELS)
+#ifdef __cplusplus
+extern "C"
+#endif
+    int
+    attn_gpu_kernels_have_wgmma(void);
+#endif
+static inline attn_plan_features attn_plan_build_features(void)
+{
+    attn_plan_features f;
+#if defined(ATTNREG_HAVE_GPU_KERNELS)
+    f.wgmma = attn_gpu_kernels_have_wgmma();
+#else
+    f.wgmma = 1;
+#endif
+    return f;
+}
+
+static inline void attn_plan_set(attn_kernel_plan *k, const char *kernel, const char *role,
+                                 int threads, int rows, int keys, int stages, int bytes)
+{
+    memset(k, 0, sizeof *k);
+    snprintf(k->kernel, sizeof k->kernel, "%s", kernel);
+    snprintf(k->role, sizeof k->role, "%s", role);
+    k->threads = threads;
+    k->rows = rows;
+    k->keys = keys;
+    k->stages = stages;
+    k->shared_bytes = bytes;
+}
+
+static inline void attn_plan_begin(attn_launch_plan *out, const attn_arch_limits *lim)
+{
+    uint32_t size = out->struct_size;
+    memset(out, 0, sizeof *out);
+    out->struct_size = size ? size : (uint32_t)sizeof *out;
+    snprintf(out->arch, sizeof out->arch, "%s", lim->arch);
+    out->shared_limit = lim->shared_bytes_per_block;
+    out->wave_size = lim->wave_size;
+}
+
+/* The generic kernel's stages for a program of rows_per_warp rows: as many
+ * as fit the budget (2-4 on NVIDIA, 1-4 elsewhere); 0 when even the fewest
+ * exceed the arch's limit. */
+static inline int attn_plan_generic_stages(int d, int dv, int kv_bytes, int rows_per_warp,
+                                           const attn_arch_limits *lim)
+{
+    const int nvidia = attn_plan_arch_is_nvidia(lim->arch);
+    const int min_stages = nvidia ? 2 : 1;
+    const int budget = nvidia && lim->shared_bytes_per_block > ATTN_GEN_NVIDIA_BUDGET
+                           ? ATTN_GEN_NVIDIA_BUDGET
+                           : lim->shared_bytes_per_block;
+    int st = ATTN_GEN_MAX_STAGES;
+    while (st > min_stages && attn_plan_generic_bytes(d, dv, kv_bytes, rows_per_warp, st) > budget)
+        st--;
+    return attn_plan_generic_bytes(d, dv, kv_bytes, rows_per_warp, st) <=
+                   lim->shared_bytes_per_block
+               ? st
+               : 0;
+}
+
+/* Writes why no plan fits (the resource, what is needed, what the arch has)
+ * and returns 0. */
+static inline int attn_plan_too_big(char *why, size_t why_size, const char *kernel,
+                                    const char *what, int bytes, const attn_arch_limits *lim)
+{
+    const int nvidia = attn_plan_arch_is_nvidia(lim->arch);
+    if (why && why_size)
+        snprintf(why, why_size, "the %s kernel needs %d KB of %s per program (%s), %s has %d KB",
+                 kernel, (bytes + 1023) / 1024, nvidia ? "shared memory" : "LDS", what, lim->arch,
+                 lim->shared_bytes_per_block / 1024);
+    return 0;
+}
+
+/* Index of the kernel entry of a plan with `role`, or -1. */
+static inline int attn_plan_find(const attn_launch_plan *plan, const char *role)
+{
+    uint32_t i;
+    for (i = 0; i < plan->num_kernels && i < ATTN_PLAN_MAX_KERNELS; i++)
+        if (strcmp(plan->kernels[i].role, role) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* Role names (the launcher looks entries up by them). */
+#define ATTN_ROLE_MULTI "multi-token"
+#define ATTN_ROLE_MULTI_PORTABLE "multi-token, scale <= 0"
+#define ATTN_ROLE_DECODE "one-token sequences"
+#define ATTN_ROLE_MTP "mtp"
+#define ATTN_ROLE_MTP_SHORT "mtp, q_len <= 2"
+
+/* The plan of aiter-generic for a valid shape it accepts otherwise: the
+ * multi-token kernel (max_q_len > 1), then the decode kernel (batches of
+ * one-token sequences, and the one-token rows of mixed batches). Returns 1
+ * when every kernel fits `lim`, else 0 with the reason in why. */
+static inline int attn_plan_generic(const attn_shape *s, const attn_arch_limits *lim,
+                                    attn_plan_features feat, attn_launch_plan *out, char *why,
+                                    size_t why_size)
+{
+    const int d = s->head_dim, dv = attn_shape_head_dim_v(s);
+    const int kvb = attn_plan_kv_bytes(s->kv_dtype);
+    const int nvidia = attn_plan_arch_is_nvidia(lim->arch);
+    const int hkv = attn_shape_kv_heads(s);
+    const int group = hkv > 0 ? s->num_q_heads / hkv : 1;
+    char what[96];
+    attn_plan_begin(out, lim);
+    if (s->max_q_len > 1) {
+        const int gen_stages = attn_plan_generic_stages(d, dv, kvb, 4, lim);
+        const int gen_bytes = attn_plan_generic_bytes(d, dv, kvb, 4, gen_stages ? gen_stages : 1);
+        if (nvidia && feat.wgmma && strcmp(lim->arch, "sm_90") == 0 &&
+            attn_plan_prefill_takes(s)) {
+            const attn_prefill_layout l = attn_plan_prefill_layout(d, attn_plan_is_fp8(s->kv_dtype));
+            if (l.bytes > lim->shared_bytes_per_block)
+                return attn_plan_too_big(why, why_size, "prefill", "128 rows", l.bytes, lim);
+            attn_plan_set(&out->kernels[out->num_kernels++], "prefill-wgmma", ATTN_ROLE_MULTI,
+                          l.threads, l.rows, l.keys, l.stages, l.bytes);
+            if (gen_stages)
+                attn_plan_set(&out->kernels[out->num_kernels++], "generic",
+                              ATTN_ROLE_MULTI_PORTABLE, 32 * ATTN_GEN_WARPS, 4 * ATTN_GEN_WARPS,
+                              ATTN_GEN_TILE, gen_stages, gen_bytes);
+        } else if (gen_stages) {
+            attn_plan_set(&out->kernels[out->num_kernels++], "generic", ATTN_ROLE_MULTI,
+                          32 * ATTN_GEN_WARPS, 4 * ATTN_GEN_WARPS, ATTN_GEN_TILE, gen_stages,
+                          gen_bytes);
+        }
+        if (!gen_stages) {
+            snprintf(what, sizeof what, "head_dim %d, %s cache, %d stage%s", d,
+                     attn_dtype_spelling(s->kv_dtype), nvidia ? 2 : 1, nvidia ? "s" : "");
+            return attn_plan_too_big(why, why_size, "generic", what, gen_bytes, lim);
+        }
+    }
+    if (nvidia && attn_plan_decode_mma_takes(s)) {
+        const int bytes = attn_plan_decode_mma_bytes(d);
+        if (bytes > lim->shared_bytes_per_block)
+            return attn_plan_too_big(why, why_size, "decode-mma", "16 rows", bytes, lim);
+        attn_plan_set(&out->kernels[out->num_kernels++], "decode-mma", ATTN_ROLE_DECODE, 32,
+                      ATTN_DMMA_TILE, ATTN_DMMA_TILE, ATTN_DMMA_STAGES, bytes);
+    } else {
+        const int gt = attn_plan_decode_heads(group, d);
+        const int bytes = attn_plan_decode_bytes(d, gt);
+        if (bytes > lim->shared_bytes_per_block) {
+            snprintf(what, sizeof what, "%d heads", gt);
+            return attn_plan_too_big(why, why_size, "decode", what, bytes, lim);
+        }
+        attn_plan_set(&out->kernels[out->num_kernels++], "decode", ATTN_ROLE_DECODE,
+                      32 * ATTN_DEC_WARPS, gt, ATTN_DEC_WARPS * ATTN_DEC_KEYS, 0, bytes);
+    }
+    return 1;
+}
+
+/* The plan of aiter-mtp-gfx950 (D 256, 16 query heads per KV head, fp8
+ * cache, 1-4 query tokens): on NVIDIA the mma kernel (32 rows at q_len <= 2,
+ * 64 rows above, the warpgroup variant there where the build has sm_90a);
+ * elsewhere the portable generic kernel with 64-row programs. */
+static inline int attn_plan_mtp(const attn_shape *s, const attn_arch_limits *lim,
+                                attn_plan_features feat, attn_launch_plan *out, char *why,
+                                size_t why_size)
+{
+    attn_plan_begin(out, lim);
+    if (attn_plan_arch_is_nvidia(lim->arch)) {
+        const int wg = feat.wgmma && strcmp(lim->arch, "sm_90") == 0;
+        const int long_q = s->max_q_len > 2;
+        const int b4 = attn_plan_mtp_bytes(4, wg), b2 = attn_plan_mtp_bytes(2, 0);
+        if (long_q && b4 > lim->shared_bytes_per_block)
+            return attn_plan_too_big(why, why_size, wg ? "mtp-wgmma" : "mtp-mma", "64 rows", b4,
+                                     lim);
+        if (b2 > lim->shared_bytes_per_block)
+            return attn_plan_too_big(why, why_size, "mtp-mma", "32 rows", b2, lim);
+        if (long_q)
+            attn_plan_set(&out->kernels[out->num_kernels++], wg ? "mtp-wgmma" : "mtp-mma",
+                          ATTN_ROLE_MTP, 128, attn_plan_mtp_rows(4, wg), ATTN_MTP_TILE,
+                          ATTN_MTP_STAGES, b4);
+        attn_plan_set(&out->kernels[out->num_kernels++], "mtp-mma",
+                      long_q ? ATTN_ROLE_MTP_SHORT : ATTN_ROLE_MTP, 128, attn_plan_mtp_rows(2, 0),
+                      ATTN_MTP_TILE, ATTN_MTP_STAGES, b2);
+        return 1;
+    }
+    {
+        const int st = attn_plan_generic_stages(ATTN_MTP_D, ATTN_MTP_D, 1, 16, lim);
+        const int bytes = attn_plan_generic_bytes(ATTN_MTP_D, ATTN_MTP_D, 1, 16, st ? st : 1);
+        if (!st)
+            return attn_plan_too_big(why, why_size, "generic", "64 rows, head_dim 256, fp8 cache",
+                                     bytes, lim);
+        attn_plan_set(&out->kernels[out->num_kernels++], "generic", ATTN_ROLE_MTP,
+                      32 * ATTN_GEN_WARPS, 16 * ATTN_GEN_WARPS, ATTN_GEN_TILE, st, bytes);
+    }
+    return 1;
+}
+
+/* ---- the plugins' side ---------------------------------------------- */
+
+typedef int (*attn_plan_fn)(const attn_shape *s, const attn_arch_limits *lim,
+                            attn_plan_features feat, attn_launch_plan *out, char *why,
+                            size_t why_size);
+
+/* The `launch_plan` predicate of a plugin whose plans `plan` computes: the
+ * shape's plan on its arch must fit the arch's limits (RESOURCE otherwise,
+ * with the sentence naming the resource). */
+static inline int attn_plan_predicate(attn_plan_fn plan, const attn_shape *shape,
+                                      attn_verdict *verdict)
+{
+    const attn_arch_limits *lim = attn_gpu_limits_of(shape->arch);
+    attn_launch_plan p;
+    char why[ATTN_VERDICT_MESSAGE_MAX];
+    if (!lim)
+        return attn_reject(verdict, ATTN_REASON_RESOURCE, "no launch limits are known for arch %.*s",
+                           ATTN_ARCH_MAX - 1, shape->arch);
+    p.struct_size = sizeof p;
+    if (plan(shape, lim, attn_plan_build_features(), &p, why, sizeof why))
+        return attn_accept(verdict);
+    return attn_reject(verdict, ATTN_REASON_RESOURCE, "%s", why);
+}
+
+/* The describe_plan hook of such a plugin. */
+static inline attn_status attn_plan_describe(attn_plan_fn plan, const attn_shape *shape,
+                                             attn_launch_plan *out)
+{
+    const attn_arch_limits *lim = attn_gpu_limits_of(shape->arch);
+    if (!lim || !plan(shape, lim, attn_plan_build_features(), out, NULL, 0))
+        return ATTN_ERR_UNSUPPORTED;
+    return ATTN_OK;
+}
+
+#endif /* ATTN_LAUNCH_PLAN_H */

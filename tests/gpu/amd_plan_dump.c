@@ -1,0 +1,66 @@
+/*
+ * amd_plan_dump.c — prints, one JSON object per line, what the launch-plan
+ * table (plugins/common/attn_launch_plan.h) says about every kernel the AMD
+ * build compiles, per AMD arch: its demangled name, the threads of a
+ * program, the static LDS the plan counts, the dynamic LDS a launch asks
+ * for, and whether any shape the predicates accept launches it. The AMD
+ * code-object check (plugins/gpu/amd_code_objects.py) compares these with
+ * the kernels' metadata in the compiled code objects.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "attn_launch_plan.h"
+
+static const int head_dims[] = {64, 80, 96, 128, 192, 256};
+static const int decode_heads[] = {1, 2, 4, 8};
+
+static void line(const attn_arch_limits *lim, const char *name, int threads, int static_bytes,
+                 int dynamic_bytes, int planned)
+{
+    printf("{\"arch\": \"%s\", \"kernel\": \"%s\", \"threads\": %d, \"static_bytes\": %d, "
+           "\"dynamic_bytes\": %d, \"planned\": %s, \"shared_limit\": %d, "
+           "\"max_registers\": %d}\n",
+           lim->arch, name, threads, static_bytes, dynamic_bytes, planned ? "true" : "false",
+           (int)lim->shared_bytes_per_block, (int)lim->max_registers_per_thread);
+}
+
+int main(void)
+{
+    for (size_t a = 0; a < ATTN_GPU_ARCH_LIMITS_COUNT; a++) {
+        const attn_arch_limits *lim = &attn_gpu_arch_limits[a];
+        char name[128];
+        if (attn_plan_arch_is_nvidia(lim->arch))
+            continue;
+        /* The portable generic kernel: 4 rows a warp (multi-token batches)
+         * at every head size and cache width; 16 rows a warp only for the
+         * MTP shape (D 256, fp8). Static LDS: none (all dynamic). */
+        for (int rows = 4; rows <= 16; rows *= 4)
+            for (size_t di = 0; di < sizeof head_dims / sizeof head_dims[0]; di++)
+                for (int kvb = 1; kvb <= 2; kvb++) {
+                    const int d = head_dims[di];
+                    if (rows == 16 && (d != ATTN_MTP_D || kvb != 1))
+                        continue;
+                    const int st = attn_plan_generic_stages(d, d, kvb, rows, lim);
+                    snprintf(name, sizeof name, "attn_generic_kernel<%d, %d, %d>", rows, d, kvb);
+                    line(lim, name, 32 * ATTN_GEN_WARPS, 0,
+                         attn_plan_generic_bytes(d, d, kvb, rows, st ? st : 1), st > 0);
+                }
+        /* The scalar decode kernel: static LDS only (the cross-warp merge);
+         * 8 heads a program only up to D 128. */
+        for (size_t di = 0; di < sizeof head_dims / sizeof head_dims[0]; di++)
+            for (int kvb = 1; kvb <= 2; kvb++)
+                for (size_t gi = 0; gi < sizeof decode_heads / sizeof decode_heads[0]; gi++) {
+                    const int d = head_dims[di], gt = decode_heads[gi];
+                    if (gt == 8 && d > 128)
+                        continue;
+                    const int bytes = attn_plan_decode_bytes(d, gt);
+                    snprintf(name, sizeof name, "attn_decode_kernel<%d, %d, %d>", d, kvb, gt);
+                    line(lim, name, 32 * ATTN_DEC_WARPS, bytes, 0,
+                         bytes <= lim->shared_bytes_per_block);
+                }
+        /* The segment reduce: a weight per segment (64 at most) and a scale. */
+        line(lim, "attn_reduce_kernel", 128, 4 * 64 + 4, 0, 1);
+    }
+    return 0;
+}

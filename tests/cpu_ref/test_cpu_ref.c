@@ -453,6 +453,92 @@ START_TEST(test_window_larger_than_context)
 }
 END_TEST
 
+/* The window convention (include/attn_types.h): window (L, R) lets query
+ * position p see keys p - L .. p + R, both ends included. A model whose
+ * config says sliding_window = W (Hugging Face, SGLang: a query sees the W
+ * most recent keys, itself included) maps to (W - 1, 0), as vLLM passes it
+ * to FlashAttention; under causal masking (W - 1, -1) is the same set.
+ * Checked without the window code: with
+ * pages of one token, "the last W keys" of a decode row is the same row
+ * over a block table that starts K - W entries later, with no window. */
+START_TEST(test_sliding_window_mappings)
+{
+    static const int32_t windows[] = {1, 2, 7, 16, 33};
+    for (size_t wi = 0; wi < sizeof windows / sizeof windows[0]; wi++) {
+        const int32_t W = windows[wi];
+        attn_shape s;
+        base_shape(&s);
+        s.page_size = 1;
+        s.max_q_len = 1;
+        s.max_kv_len = 60;
+        attn_oracle_problem_options o = {.num_seqs = 4, .seed = 40 + (uint64_t)wi};
+        attn_oracle_problem p;
+        char err[512];
+        ck_assert_int_eq(attn_oracle_problem_random(&p, &s, &o, err, sizeof err), 0);
+        attn_forward_args a;
+        const size_t out_bytes = p.out_bytes;
+        unsigned char *want = malloc(out_bytes), *got = malloc(out_bytes);
+        /* the last W keys, no window */
+        int32_t *bt = malloc((size_t)p.num_seqs * (size_t)p.block_table_stride * sizeof *bt);
+        int32_t *used = malloc((size_t)p.num_seqs * sizeof *used);
+        for (int32_t q = 0; q < p.num_seqs; q++) {
+            const int32_t K = p.seqused_k[q], skip = K > W ? K - W : 0;
+            for (int32_t j = 0; j < p.block_table_stride; j++)
+                bt[(size_t)q * p.block_table_stride + j] =
+                    j + skip < p.block_table_stride
+                        ? p.block_table[(size_t)q * p.block_table_stride + j + skip]
+                        : 0;
+            used[q] = K - skip;
+        }
+        attn_oracle_problem_args(&p, &a);
+        a.block_table = bt;
+        a.seqused_k = used;
+        harness_context hc;
+        harness_context_init(&hc, two_threads);
+        ck_assert_int_eq(harness_run(&plugin, &hc.ctx, &p.shape, &a, err, sizeof err), ATTN_OK);
+        memcpy(want, p.out, out_bytes);
+        /* sliding_window W -> (W - 1, 0) (vLLM, attnreg plan); (W - 1, -1) */
+        for (int m = 0; m < 2; m++) {
+            p.shape.window_left = W - 1;
+            p.shape.window_right = m == 0 ? -1 : 0;
+            attn_oracle_problem_poison_out(&p);
+            ck_assert_int_eq(run_plugin(&p, &a, two_threads, err, sizeof err), ATTN_OK);
+            memcpy(got, p.out, out_bytes);
+            /* Same keys in the same order: the same floats. */
+            ck_assert_msg(memcmp(want, got, out_bytes) == 0,
+                          "window %d mapped to (%d, %d) differs from the last %d keys", (int)W,
+                          (int)(W - 1), m == 0 ? -1 : 0, (int)W);
+        }
+        free(bt);
+        free(used);
+        free(want);
+        free(got);
+        attn_oracle_problem_free(&p);
+    }
+}
+END_TEST
+
+/* The page sizes engines use (SGLang 1; vLLM multiples of 16 up to 1024),
+ * random problems against the float64 oracle. */
+START_TEST(test_engine_page_sizes)
+{
+    static const int32_t pages[] = {1, 48, 128, 512};
+    for (size_t i = 0; i < sizeof pages / sizeof pages[0]; i++) {
+        attn_shape s;
+        base_shape(&s);
+        s.page_size = pages[i];
+        s.max_q_len = 9;
+        s.max_kv_len = 1100;
+        attn_oracle_problem_options o = {
+            .num_seqs = 3, .seed = 60 + (uint64_t)i, .extra_blocks = 2};
+        element_check c;
+        char msg[1024];
+        ck_assert_msg(run_and_check(&s, &o, two_threads, &c, msg, sizeof msg) == 0, "page %d: %s",
+                      (int)pages[i], msg);
+    }
+}
+END_TEST
+
 START_TEST(test_block_table_trailing_entries)
 {
     /* Rows much wider than needed, the unused entries out of range (they are
@@ -784,6 +870,8 @@ static Suite *cpu_ref_suite(void)
     tcase_add_test(edges, test_sinks_with_all_keys_masked);
     tcase_add_test(edges, test_window_larger_than_context);
     tcase_add_test(edges, test_block_table_trailing_entries);
+    tcase_add_test(edges, test_sliding_window_mappings);
+    tcase_add_test(edges, test_engine_page_sizes);
     tcase_add_test(edges, test_strided_views_leave_padding_alone);
     tcase_add_test(edges, test_threads_and_kernels_agree_bitwise);
     tcase_add_test(edges, test_fp8_compute_quantises_q);

@@ -48,6 +48,15 @@ v $G --q-heads 16 --kv-heads 2 --head-dim 192 --max-q-len 256 --max-kv-len 1500 
 # fp8 caches on the prefill kernel (converted to f16 per tile), descales from verify
 v $G --q-heads 32 --kv-heads 8 --head-dim 128 --kv-dtype fp8_e4m3fn --max-q-len 512 --max-kv-len 2048 --seqs 3 --seed 19
 v $G --q-heads 16 --kv-heads 1 --head-dim 256 --kv-dtype fp8_e4m3fn --max-q-len 300 --max-kv-len 1200 --seqs 4 --seed 20 --sinks --strided
+# the page sizes engines use (SGLang 1, vLLM multiples of 16 up to 1024) on every
+# kernel: decode (scalar at page 1, matrix units at multiples of 16), prefill, the
+# portable kernel (fp8 compute), mixed batches
+for pg in 1 48 128 512; do
+  v $G --q-heads 32 --kv-heads 8 --head-dim 128 --max-q-len 1 --max-kv-len 3000 --seqs 9 --seed 3$pg --page-size $pg
+  v $G --q-heads 16 --kv-heads 2 --head-dim 128 --max-q-len 600 --max-kv-len 2500 --seqs 3 --seed 4$pg --page-size $pg --window 300,0
+  v $G --q-heads 8 --kv-heads 8 --head-dim 64 --kv-dtype fp8_e4m3fn --compute-dtype fp8_e4m3fn --max-q-len 40 --max-kv-len 1500 --seqs 4 --seed 5$pg --page-size $pg
+  v $G --q-heads 32 --kv-heads 8 --head-dim 128 --kv-dtype fp8_e4m3fn --max-q-len 4 --max-kv-len 4096 --seqs 16 --seed 6$pg --page-size $pg
+done
 echo "== verify summary: $pass passed, $fail failed"
 n=${ATTNREG_VERIFY_GPU_TEST_COUNT:-120}   # 0: skip the kernel-level test
 if [ "$n" -gt 0 ]; then

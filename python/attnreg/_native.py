@@ -16,7 +16,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 #: a build tree or an installation prefix, so that the library finds its conf
 #: folder at ``lib/../share/attnreg/conf`` and the shipped INIs find their
 #: plugins at ``../../../lib/attnreg``).
-BUNDLED_PREFIX = os.path.join(HERE, "_native")
+BUNDLED_PREFIX = os.path.join(HERE, "_bundled")
 BUNDLED_LIBRARY = os.path.join(BUNDLED_PREFIX, "lib", "libattnreg.so.0")
 
 ATTN_ARCH_MAX = 32

@@ -98,9 +98,13 @@ class Ops:
                 # query i sits at position kl - ql + i: a lower-right causal mask
                 mask = (torch.arange(kl, device=self.device)[None, :] <=
                         (kl - ql + torch.arange(ql, device=self.device))[:, None])
-                o = torch.nn.functional.scaled_dot_product_attention(
-                    qs.transpose(0, 1), K.transpose(0, 1), V.transpose(0, 1), attn_mask=mask,
-                    scale=scale)
+                qh, kh, vh = qs.transpose(0, 1), K.transpose(0, 1), V.transpose(0, 1)
+                if hasattr(torch.nn.functional, "scaled_dot_product_attention"):
+                    o = torch.nn.functional.scaled_dot_product_attention(
+                        qh, kh, vh, attn_mask=mask, scale=scale)
+                else:  # torch < 2.0: the same math by hand
+                    sc = (qh @ kh.transpose(1, 2)) * scale
+                    o = torch.softmax(sc.masked_fill(~mask, float("-inf")), -1) @ vh
                 outs.append(o.transpose(0, 1))
             else:
                 K = from_bf16_bits(k_cache[blocks]).reshape(-1, *k_cache.shape[2:])[:kl]
@@ -222,6 +226,13 @@ class Engine:
         last = x[ops.int32(ends).long()] if ops.torch else x[ends]
         return ops.argmax(ops.rmsnorm(last) @ m.emb.T)
 
+    def reference_name(self):
+        if not self.ops.torch:
+            return "a NumPy float64 reference"
+        if hasattr(torch.nn.functional, "scaled_dot_product_attention"):
+            return "torch SDPA"
+        return "torch float32 math (this torch has no SDPA)"
+
     def run(self):
         t0 = time.time()
         lens = [len(p) for p in self.prompts]
@@ -240,7 +251,7 @@ class Engine:
         calls = 2 * (1 + self.args.decode_steps)
         print(f"{calls} attention calls ({'torch' if self.ops.torch else 'numpy'} on "
               f"{self.args.device}) checked against "
-              f"{'torch SDPA' if self.ops.torch else 'a NumPy float64 reference'}: worst rel-L2 "
+              f"{self.reference_name()}: worst rel-L2 "
               f"{self.worst:.2e}, {self.failures} beyond 2e-2; {time.time() - t0:.1f} s")
         for be in self.backends.values():
             be.close()

@@ -392,8 +392,11 @@ class Plan:
 
     def __del__(self):
         h, self._h = getattr(self, "_h", None), None
-        if h:
-            _lib.attn_plan_free(h)
+        try:
+            if h:
+                _lib.attn_plan_free(h)
+        except Exception:  # interpreter shutdown
+            pass
 
 
 def _layers_array(layers):
@@ -530,9 +533,12 @@ class Registry:
         self.close()
 
     def __del__(self):
-        if getattr(self, "_h", None) and getattr(self, "_users", 0) == 0:
-            _lib.attn_registry_close(self._h)
-            self._h = None
+        try:
+            if getattr(self, "_h", None) and getattr(self, "_users", 0) == 0:
+                h, self._h = self._h, None
+                _lib.attn_registry_close(h)
+        except Exception:  # interpreter shutdown: module globals may be gone
+            pass
 
     # -- queries
     def conf_paths(self):

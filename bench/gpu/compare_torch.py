@@ -210,8 +210,12 @@ def main():
             kw = {"is_causal": False}
         elif c.q_len == c.kv_len:
             kw = {"is_causal": True}
-        else:
-            kw = {"attn_mask": mask}
+        else:  # chunked prefill: the queries are the last q_len positions
+            try:
+                from torch.nn.attention.bias import causal_lower_right
+                kw = {"attn_mask": causal_lower_right(c.q_len, c.kv_len)}
+            except ImportError:
+                kw = {"attn_mask": mask}
         for label, backend in (("sdpa-flash", SDPBackend.FLASH_ATTENTION),
                                ("sdpa-cudnn", SDPBackend.CUDNN_ATTENTION)):
             def fn(i, backend=backend):

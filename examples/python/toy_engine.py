@@ -21,6 +21,7 @@ import sys
 import time
 
 import attnreg
+from attnreg import from_bf16_bits, to_bf16_bits
 
 try:
     import torch
@@ -29,15 +30,6 @@ except ImportError:  # NumPy fallback (CI has no torch)
 import numpy as np
 
 PAGE = 16
-
-
-def to_bf16_bits(x):
-    u = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
-
-
-def from_bf16_bits(b):
-    return (np.asarray(b).astype(np.uint32) << 16).view(np.float32)
 
 
 class Ops:

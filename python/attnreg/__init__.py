@@ -41,7 +41,7 @@ SCHEMA_VERSION = 1
 __all__ = [
     "Registry", "Shape", "Selection", "Backend", "Plan", "Error", "InvalidShapeError",
     "UnsupportedError", "BackendRejectedError", "ConfError", "BackendError", "__version__",
-    "library_path", "DTYPES", "LOG_LEVELS",
+    "library_path", "DTYPES", "LOG_LEVELS", "to_bf16_bits", "from_bf16_bits", "check_layout",
 ]
 
 DTYPES = tuple(n for n in _native.DTYPE_NAMES if n != "invalid")
@@ -428,7 +428,17 @@ def _layers_array(layers):
 
 # ---- the registry ----------------------------------------------------------------
 
-class Registry:
+class _Closable:
+    """with-statement support for objects with close()."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Registry(_Closable):
     """An open registry (attn_registry_open): reads the conf files, loads no
     plugin until one is asked. A context manager; close() when done (Backends
     created from it keep it alive until they are closed too)."""
@@ -525,12 +535,6 @@ class Registry:
         if self._closing or not self._h:
             raise Error("ATTN_ERR_INVALID_ARGUMENT", "the registry is closed")
         return self._h
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def __del__(self):
         try:
@@ -729,7 +733,7 @@ def _as_shape(shape):
 
 # ---- backends ------------------------------------------------------------------------
 
-class Backend:
+class Backend(_Closable):
     """A constructed backend (attn_backend_create). A context manager;
     close() when done. Keeps its Registry alive. Used by one thread at a
     time, as the C object is."""
@@ -749,12 +753,6 @@ class Backend:
             _lib.attn_backend_destroy(h)
             self._ws.clear()
             self.registry._release()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
 
     def __del__(self):
         try:
@@ -802,6 +800,12 @@ class Backend:
         vq = _arrays.View("q", q)
         kind = vq.kind
         device = vq.device
+        if (device == "cpu") != self.is_cpu:
+            raise ValueError(f"q: on {device}, but backend {self.name} runs on arch {sh.arch}: "
+                             f"expected {'host' if self.is_cpu else 'CUDA device'} memory")
+        if kind == "numpy" and not self.is_cpu:
+            raise ValueError(f"q: NumPy arrays are host memory; backend {self.name} (arch "
+                             f"{sh.arch}) needs torch CUDA tensors")
         views = {"q": vq}
         for name, obj in (("k_cache", k_cache), ("v_cache", v_cache),
                           ("block_table", block_table), ("cu_seqlens_q", cu_seqlens_q),
@@ -814,13 +818,6 @@ class Backend:
                 raise ValueError(f"{name}: a {v.kind} array among {kind} arrays (pass one kind)")
             if v.device != device:
                 raise ValueError(f"{name}: on {v.device}, expected {device} (where q is)")
-        want_dev = "cpu" if self.is_cpu else "cuda"
-        if (device == "cpu") != (want_dev == "cpu"):
-            raise ValueError(f"q: on {device}, but backend {self.name} runs on arch {sh.arch}: "
-                             f"expected {'host' if want_dev == 'cpu' else 'CUDA device'} memory")
-        if kind == "numpy" and not self.is_cpu:
-            raise ValueError(f"q: NumPy arrays are host memory; backend {self.name} (arch "
-                             f"{sh.arch}) needs torch CUDA tensors")
 
         vq.expect_dtype(_arrays.dtypes_for(kind, sh.q_dtype), f"q_dtype {sh.q_dtype}")
         vq.expect_shape((None, hq, d), "[num_tokens, q_heads, head_dim]")
@@ -916,6 +913,22 @@ class Backend:
 
     def __repr__(self):
         return f"Backend({self.name!r}, {self.shape})"
+
+
+# ---- NumPy encodings --------------------------------------------------------------
+
+def to_bf16_bits(x):
+    """A float array as bf16 raw bits (numpy uint16, round to nearest even):
+    how NumPy arrays carry bf16 to forward(). Needs numpy."""
+    import numpy as np
+    u = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def from_bf16_bits(bits):
+    """bf16 raw bits (uint16) as float32 values. Needs numpy."""
+    import numpy as np
+    return (np.asarray(bits).astype(np.uint32) << 16).view(np.float32)
 
 
 def check_layout(mirrors=None):

@@ -312,19 +312,12 @@ def check_layout(lib, mirrors=None):
         if ctypes.sizeof(cls) > csize:
             raise ImportError(f"attnreg: layout mismatch: {cname}: the Python mirror is "
                               f"{ctypes.sizeof(cls)} bytes, the library's struct {csize}")
-    for code, name in enumerate(STATUS_NAMES):
-        got = text(lib.attn_status_name(code))
-        if got != name:
-            raise ImportError(f"attnreg: enum mismatch: status {code} is {got} in the library, "
-                              f"{name} here")
-    for code, name in enumerate(DTYPE_NAMES):
-        got = text(lib.attn_dtype_name(code))
-        if got != name:
-            raise ImportError(f"attnreg: enum mismatch: dtype {code} is {got} in the library, "
-                              f"{name} here")
-    for code, name in enumerate(LOG_LEVEL_NAMES):
-        got = text(lib.attn_log_level_name(code))
-        if got != name:
-            raise ImportError(f"attnreg: enum mismatch: log level {code} is {got} in the "
-                              f"library, {name} here")
+    for what, names, fn in (("status", STATUS_NAMES, lib.attn_status_name),
+                            ("dtype", DTYPE_NAMES, lib.attn_dtype_name),
+                            ("log level", LOG_LEVEL_NAMES, lib.attn_log_level_name)):
+        for code, name in enumerate(names):
+            got = text(fn(code))
+            if got != name:
+                raise ImportError(f"attnreg: enum mismatch: {what} {code} is {got} in the "
+                                  f"library, {name} here")
     return checked

@@ -2,16 +2,7 @@
 raw-bit encodings of bf16 and fp8 that NumPy lacks. Used by the pytest suite."""
 import numpy as np
 
-
-def to_bf16_bits(x):
-    """float32 -> bf16 bits (uint16), round to nearest even."""
-    u = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    u = u + 0x7FFF + ((u >> 16) & 1)
-    return (u >> 16).astype(np.uint16)
-
-
-def from_bf16_bits(b):
-    return (np.asarray(b).astype(np.uint32) << 16).view(np.float32)
+from attnreg import from_bf16_bits, to_bf16_bits  # noqa: F401 (re-exported for the tests)
 
 
 def _fp8_table(fnuz):

@@ -145,3 +145,24 @@ def test_torch_cpu_tensors(reg):
                          torch.from_numpy(b["cu"]), torch.from_numpy(b["sk"]))
     assert out.dtype == torch.bfloat16
     assert np.array_equal(out.view(torch.int16).numpy().view(np.uint16), ref)
+
+
+def test_torch_argument_checks(reg):
+    torch = pytest.importorskip("torch")
+    shape = attnreg.Shape(q_heads=2, head_dim=16, max_kv_len=16)
+    q = torch.zeros(1, 2, 16, dtype=torch.bfloat16)
+    kv = torch.zeros(1, 16, 2, 16, dtype=torch.bfloat16)
+    bt = torch.zeros(1, 1, dtype=torch.int32)
+    cu = torch.tensor([0, 1], dtype=torch.int32)
+    sk = torch.tensor([16], dtype=torch.int32)
+    with reg.create(reg.select(shape)) as be:
+        assert be.forward(q, kv, kv, bt, cu, sk).dtype == torch.bfloat16
+        with pytest.raises(ValueError, match=r"q: expected dtype bfloat16 \(q_dtype bf16\), got float16"):
+            be.forward(q.half(), kv, kv, bt, cu, sk)
+        with pytest.raises(ValueError, match="block_table: a numpy array among torch arrays"):
+            be.forward(q, kv, kv, bt.numpy(), cu, sk)
+        with pytest.raises(ValueError, match="k_cache: expected a contiguous array"):
+            be.forward(q, torch.zeros(4, 16, 2, 16, dtype=torch.bfloat16)[::2],
+                       torch.zeros(2, 16, 2, 16, dtype=torch.bfloat16), bt, cu, sk)
+        with pytest.raises(ValueError, match="cu_seqlens_q: the last entry is 2"):
+            be.forward(q, kv, kv, bt, torch.tensor([0, 2], dtype=torch.int32), sk)

@@ -123,10 +123,12 @@ class Ops:
 
 
 class ToyModel:
-    def __init__(self, ops, rng, vocab, hidden, hq, hkv, d, layers):
+    def __init__(self, ops, rng, vocab, hidden, hq, hkv, d, layers, max_ctx):
         self.ops, self.hq, self.hkv, self.d = ops, hq, hkv, d
         s = 1 / math.sqrt(hidden)
         self.emb = ops.randn(rng, vocab, hidden)
+        self.pos = ops.randn(rng, max_ctx, hidden)  # learned-style absolute positions
+        self.unemb = ops.randn(rng, hidden, vocab, scale=s)  # untied: greedy does not echo
         self.layers = [dict(wq=ops.randn(rng, hidden, hq * d, scale=s),
                             wk=ops.randn(rng, hidden, hkv * d, scale=s),
                             wv=ops.randn(rng, hidden, hkv * d, scale=s),
@@ -145,9 +147,9 @@ class Engine:
         self.args = args
         rng = np.random.default_rng(args.seed)
         hq, hkv, d = (8, 2, 64) if args.device == "cpu" else (32, 8, 128)
-        self.model = ToyModel(ops, rng, args.vocab, args.hidden, hq, hkv, d, 2)
         self.prompts = [list(rng.integers(0, args.vocab, n)) for n in args.prompt_lens]
         self.max_ctx = max(args.prompt_lens) + args.decode_steps
+        self.model = ToyModel(ops, rng, args.vocab, args.hidden, hq, hkv, d, 2, self.max_ctx)
         blocks_per_seq = (self.max_ctx + PAGE - 1) // PAGE
         nseq = len(self.prompts)
         num_blocks = nseq * blocks_per_seq + 4
@@ -197,7 +199,7 @@ class Engine:
     def forward(self, phase, tokens, positions, q_lens, kv_lens, step):
         """tokens: one flat list; positions: each token's position in its sequence."""
         ops, m = self.ops, self.model
-        x = ops.embed(m.emb, tokens)
+        x = ops.embed(m.emb, tokens) + ops.embed(m.pos, positions)
         T = len(tokens)
         seq_of = [s for s, n in enumerate(q_lens) for _ in range(n)]
         for li, w in enumerate(m.layers):
@@ -216,7 +218,7 @@ class Engine:
             x = x + ops.silu(ops.rmsnorm(x) @ w["w1"]) @ w["w2"]
         ends = np.cumsum(q_lens) - 1
         last = x[ops.int32(ends).long()] if ops.torch else x[ends]
-        return ops.argmax(ops.rmsnorm(last) @ m.emb.T)
+        return ops.argmax(ops.rmsnorm(last) @ m.unemb)
 
     def reference_name(self):
         if not self.ops.torch:

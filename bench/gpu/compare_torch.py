@@ -269,7 +269,7 @@ def main():
                 r["ratio_to_fastest_peer"] = r["us"] / best["us"]
         entry["fastest_peer"] = best["impl"] if best else None
         results.append(entry)
-        del k, v, Ks, Vs
+        k = v = Ks = Vs = impls = None  # free this shape's memory before the next
         torch.cuda.empty_cache()
 
     lines = [f"# compare_torch: {info['device']} ({arch}), torch {info['torch']}, "

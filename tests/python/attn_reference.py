@@ -2,7 +2,7 @@
 raw-bit encodings of bf16 and fp8 that NumPy lacks. Used by the pytest suite."""
 import numpy as np
 
-from attnreg import from_bf16_bits, to_bf16_bits  # noqa: F401 (re-exported for the tests)
+from attnreg import from_bf16_bits
 
 
 def _fp8_table(fnuz):

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import attnreg
-from attn_reference import attention, decode, random_fp8_codes, to_bf16_bits
+from attn_reference import attention, decode, random_fp8_codes
+from attnreg import to_bf16_bits
 
 NP_DTYPE = {"f32": np.float32, "f16": np.float16}
 

@@ -146,13 +146,35 @@ def test_explain_equals_cli_json(build_dir, shape, flags):
     assert ours["schema_version"] == attnreg.SCHEMA_VERSION
     if "schema_version" not in theirs:  # the CLI gains it with the packaging issue
         ours.pop("schema_version")
-    assert ours == theirs
+    assert_same_json(ours, theirs)
+
+
+# Keys the CLI's JSON may carry that this binding does not reproduce yet: the
+# GPU-plugin issue adds a "plan" object to explain --json. Any other extra key
+# is a failure, so a new CLI key cannot go unnoticed.
+PENDING_CLI_KEYS = {"plan"}
+
+
+def assert_same_json(ours, theirs, where="$"):
+    """ours == theirs, except keys of PENDING_CLI_KEYS that only the CLI has."""
+    if isinstance(ours, dict) and isinstance(theirs, dict):
+        extra = set(theirs) - set(ours)
+        assert extra <= PENDING_CLI_KEYS, f"{where}: the CLI has keys {sorted(extra)} the binding lacks"
+        assert set(ours) <= set(theirs), f"{where}: keys {sorted(set(ours) - set(theirs))} not in the CLI's"
+        for key in ours:
+            assert_same_json(ours[key], theirs[key], f"{where}.{key}")
+    elif isinstance(ours, list) and isinstance(theirs, list):
+        assert len(ours) == len(theirs), f"{where}: {len(ours)} items, the CLI {len(theirs)}"
+        for k, (a, b) in enumerate(zip(ours, theirs)):
+            assert_same_json(a, b, f"{where}[{k}]")
+    else:
+        assert ours == theirs, f"{where}: {ours!r} != the CLI's {theirs!r}"
 
 
 def test_list_equals_cli_json(build_dir):
     conf = os.path.join(build_dir, "share", "attnreg", "conf")
     with attnreg.Registry(conf_paths=[conf], use_env=False, default_conf=False) as r:
-        assert r.list() == cli_json(build_dir, "list")["plugins"]
+        assert_same_json(r.list(), cli_json(build_dir, "list")["plugins"])
         assert [p["name"] for p in r.list(arch="gfx950")] == \
             [p["name"] for p in cli_json(build_dir, "list", "--arch", "gfx950")["plugins"]]
 

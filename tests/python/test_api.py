@@ -209,6 +209,30 @@ def test_plan_gemma_like(reg):
         plan.lookup(99, "decode")
 
 
+@pytest.mark.parametrize("config", ["llama-3.1-8b.json", "gemma-2-9b.json"])
+def test_plan_equals_cli_json(build_dir, config):
+    """The model the CLI reads from config.json, planned through the binding:
+    the same entries, per-rank numbers and status as `attnreg plan --json`."""
+    path = os.path.join(os.path.dirname(__file__), "..", "hf_configs", config)
+    theirs = cli_json(build_dir, "plan", "--hf-config", path, "--tp", "2", "--max-model-len",
+                      "8192", "--max-prefill-tokens", "2048", "--spec-tokens", "2")
+    m = theirs["model"]
+    layers = [None] * m["num_layers"]
+    for e in theirs["entries"]:
+        for i in e["layers"]:
+            layers[i] = {"kind": e["kind"], "window": tuple(e["window"] or (-1, -1)),
+                         "type_name": e["layer_type"]}
+    conf = os.path.join(build_dir, "share", "attnreg", "conf")
+    with attnreg.Registry(conf_paths=[conf], use_env=False, default_conf=False) as r:
+        plan = r.plan(q_heads=m["num_attention_heads"], kv_heads=m["num_key_value_heads"],
+                      head_dim=m["head_dim"], layers=layers, softcap=m["softcap"],
+                      sinks=m["sinks"], tp=2, max_model_len=8192, max_prefill_tokens=2048,
+                      spec_tokens=2)
+        ours = plan.to_dict()
+    for key in ("schema_version", "status", "exit_code", "message", "per_rank", "entries"):
+        assert_same_json(ours[key], theirs[key], key)
+
+
 def test_plan_invalid_tp(reg):
     with pytest.raises(attnreg.InvalidShapeError) as e:
         reg.plan(q_heads=32, kv_heads=8, tp=3, max_model_len=1024)

@@ -746,12 +746,16 @@ class Backend(_Closable):
         self.name = _text(_lib.attn_backend_name(handle))
         self.shape = Shape._from_c(_lib.attn_backend_shape(handle).contents)
         self._ws = {}  # device -> (buffer, address, bytes)
+        # Replaced workspaces stay allocated while the backend lives: a CUDA
+        # graph captured with one keeps its address.
+        self._ws_retired = []
 
     def close(self):
         h, self._h = getattr(self, "_h", None), None
         if h:
             _lib.attn_backend_destroy(h)
             self._ws.clear()
+            self._ws_retired.clear()
             self.registry._release()
 
     def __del__(self):
@@ -780,6 +784,34 @@ class Backend(_Closable):
             raise _error(st)
         return n.value
 
+    def reserve_workspace(self, max_num_seqs, max_num_tokens, device=None):
+        """Allocates (and caches) the workspace for batches up to these limits
+        now, e.g. before capturing a CUDA graph: forward then never allocates
+        for such batches. ``device``: a torch device for GPU backends (default
+        "cuda:<current>"); CPU backends use host memory. Returns the bytes."""
+        need = self.workspace_size(max(max_num_seqs, 1), max(max_num_tokens, 1))
+        if self.is_cpu:
+            kind, dev = "host", "cpu"
+        else:
+            import torch
+            kind = "torch"
+            dev = torch.device(device) if device is not None else torch.device(
+                "cuda", torch.cuda.current_device())
+            dev = f"{dev.type}:{dev.index if dev.index is not None else torch.cuda.current_device()}"
+        self._workspace(kind, dev, need)
+        return need
+
+    def _workspace(self, kind, device, need):
+        """(address, bytes) of a cached workspace of at least ``need`` bytes."""
+        cached = self._ws.get(device)
+        if cached is None or cached[2] < need:
+            if cached is not None:
+                self._ws_retired.append(cached[0])
+            buf, addr = _arrays.workspace_buffer(kind, device, need)
+            cached = (buf, addr, need)
+            self._ws[device] = cached
+        return cached[1], cached[2]
+
     def forward(self, q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out=None, *,
                 scale=None, q_descale=1.0, k_descale=1.0, v_descale=1.0, sinks=None,
                 workspace=None, stream=None, max_seqlen_q=None, max_seqlen_k=None):
@@ -793,7 +825,8 @@ class Backend(_Closable):
         backend's device (CUDA: torch's current stream unless ``stream``).
         max_seqlen_q/k default to the shape's capacities on devices and to
         the batch's real maxima for host arrays. The workspace is allocated
-        once and cached when not given. Returns out."""
+        and cached when not given (reserve_workspace() sizes it ahead, e.g.
+        before a CUDA graph capture). Returns out."""
         h = self._handle()
         sh = self.shape
         hq, hkv, d, dv = sh.q_heads, sh.kv_heads_effective, sh.head_dim, sh.head_dim_v_effective
@@ -880,12 +913,7 @@ class Backend(_Closable):
 
         if workspace is None:
             need = self.workspace_size(max(ns, 1), max(T, 1))
-            cached = self._ws.get(device)
-            if cached is None or cached[2] < need:
-                buf, addr = _arrays.workspace_buffer(kind, device, need)
-                cached = (buf, addr, need)
-                self._ws[device] = cached
-            ws_ptr, ws_size = cached[1], cached[2]
+            ws_ptr, ws_size = self._workspace("torch" if kind == "torch" else "host", device, need)
         else:
             vw = _arrays.View("workspace", workspace)
             if vw.device != device:

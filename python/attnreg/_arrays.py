@@ -119,8 +119,8 @@ def empty_like_spec(kind, device, shape, dtype_name):
 
 
 def workspace_buffer(kind, device, nbytes):
-    """A byte buffer for the workspace and its address: torch for torch
-    arguments (on their device), else a ctypes buffer (no numpy needed)."""
+    """A byte buffer for the workspace and its address: kind "torch" a torch
+    tensor on ``device``, else ("host") a ctypes buffer (no numpy needed)."""
     if kind == "torch":
         import torch
         buf = torch.empty(max(nbytes, 1), dtype=torch.uint8, device=device)

@@ -133,6 +133,7 @@ def check_forward_in_a_cuda_graph(name):
     with _forced(name) as forced:
         with forced.create(forced.select(shape)) as be:
             out = torch.empty((q.shape[0], hq, d), dtype=torch.bfloat16, device="cuda")
+            assert be.reserve_workspace(len(kv_lens), q.shape[0]) >= 0
             s = torch.cuda.Stream()
             s.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(s):  # warm-up: allocates and caches the workspace

@@ -133,6 +133,25 @@ def test_workspace_is_cached_and_can_be_given(reg):
         assert np.array_equal(a, c)
 
 
+def test_reserve_workspace_ahead_and_growth(reg):
+    """reserve_workspace sizes the cache for capacities; a bigger batch later
+    gets a new buffer and the old one stays allocated (a captured graph may
+    hold its address)."""
+    rng = np.random.default_rng(8)
+    shape = attnreg.Shape(q_heads=2, head_dim=16, max_q_len=4, max_kv_len=64)
+    small = paged_batch(rng, [1], [9], 2, 2, 16, 16, 16, "bf16", "bf16", False)
+    big = paged_batch(rng, [4, 4, 4], [64, 64, 30], 2, 2, 16, 16, 16, "bf16", "bf16", False)
+    with reg.create(reg.select(shape)) as be:
+        n = be.reserve_workspace(1, 1)
+        assert n == be.workspace_size(1, 1) and be._ws["cpu"][2] == n
+        first = be._ws["cpu"][0]
+        be.forward(small["q"], small["k"], small["v"], small["bt"], small["cu"], small["sk"])
+        assert be._ws["cpu"][0] is first
+        be.forward(big["q"], big["k"], big["v"], big["bt"], big["cu"], big["sk"])
+        if be.workspace_size(3, 12) > n:
+            assert be._ws["cpu"][0] is not first and first in be._ws_retired
+
+
 def test_torch_cpu_tensors(reg):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(7)

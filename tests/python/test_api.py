@@ -466,3 +466,20 @@ def test_import_mismatch_in_a_fresh_interpreter():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert p.returncode != 0
     assert "ImportError" in p.stderr and "attn_shape.head_dim" in p.stderr
+
+
+def test_package_variables_are_known_to_the_library():
+    """ATTNREG_LIBRARY (and the tests' variables) must not draw the library's
+    unknown-variable warning; a misspelt one still does."""
+    code = ("import attnreg\n"
+            "msgs = []\n"
+            "attnreg.Registry(log=lambda level, m: msgs.append(m)).close()\n"
+            "print('|'.join(msgs))\n")
+    env = dict(os.environ, ATTNREG_LIBRARY=attnreg.library_path, ATTNREG_TEST_CONF="x",
+               ATTNREG_TEST_BUILD="x", ATTNREG_PREFIX="x")
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    assert "is not one attnreg reads" not in p.stdout + p.stderr
+    env["ATTNREG_LIBRAY"] = "typo"
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert "ATTNREG_LIBRAY" in p.stdout + p.stderr

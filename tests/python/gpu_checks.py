@@ -93,7 +93,6 @@ CASES = [  # backend, hq, hkv, d, q_len, kv_lens, kv_dtype, descales
 ]
 
 
-
 def _forced(name):
     return attnreg.Registry(**conf_kwargs(), backend=name)
 

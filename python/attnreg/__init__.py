@@ -22,6 +22,7 @@ by one thread at a time.
 
 import ctypes
 import math
+import operator
 import threading
 
 from . import _arrays, _native
@@ -140,6 +141,19 @@ def _dtype_code(field, name):
     return _native.DTYPE[name]
 
 
+def _int32(field, value):
+    """An int32 from any integer (int, numpy integer; not bool or float)."""
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        value = operator.index(value)
+    except TypeError:
+        raise ValueError(f"Shape.{field}: expected an int, got {value!r}") from None
+    if not -2**31 <= value < 2**31:
+        raise ValueError(f"Shape.{field}: {value} does not fit in int32")
+    return value
+
+
 class Shape:
     """What a backend must run, known before any tensor exists; the defaults
     are the CLI's (kv/compute/out dtypes follow q_dtype; max_kv_len is
@@ -157,13 +171,10 @@ class Shape:
             raise ValueError(f"Shape.arch: expected a name of 1..{_native.ATTN_ARCH_MAX - 1} "
                              f"bytes, got {arch!r}")
         self.arch = arch
-        for field, value in (("q_heads", q_heads), ("kv_heads", kv_heads),
-                             ("head_dim", head_dim), ("head_dim_v", head_dim_v),
-                             ("page_size", page_size), ("max_q_len", max_q_len)):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise ValueError(f"Shape.{field}: expected an int, got {value!r}")
-            if not -2**31 <= value < 2**31:
-                raise ValueError(f"Shape.{field}: {value} does not fit in int32")
+        q_heads, kv_heads, head_dim, head_dim_v, page_size, max_q_len = (
+            _int32(f, v) for f, v in (("q_heads", q_heads), ("kv_heads", kv_heads),
+                                      ("head_dim", head_dim), ("head_dim_v", head_dim_v),
+                                      ("page_size", page_size), ("max_q_len", max_q_len)))
         self.q_heads, self.kv_heads, self.head_dim, self.head_dim_v = (q_heads, kv_heads,
                                                                        head_dim, head_dim_v)
         _dtype_code("q_dtype", q_dtype)
@@ -174,12 +185,8 @@ class Shape:
         for field in ("kv_dtype", "compute_dtype", "out_dtype"):
             _dtype_code(field, getattr(self, field))
         self.page_size, self.max_q_len = page_size, max_q_len
-        if max_kv_len is None:
-            max_kv_len = max(max_q_len, 1)
-        if isinstance(max_kv_len, bool) or not isinstance(max_kv_len, int) or \
-                not -2**31 <= max_kv_len < 2**31:
-            raise ValueError(f"Shape.max_kv_len: expected an int32, got {max_kv_len!r}")
-        self.max_kv_len = max_kv_len
+        self.max_kv_len = max(max_q_len, 1) if max_kv_len is None else _int32("max_kv_len",
+                                                                              max_kv_len)
         self.causal = bool(causal)
         try:
             left, right = window

@@ -107,6 +107,11 @@ def test_shape_defaults_are_the_clis():
         attnreg.Shape(arch="x" * 40)
     with pytest.raises(ValueError, match="head_dim"):
         attnreg.Shape(head_dim="128")
+    with pytest.raises(ValueError, match="max_kv_len.*int32"):
+        attnreg.Shape(max_kv_len=2**31)
+    with pytest.raises(ValueError, match="causal|q_heads"):
+        attnreg.Shape(q_heads=True)
+    assert attnreg.Shape(q_heads=np.int64(8), max_kv_len=np.int32(64)).q_heads == 8
 
 
 # ---- explain and list against the CLI ------------------------------------------------

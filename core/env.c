@@ -26,6 +26,9 @@ static const char *const known[] = {
     "ATTNREG_MTP_WGMMA",
     /* the attnreg command (run, verify) */
     "ATTNREG_DEVICE",
+    /* the Python package (python/): the library to load; the build to bundle */
+    "ATTNREG_LIBRARY",
+    "ATTNREG_PREFIX",
     /* tests, benchmarks and scripts of this repository */
     "ATTNREG_TEST_SEED",
     "ATTNREG_SWEEP_CONFIGS",
@@ -36,6 +39,8 @@ static const char *const known[] = {
     "ATTNREG_UPDATE_BASELINES",
     "ATTNREG_VERIFY_GPU_TEST_COUNT",
     "ATTNREG_CARRY",
+    "ATTNREG_TEST_BUILD",
+    "ATTNREG_TEST_CONF",
 };
 #define NUM_KNOWN (sizeof known / sizeof known[0])
 

@@ -49,6 +49,9 @@
  *        attn_arch_limits / attn_kernel_plan / attn_launch_plan types and
  *        ATTN_REASON_RESOURCE (attn_types.h). Shape capacities documented
  *        (attn_shape.max_q_len / max_kv_len), and the window convention.
+ *        Struct layout queries for bindings that mirror the structs (the
+ *        Python package): attn_struct_size, attn_struct_layout,
+ *        attn_struct_field_name.
  */
 #ifndef ATTNREG_H
 #define ATTNREG_H
@@ -473,6 +476,25 @@ ATTNREG_API attn_status attn_backend_forward(attn_backend *backend, const attn_f
 ATTNREG_API void attn_backend_destroy(attn_backend *backend);
 ATTNREG_API const char *attn_backend_name(const attn_backend *backend);
 ATTNREG_API const attn_shape *attn_backend_shape(const attn_backend *backend);
+
+/* ---- struct layouts (for bindings) ---------------------------------- */
+
+/* The layout of the public structs as this library was compiled, so that a
+ * binding that mirrors them (ctypes, cffi, another language's FFI) can check
+ * every field before its first call. Struct names are the typedef names
+ * ("attn_shape", "attn_forward_args", ...: every struct of attn_types.h and
+ * this header), field names the member names.
+ *
+ * attn_struct_size: sizeof the struct; 0 for a name that is not a public
+ * struct. attn_struct_layout: ATTN_OK with the field's offset and size;
+ * ATTN_ERR_NOT_FOUND (attn_last_error() names the struct or field) for an
+ * unknown struct or field; ATTN_ERR_INVALID_ARGUMENT for NULL pointers.
+ * attn_struct_field_name: the index-th field in declaration order; NULL past
+ * the last one or for an unknown struct. */
+ATTNREG_API size_t attn_struct_size(const char *struct_name);
+ATTNREG_API attn_status attn_struct_layout(const char *struct_name, const char *field_name,
+                                           size_t *offset, size_t *size);
+ATTNREG_API const char *attn_struct_field_name(const char *struct_name, size_t index);
 
 #ifdef __cplusplus
 }

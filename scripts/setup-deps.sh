@@ -3,7 +3,8 @@
 # nothing when it is already there. Needs: network access to Debian's
 # archive, or the packages already installed.
 set -euo pipefail
-pkgs=(build-essential cmake pkg-config libinih-dev libjansson-dev check valgrind python3)
+pkgs=(build-essential cmake pkg-config libinih-dev libjansson-dev check valgrind python3
+      python3-numpy python3-pytest python3-pip python3-setuptools python3-wheel python3-venv)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -262,7 +262,8 @@ START_TEST(gfx942_lds_is_named)
     gqa_shape(&s, "gfx942", 32, 8, 256, 4096, 8192);
     attn_selection_init(&sel);
     ck_assert_int_eq(attn_registry_select(reg, &s, &sel), ATTN_ERR_BACKEND_REJECTED);
-    ck_assert_msg(strstr(sel.message, "KB of LDS per program") && strstr(sel.message, "gfx942 has 64 KB"),
+    ck_assert_msg(strstr(sel.message, "KB of LDS per program") &&
+                      strstr(sel.message, "gfx942 has 64 KB"),
                   "%s", sel.message);
     /* Decode-only capacity needs no multi-token kernel: accepted. */
     s.max_q_len = 1;

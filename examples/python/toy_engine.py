@@ -1,0 +1,276 @@
+#!/usr/bin/env python3
+"""toy_engine.py — a two-layer toy transformer that runs its attention through
+attnreg, as a Python inference engine would.
+
+It keeps a paged KV cache (blocks of 16 tokens, a block table per sequence),
+asks the registry once for its prefill and decode backends (shape limits are
+capacities, decided before any tensor exists), runs a batch of prompts and
+then --decode-steps greedy decode steps, and checks every attention call
+against a reference on the same data: torch SDPA when torch is installed,
+else a NumPy float64 implementation.
+
+    python3 examples/python/toy_engine.py                      # CPU: cpu-ref (torch or NumPy)
+    python3 examples/python/toy_engine.py --device cuda \\
+        --conf build/share/attnreg/conf-sm90                  # H200: the GPU backends
+
+Exits 0 when every step agrees with the reference (rel-L2 <= 2e-2), 1 otherwise.
+"""
+import argparse
+import math
+import sys
+import time
+
+import attnreg
+from attnreg import from_bf16_bits, to_bf16_bits
+
+try:
+    import torch
+except ImportError:  # NumPy fallback (CI has no torch)
+    torch = None
+import numpy as np
+
+PAGE = 16
+
+
+class Ops:
+    """The handful of array operations the model needs, on torch or NumPy."""
+
+    def __init__(self, use_torch, device):
+        self.torch = use_torch
+        self.device = device
+
+    def randn(self, rng, *shape, scale=1.0):
+        a = (rng.standard_normal(shape) * scale).astype(np.float32)
+        return torch.from_numpy(a).to(self.device) if self.torch else a
+
+    def zeros_cache(self, shape):
+        if self.torch:
+            return torch.zeros(shape, dtype=torch.bfloat16, device=self.device)
+        return np.zeros(shape, dtype=np.uint16)
+
+    def int32(self, values):
+        a = np.asarray(values, dtype=np.int32)
+        return torch.from_numpy(a).to(self.device) if self.torch else a
+
+    def to_store(self, x):
+        """float32 activations -> the cache/q storage type (bf16)."""
+        return x.to(torch.bfloat16) if self.torch else to_bf16_bits(x)
+
+    def from_store(self, x):
+        return x.float() if self.torch else from_bf16_bits(x)
+
+    def rmsnorm(self, x):
+        if self.torch:
+            return x * torch.rsqrt((x * x).mean(-1, keepdim=True) + 1e-6)
+        return x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-6)
+
+    def silu(self, x):
+        return x * torch.sigmoid(x) if self.torch else x / (1 + np.exp(-x))
+
+    def argmax(self, x):
+        return [int(v) for v in (x.argmax(-1).tolist() if self.torch else x.argmax(-1))]
+
+    def embed(self, table, ids):
+        return table[self.int32(ids).long()] if self.torch else table[np.asarray(ids)]
+
+    def reference(self, q, k_cache, v_cache, bt_rows, q_lens, kv_lens, scale):
+        """Attention on the same stored data, sequence by sequence:
+        torch SDPA (float32 of the bf16 values) or NumPy float64."""
+        outs = []
+        t0 = 0
+        for s, (ql, kl) in enumerate(zip(q_lens, kv_lens)):
+            blocks = bt_rows[s][:(kl + PAGE - 1) // PAGE]
+            if self.torch:
+                idx = torch.tensor(blocks, device=self.device).long()
+                K = k_cache[idx].reshape(-1, k_cache.shape[2], k_cache.shape[3])[:kl].float()
+                V = v_cache[idx].reshape(-1, v_cache.shape[2], v_cache.shape[3])[:kl].float()
+                qs = q[t0:t0 + ql].float()
+                g = qs.shape[1] // K.shape[1]
+                K, V = K.repeat_interleave(g, dim=1), V.repeat_interleave(g, dim=1)
+                # query i sits at position kl - ql + i: a lower-right causal mask
+                mask = (torch.arange(kl, device=self.device)[None, :] <=
+                        (kl - ql + torch.arange(ql, device=self.device))[:, None])
+                qh, kh, vh = qs.transpose(0, 1), K.transpose(0, 1), V.transpose(0, 1)
+                if hasattr(torch.nn.functional, "scaled_dot_product_attention"):
+                    o = torch.nn.functional.scaled_dot_product_attention(
+                        qh, kh, vh, attn_mask=mask, scale=scale)
+                else:  # torch < 2.0: the same math by hand
+                    sc = (qh @ kh.transpose(1, 2)) * scale
+                    o = torch.softmax(sc.masked_fill(~mask, float("-inf")), -1) @ vh
+                outs.append(o.transpose(0, 1))
+            else:
+                K = from_bf16_bits(k_cache[blocks]).reshape(-1, *k_cache.shape[2:])[:kl]
+                V = from_bf16_bits(v_cache[blocks]).reshape(-1, *v_cache.shape[2:])[:kl]
+                qs = from_bf16_bits(q[t0:t0 + ql]).astype(np.float64)
+                g = qs.shape[1] // K.shape[1]
+                K = np.repeat(K.astype(np.float64), g, axis=1)
+                V = np.repeat(V.astype(np.float64), g, axis=1)
+                sc = scale * np.einsum("qhd,khd->hqk", qs, K)
+                vis = np.arange(kl)[None, :] <= (kl - ql + np.arange(ql))[:, None]
+                sc = np.where(vis[None], sc, -np.inf)
+                p = np.exp(sc - sc.max(-1, keepdims=True))
+                p /= p.sum(-1, keepdims=True)
+                outs.append(np.einsum("hqk,khd->qhd", p, V))
+            t0 += ql
+        return torch.cat(outs) if self.torch else np.concatenate(outs)
+
+    def rel_l2(self, got, want):
+        if self.torch:
+            got, want = got.double(), want.double()
+            return float((got - want).norm() / want.norm())
+        got = got.astype(np.float64)
+        return float(np.linalg.norm(got - want) / np.linalg.norm(want))
+
+
+class ToyModel:
+    def __init__(self, ops, rng, vocab, hidden, hq, hkv, d, layers, max_ctx):
+        self.ops, self.hq, self.hkv, self.d = ops, hq, hkv, d
+        s = 1 / math.sqrt(hidden)
+        self.emb = ops.randn(rng, vocab, hidden)
+        self.pos = ops.randn(rng, max_ctx, hidden)  # learned-style absolute positions
+        self.unemb = ops.randn(rng, hidden, vocab, scale=s)  # untied: greedy does not echo
+        self.layers = [dict(wq=ops.randn(rng, hidden, hq * d, scale=s),
+                            wk=ops.randn(rng, hidden, hkv * d, scale=s),
+                            wv=ops.randn(rng, hidden, hkv * d, scale=s),
+                            wo=ops.randn(rng, hq * d, hidden, scale=1 / math.sqrt(hq * d)),
+                            w1=ops.randn(rng, hidden, 2 * hidden, scale=s),
+                            w2=ops.randn(rng, 2 * hidden, hidden, scale=s / 2))
+                       for _ in range(layers)]
+
+
+class Engine:
+    def __init__(self, args):
+        use_torch = torch is not None and not args.numpy
+        if args.device == "cuda" and not use_torch:
+            raise SystemExit("--device cuda needs torch")
+        self.ops = ops = Ops(use_torch, args.device)
+        self.args = args
+        rng = np.random.default_rng(args.seed)
+        hq, hkv, d = (8, 2, 64) if args.device == "cpu" else (32, 8, 128)
+        self.prompts = [list(rng.integers(0, args.vocab, n)) for n in args.prompt_lens]
+        self.max_ctx = max(args.prompt_lens) + args.decode_steps
+        self.model = ToyModel(ops, rng, args.vocab, args.hidden, hq, hkv, d, 2, self.max_ctx)
+        blocks_per_seq = (self.max_ctx + PAGE - 1) // PAGE
+        nseq = len(self.prompts)
+        num_blocks = nseq * blocks_per_seq + 4
+        perm = rng.permutation(num_blocks)  # pages of a sequence are scattered
+        self.bt_rows = [list(map(int, perm[s * blocks_per_seq:(s + 1) * blocks_per_seq]))
+                        for s in range(nseq)]
+        self.block_table = ops.int32(self.bt_rows)
+        self.caches = [(ops.zeros_cache((num_blocks, PAGE, hkv, d)),
+                        ops.zeros_cache((num_blocks, PAGE, hkv, d))) for _ in range(2)]
+        arch = args.arch or ("cpu" if args.device == "cpu" else self.cuda_arch())
+        conf = dict(conf_paths=[args.conf], default_conf=False, use_env=False) if args.conf \
+            else {}
+        self.reg = attnreg.Registry(**conf)
+        base = dict(arch=arch, q_heads=hq, kv_heads=hkv, head_dim=d, page_size=PAGE,
+                    max_kv_len=self.max_ctx)
+        self.backends = {}
+        for phase, q_len in (("prefill", max(args.prompt_lens)), ("decode", 1)):
+            sel = self.reg.select(attnreg.Shape(max_q_len=q_len, **base))
+            self.backends[phase] = self.reg.create(sel)
+            print(f"{phase}: {sel.backend} for {sel.effective_shape}"
+                  + (f" (fallback {sel.fallback_rule})" if sel.fallback_applied else ""))
+        self.worst = 0.0
+        self.failures = 0
+
+    @staticmethod
+    def cuda_arch():
+        major, minor = torch.cuda.get_device_capability()
+        return f"sm_{major}{minor}"
+
+    def attention(self, phase, layer, q, q_lens, kv_lens, step):
+        ops = self.ops
+        k_cache, v_cache = self.caches[layer]
+        cu = ops.int32(np.concatenate([[0], np.cumsum(q_lens)]))
+        sk = ops.int32(kv_lens)
+        qs = ops.to_store(q)
+        out = self.backends[phase].forward(qs, k_cache, v_cache, self.block_table, cu, sk)
+        got = ops.from_store(out)
+        want = ops.reference(qs, k_cache, v_cache, self.bt_rows, q_lens, kv_lens,
+                             1 / math.sqrt(self.model.d))
+        rel = ops.rel_l2(got, want)
+        self.worst = max(self.worst, rel)
+        if not rel <= 2e-2:
+            self.failures += 1
+            print(f"  MISMATCH {phase} step {step} layer {layer}: rel-L2 {rel:.2e}")
+        return got
+
+    def forward(self, phase, tokens, positions, q_lens, kv_lens, step):
+        """tokens: one flat list; positions: each token's position in its sequence."""
+        ops, m = self.ops, self.model
+        x = ops.embed(m.emb, tokens) + ops.embed(m.pos, positions)
+        T = len(tokens)
+        seq_of = [s for s, n in enumerate(q_lens) for _ in range(n)]
+        for li, w in enumerate(m.layers):
+            h = ops.rmsnorm(x)
+            q = (h @ w["wq"]).reshape(T, m.hq, m.d)
+            k = ops.to_store((h @ w["wk"]).reshape(T, m.hkv, m.d))
+            v = ops.to_store((h @ w["wv"]).reshape(T, m.hkv, m.d))
+            k_cache, v_cache = self.caches[li]
+            for t in range(T):  # write the new tokens into their pages
+                pos = positions[t]
+                blk = self.bt_rows[seq_of[t]][pos // PAGE]
+                k_cache[blk, pos % PAGE] = k[t]
+                v_cache[blk, pos % PAGE] = v[t]
+            a = self.attention(phase, li, q, q_lens, kv_lens, step)
+            x = x + a.reshape(T, m.hq * m.d) @ w["wo"]
+            x = x + ops.silu(ops.rmsnorm(x) @ w["w1"]) @ w["w2"]
+        ends = np.cumsum(q_lens) - 1
+        last = x[ops.int32(ends).long()] if ops.torch else x[ends]
+        return ops.argmax(ops.rmsnorm(last) @ m.unemb)
+
+    def reference_name(self):
+        if not self.ops.torch:
+            return "a NumPy float64 reference"
+        if hasattr(torch.nn.functional, "scaled_dot_product_attention"):
+            return "torch SDPA"
+        return "torch float32 math (this torch has no SDPA)"
+
+    def run(self):
+        t0 = time.time()
+        lens = [len(p) for p in self.prompts]
+        tokens = [t for p in self.prompts for t in p]
+        positions = [i for n in lens for i in range(n)]
+        nxt = self.forward("prefill", tokens, positions, lens, lens, 0)
+        generated = [[t] for t in nxt]
+        ctx = list(lens)
+        for step in range(1, self.args.decode_steps + 1):
+            nxt = self.forward("decode", nxt, ctx, [1] * len(ctx), [c + 1 for c in ctx], step)
+            ctx = [c + 1 for c in ctx]
+            for g, t in zip(generated, nxt):
+                g.append(t)
+        for s, g in enumerate(generated):
+            print(f"seq {s}: prompt {lens[s]} tokens -> {g[:12]}{' ...' if len(g) > 12 else ''}")
+        calls = 2 * (1 + self.args.decode_steps)
+        print(f"{calls} attention calls ({'torch' if self.ops.torch else 'numpy'} on "
+              f"{self.args.device}) checked against "
+              f"{self.reference_name()}: worst rel-L2 "
+              f"{self.worst:.2e}, {self.failures} beyond 2e-2; {time.time() - t0:.1f} s")
+        for be in self.backends.values():
+            be.close()
+        self.reg.close()
+        return 0 if self.failures == 0 else 1
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--device", default="cpu", help="cpu, or cuda (torch CUDA tensors)")
+    ap.add_argument("--arch", help="arch to ask the registry for [cpu, or the GPU's sm_XY]")
+    ap.add_argument("--conf", help="only this conf folder (e.g. build/share/attnreg/conf-sm90)")
+    ap.add_argument("--decode-steps", type=int, default=32)
+    ap.add_argument("--prompt-lens", type=lambda s: [int(x) for x in s.split(",")],
+                    default=[13, 7, 29])
+    ap.add_argument("--vocab", type=int, default=256)
+    ap.add_argument("--hidden", type=int, default=128)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--numpy", action="store_true", help="NumPy even when torch is installed")
+    args = ap.parse_args()
+    if torch is not None:
+        torch.manual_seed(args.seed)
+        torch.set_grad_enabled(False)
+    return Engine(args).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

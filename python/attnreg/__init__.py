@@ -1,0 +1,999 @@
+"""attnreg — the attention-backend registry, for Python hosts.
+
+A pure-Python binding (ctypes, standard library only) of libattnreg: select,
+explain and plan attention backends, and run them on NumPy arrays (CPU
+backends) or torch tensors (CPU, or CUDA for the GPU backends)::
+
+    import attnreg
+    with attnreg.Registry() as reg:
+        sel = reg.select(attnreg.Shape(q_heads=32, kv_heads=8, max_kv_len=4096))
+        with reg.create(sel) as be:
+            out = be.forward(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k)
+
+The library is found through ATTNREG_LIBRARY (a path), else the copy
+installed beside this package, else the system's (ctypes.util.find_library).
+Every mirrored struct field and enum name is checked against the library at
+import: a mismatch is an ImportError naming the struct and field.
+
+Thread safety is the C library's: select, explain, plan and the read-only
+queries may run from many threads at once on one Registry; a Backend is used
+by one thread at a time.
+"""
+
+import ctypes
+import math
+import operator
+import threading
+
+from . import _arrays, _native
+
+_lib, library_path = _native.load_library()
+_native.bind(_lib, library_path)
+_native.check_layout(_lib)
+
+#: The C library's version ("0.2.0").
+__version__ = _native.text(_lib.attnreg_version_string())
+#: The plugin ABI version the library speaks, as (major, minor).
+plugin_abi_version = divmod(_lib.attnreg_plugin_abi_version(), 1 << 16)
+
+#: Version of the dict layout of explain() and plan() (the CLI's --json).
+SCHEMA_VERSION = 1
+
+__all__ = [
+    "Registry", "Shape", "Selection", "Backend", "Plan", "Error", "InvalidShapeError",
+    "UnsupportedError", "BackendRejectedError", "ConfError", "BackendError", "__version__",
+    "library_path", "DTYPES", "LOG_LEVELS", "to_bf16_bits", "from_bf16_bits", "check_layout",
+]
+
+DTYPES = tuple(n for n in _native.DTYPE_NAMES if n != "invalid")
+LOG_LEVELS = _native.LOG_LEVEL_NAMES
+
+
+# ---- errors ------------------------------------------------------------------
+
+class Error(Exception):
+    """A libattnreg failure. ``status`` is the stable status name
+    ("ATTN_ERR_UNSUPPORTED"), ``code`` its number, ``message`` the library's
+    sentence."""
+
+    def __init__(self, status, message):
+        if isinstance(status, int):
+            code = status
+            status = (_native.STATUS_NAMES[code] if 0 <= code < len(_native.STATUS_NAMES)
+                      else f"status {code}")
+        else:
+            code = _native.STATUS.get(status, -1)
+        self.status, self.code, self.message = status, code, message
+        super().__init__(f"{status}: {message}")
+
+
+class InvalidShapeError(Error, ValueError):
+    """No backend could ever run this shape (e.g. ``requires num_heads (32) to
+    be a multiple of num_kv_heads (5)``)."""
+
+
+class UnsupportedError(Error):
+    """A valid shape that no enabled backend accepts; the message lists every
+    candidate's reason."""
+
+
+class BackendRejectedError(Error):
+    """The forced backend rejects the shape, or no backend has that name."""
+
+
+class ConfError(Error):
+    """A conf file is malformed (with fail_on_conf_error, or at open)."""
+
+
+class BackendError(Error):
+    """create or forward failed: no device, no code for the arch, the
+    constructor refused, a runtime error, a workspace too small, ..."""
+
+
+_ERROR_CLASSES = {
+    "ATTN_ERR_INVALID_SHAPE": InvalidShapeError,
+    "ATTN_ERR_UNSUPPORTED": UnsupportedError,
+    "ATTN_ERR_BACKEND_REJECTED": BackendRejectedError,
+    "ATTN_ERR_NOT_FOUND": BackendRejectedError,
+    "ATTN_ERR_CONF": ConfError,
+}
+for _name in ("ATTN_ERR_LOAD", "ATTN_ERR_ABI", "ATTN_ERR_NO_DEVICE", "ATTN_ERR_ARCH_NOT_IN_BINARY",
+              "ATTN_ERR_NO_KERNELS", "ATTN_ERR_CREATE_FAILED", "ATTN_ERR_RUNTIME",
+              "ATTN_ERR_WORKSPACE_TOO_SMALL", "ATTN_ERR_INIT_FAILED"):
+    _ERROR_CLASSES[_name] = BackendError
+
+# The CLI's exit codes (cli/cli.h), for the "exit_code" key of explain/plan.
+_EXIT_CODES = {"ATTN_OK": 0, "ATTN_ERR_INVALID_SHAPE": 3, "ATTN_ERR_UNSUPPORTED": 4,
+               "ATTN_ERR_BACKEND_REJECTED": 5, "ATTN_ERR_NOT_FOUND": 5, "ATTN_ERR_CONF": 6,
+               "ATTN_ERR_IO": 9}
+_EXIT_CODES.update({n: 7 for n, c in _ERROR_CLASSES.items() if c is BackendError})
+
+
+def _status_name(code):
+    return _native.text(_lib.attn_status_name(code))
+
+
+def _error(code, message=None):
+    name = _status_name(code)
+    if not message:
+        message = _native.text(_lib.attn_last_error()) or _native.text(
+            _lib.attn_status_message(code))
+    return _ERROR_CLASSES.get(name, Error)(name, message)
+
+
+def _exit_code(status_name):
+    return _EXIT_CODES.get(status_name, 10)
+
+
+_text = _native.text
+
+
+def _reason_name(code):
+    return _text(_lib.attn_reason_name(code))
+
+
+# ---- shapes --------------------------------------------------------------------
+
+def _dtype_code(field, name):
+    if name not in _native.DTYPE:
+        raise ValueError(f"Shape.{field}: unknown dtype {name!r} (expected one of "
+                         f"{', '.join(DTYPES)})")
+    return _native.DTYPE[name]
+
+
+def _int32(field, value):
+    """An int32 from any integer (int, numpy integer; not bool or float)."""
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        value = operator.index(value)
+    except TypeError:
+        raise ValueError(f"Shape.{field}: expected an int, got {value!r}") from None
+    if not -2**31 <= value < 2**31:
+        raise ValueError(f"Shape.{field}: {value} does not fit in int32")
+    return value
+
+
+class Shape:
+    """What a backend must run, known before any tensor exists; the defaults
+    are the CLI's (kv/compute/out dtypes follow q_dtype; max_kv_len is
+    max(max_q_len, 1)). Lengths are capacities, not live lengths."""
+
+    __slots__ = ("arch", "q_heads", "kv_heads", "head_dim", "head_dim_v", "q_dtype", "kv_dtype",
+                 "compute_dtype", "out_dtype", "page_size", "max_q_len", "max_kv_len", "causal",
+                 "window", "softcap", "sinks")
+
+    def __init__(self, arch="cpu", q_heads=1, kv_heads=0, head_dim=128, head_dim_v=0,
+                 q_dtype="bf16", kv_dtype=None, compute_dtype=None, out_dtype=None, page_size=16,
+                 max_q_len=1, max_kv_len=None, causal=True, window=(-1, -1), softcap=0.0,
+                 sinks=False):
+        if not isinstance(arch, str) or len(arch.encode()) >= _native.ATTN_ARCH_MAX or not arch:
+            raise ValueError(f"Shape.arch: expected a name of 1..{_native.ATTN_ARCH_MAX - 1} "
+                             f"bytes, got {arch!r}")
+        self.arch = arch
+        q_heads, kv_heads, head_dim, head_dim_v, page_size, max_q_len = (
+            _int32(f, v) for f, v in (("q_heads", q_heads), ("kv_heads", kv_heads),
+                                      ("head_dim", head_dim), ("head_dim_v", head_dim_v),
+                                      ("page_size", page_size), ("max_q_len", max_q_len)))
+        self.q_heads, self.kv_heads, self.head_dim, self.head_dim_v = (q_heads, kv_heads,
+                                                                       head_dim, head_dim_v)
+        _dtype_code("q_dtype", q_dtype)
+        self.q_dtype = q_dtype
+        self.kv_dtype = q_dtype if kv_dtype is None else kv_dtype
+        self.compute_dtype = q_dtype if compute_dtype is None else compute_dtype
+        self.out_dtype = q_dtype if out_dtype is None else out_dtype
+        for field in ("kv_dtype", "compute_dtype", "out_dtype"):
+            _dtype_code(field, getattr(self, field))
+        self.page_size, self.max_q_len = page_size, max_q_len
+        self.max_kv_len = max(max_q_len, 1) if max_kv_len is None else _int32("max_kv_len",
+                                                                              max_kv_len)
+        self.causal = bool(causal)
+        try:
+            left, right = window
+            left, right = int(left), int(right)
+        except (TypeError, ValueError):
+            raise ValueError(f"Shape.window: expected (left, right), got {window!r}") from None
+        self.window = (left, right)
+        self.softcap = float(softcap)
+        self.sinks = bool(sinks)
+
+    @property
+    def kv_heads_effective(self):
+        """KV heads as the tensors have them (kv_heads 0 = q_heads)."""
+        return self.kv_heads or self.q_heads
+
+    @property
+    def head_dim_v_effective(self):
+        return self.head_dim_v or self.head_dim
+
+    def _to_c(self):
+        s = _native.new(_native.Shape)
+        s.arch = self.arch.encode()
+        s.num_q_heads, s.num_kv_heads = self.q_heads, self.kv_heads
+        s.head_dim, s.head_dim_v = self.head_dim, self.head_dim_v
+        s.q_dtype = _native.DTYPE[self.q_dtype]
+        s.kv_dtype = _native.DTYPE[self.kv_dtype]
+        s.compute_dtype = _native.DTYPE[self.compute_dtype]
+        s.out_dtype = _native.DTYPE[self.out_dtype]
+        s.page_size, s.max_q_len, s.max_kv_len = self.page_size, self.max_q_len, self.max_kv_len
+        s.causal = int(self.causal)
+        s.window_left, s.window_right = self.window
+        s.softcap = self.softcap
+        s.has_sinks = int(self.sinks)
+        return s
+
+    @classmethod
+    def _from_c(cls, s):
+        def dt(code):
+            return _text(_lib.attn_dtype_name(code))
+        return cls(arch=_text(s.arch), q_heads=s.num_q_heads, kv_heads=s.num_kv_heads,
+                   head_dim=s.head_dim, head_dim_v=s.head_dim_v, q_dtype=dt(s.q_dtype),
+                   kv_dtype=dt(s.kv_dtype), compute_dtype=dt(s.compute_dtype),
+                   out_dtype=dt(s.out_dtype), page_size=s.page_size, max_q_len=s.max_q_len,
+                   max_kv_len=s.max_kv_len, causal=bool(s.causal),
+                   window=(s.window_left, s.window_right), softcap=s.softcap,
+                   sinks=bool(s.has_sinks))
+
+    def validate(self):
+        """None when valid; otherwise the registry's reason (a str)."""
+        buf = ctypes.create_string_buffer(512)
+        ok = _lib.attn_shape_validate(ctypes.byref(self._to_c()), buf, len(buf))
+        return None if ok else _text(buf.value)
+
+    def to_dict(self):
+        """The keys of the CLI's JSON shape object."""
+        return {"arch": self.arch, "num_q_heads": self.q_heads, "num_kv_heads": self.kv_heads,
+                "head_dim": self.head_dim, "head_dim_v": self.head_dim_v,
+                "q_dtype": self.q_dtype, "kv_dtype": self.kv_dtype,
+                "compute_dtype": self.compute_dtype, "out_dtype": self.out_dtype,
+                "page_size": self.page_size, "max_q_len": self.max_q_len,
+                "max_kv_len": self.max_kv_len, "causal": self.causal,
+                "window_left": self.window[0], "window_right": self.window[1],
+                "softcap": self.softcap, "has_sinks": self.sinks}
+
+    def replace(self, **changes):
+        kw = {k: getattr(self, k) for k in self.__slots__}
+        kw.update(changes)
+        return Shape(**kw)
+
+    def __eq__(self, other):
+        return isinstance(other, Shape) and all(getattr(self, k) == getattr(other, k)
+                                                for k in self.__slots__)
+
+    def __hash__(self):
+        return hash(tuple(getattr(self, k) for k in self.__slots__))
+
+    def __str__(self):
+        buf = ctypes.create_string_buffer(512)
+        _lib.attn_shape_format(ctypes.byref(self._to_c()), buf, len(buf))
+        return _text(buf.value)
+
+    def __repr__(self):
+        return "Shape(" + ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__) + ")"
+
+
+# ---- selections -----------------------------------------------------------------
+
+class Selection:
+    """A decision: ``backend`` (its name), ``effective_shape`` (after any
+    fallback), and, when a fallback rule was applied, ``fallback_rule``,
+    ``fallback_backend`` (the top candidate whose rejection motivated it),
+    ``fallback_reason`` (its reason name) and ``fallback_message``."""
+
+    def __init__(self, registry, shape, c_sel, owner=None):
+        self.registry = registry
+        self.shape = shape
+        self._c = c_sel
+        self._owner = owner  # what keeps the C strings alive (a Plan), if not the registry
+        self.backend = _text(c_sel.backend_name)
+        self.effective_shape = Shape._from_c(c_sel.effective_shape)
+        self.fallback_applied = bool(c_sel.fallback_applied)
+        applied = self.fallback_applied
+        self.fallback_rule = _text(c_sel.fallback_rule) if applied else None
+        self.fallback_backend = _text(c_sel.fallback_backend) if applied else None
+        self.fallback_reason = _reason_name(c_sel.fallback_reason) if applied else None
+        self.fallback_message = _text(c_sel.fallback_message) if applied else None
+        #: whether the backend's forward may be captured in a CUDA/HIP graph
+        self.graph_capturable = bool(c_sel.backend_name and c_sel.graph_capturable)
+
+    def to_dict(self):
+        """The keys of the CLI's JSON selection object."""
+        return _selection_dict(self._c)
+
+    def __repr__(self):
+        extra = f", fallback_rule={self.fallback_rule!r}" if self.fallback_applied else ""
+        return f"Selection(backend={self.backend!r}{extra})"
+
+
+def _selection_dict(c_sel):
+    applied = bool(c_sel.fallback_applied)
+    d = {"backend": _text(c_sel.backend_name), "fallback_applied": applied,
+         "fallback_rule": _text(c_sel.fallback_rule) if applied else None,
+         "fallback_backend": _text(c_sel.fallback_backend) if applied else None,
+         "fallback_reason": _reason_name(c_sel.fallback_reason) if applied else None,
+         "fallback_message": _text(c_sel.fallback_message) if applied else None,
+         "message": _text(c_sel.message) or "",
+         "graph_capturable": bool(c_sel.backend_name and c_sel.graph_capturable)}
+    if c_sel.backend_name:
+        d["effective_shape"] = Shape._from_c(c_sel.effective_shape).to_dict()
+    return d
+
+
+def _kernel_plan_dict(k):
+    return {"kernel": _text(k.kernel), "role": _text(k.role), "threads": k.threads,
+            "rows": k.rows, "keys": k.keys, "stages": k.stages, "shared_bytes": k.shared_bytes}
+
+
+def _launch_plan_dict(registry_handle, c_sel):
+    """The CLI's explain "plan": the selected GPU backend's launch plan, or
+    None (cpu-ref, or no decision)."""
+    if not c_sel.backend_name:
+        return None
+    lp = _native.new(_native.LaunchPlan)
+    if _lib.attn_registry_describe_plan(registry_handle, ctypes.byref(c_sel),
+                                        ctypes.byref(lp)) != _native.OK or lp.num_kernels == 0:
+        return None
+    kernels = [_kernel_plan_dict(lp.kernels[k])
+               for k in range(min(lp.num_kernels, _native.PLAN_MAX_KERNELS))]
+    d = {"arch": _text(lp.arch)}
+    d.update(kernels[0])
+    d.update({"shared_limit": lp.shared_limit, "wave_size": lp.wave_size, "kernels": kernels})
+    return d
+
+
+# ---- plans --------------------------------------------------------------------------
+
+_PHASES = {n: k for k, n in enumerate(_native.PHASE_NAMES)}
+_KINDS = {n: k for k, n in enumerate(_native.LAYER_KIND_NAMES)}
+
+
+class Plan:
+    """A whole model's attention, decided once (attn_registry_plan): ``status``,
+    ``message``, ``per_rank`` (dict) and ``entries`` (dicts with the CLI's
+    keys, plus ``selection``: a Selection for attention entries).
+    ``lookup(layer, phase)`` is the entry a host asks at run time."""
+
+    def __init__(self, registry, handle):
+        self.registry = registry
+        self._h = handle
+        summary = _native.new(_native.PlanSummary)
+        st = _lib.attn_plan_summarize(handle, ctypes.byref(summary))
+        if st != _native.OK:
+            raise _error(st)
+        self.status = _status_name(summary.status)
+        self.message = _text(summary.message) or ""
+        self.per_rank = {"q_heads": summary.rank_q_heads, "kv_heads": summary.rank_kv_heads,
+                         "kv_heads_replicated": bool(summary.kv_heads_replicated),
+                         "prefill_q_len": summary.prefill_q_len,
+                         "decode_q_len": summary.decode_q_len,
+                         "verify_q_len": summary.verify_q_len or None,
+                         "kv_len": summary.max_kv_len}
+        self.entries = []
+        for k in range(summary.num_entries):
+            e = _native.new(_native.PlanEntry)
+            if _lib.attn_plan_entry_get(handle, k, ctypes.byref(e)) == _native.OK:
+                self.entries.append(self._entry(e))
+
+    def _entry(self, e):
+        s = e.shape.contents if e.shape else None
+        sel = e.selection.contents if e.selection else None
+        applied = bool(sel and sel.fallback_applied)
+        d = {"layers": [e.layers[i] for i in range(e.num_layers)],
+             "layer_type": _text(e.layer_type), "kind": _native.LAYER_KIND_NAMES[e.layer_kind],
+             "phase": _native.PHASE_NAMES[e.phase],
+             "q_heads": s.num_q_heads if s else None, "kv_heads": s.num_kv_heads if s else None,
+             "head_dim": s.head_dim if s else None,
+             "head_dim_v": (s.head_dim_v or s.head_dim) if s else None,
+             "q_len": s.max_q_len if s else None, "kv_len": s.max_kv_len if s else None,
+             "window": [s.window_left, s.window_right] if s else None,
+             "softcap": s.softcap if s else None, "sinks": bool(s.has_sinks) if s else None,
+             "backend": _text(sel.backend_name) if sel else None,
+             "fallback": _text(sel.fallback_rule) if applied else None,
+             "fallback_backend": _text(sel.fallback_backend) if applied else None,
+             "fallback_reason": _reason_name(sel.fallback_reason) if applied else None,
+             "fallback_message": _text(sel.fallback_message) if applied else None,
+             "status": _status_name(e.status) if sel else "NOT_ATTENTION",
+             "message": _text(e.message) or ""}
+        if sel and sel.backend_name:
+            copy = _native.Selection.from_buffer_copy(sel)
+            d["selection"] = Selection(self.registry, Shape._from_c(s), copy, owner=self)
+        else:
+            d["selection"] = None
+        return d
+
+    @property
+    def ok(self):
+        return self.status == "ATTN_OK"
+
+    def lookup(self, layer, phase):
+        """The entry dict that covers ``layer`` in ``phase`` ("prefill",
+        "decode", "verify"); KeyError when the plan has none."""
+        if phase not in _PHASES:
+            raise ValueError(f"phase: expected one of {', '.join(_PHASES)}, got {phase!r}")
+        for d in self.entries:
+            if d["phase"] == phase and layer in d["layers"]:
+                return d
+        raise KeyError(f"layer {layer} has no {phase} entry in the plan")
+
+    def to_dict(self):
+        return {"schema_version": SCHEMA_VERSION, "status": self.status,
+                "exit_code": _exit_code(self.status), "message": self.message,
+                "per_rank": dict(self.per_rank),
+                "entries": [{k: v for k, v in d.items() if k != "selection"}
+                            for d in self.entries]}
+
+    def __del__(self):
+        h, self._h = getattr(self, "_h", None), None
+        try:
+            if h:
+                _lib.attn_plan_free(h)
+        except Exception:  # interpreter shutdown
+            pass
+
+
+def _layers_array(layers):
+    """layers: None, or one item per layer: "full", "not_attention",
+    ("sliding", (L, R)), or a dict(kind=..., window=(L, R), type_name=...)."""
+    if layers is None:
+        return None, []
+    arr = (_native.Layer * len(layers))()
+    keep = []
+    for i, item in enumerate(layers):
+        if isinstance(item, str):
+            item = {"kind": item}
+        elif isinstance(item, (tuple, list)):
+            item = {"kind": item[0], "window": item[1] if len(item) > 1 else (-1, -1)}
+        kind = item.get("kind", "full")
+        if kind not in _KINDS:
+            raise ValueError(f"layers[{i}]: unknown kind {kind!r} (expected one of "
+                             f"{', '.join(_KINDS)})")
+        a = arr[i]
+        a.struct_size = ctypes.sizeof(_native.Layer)
+        a.kind = _KINDS[kind]
+        a.window_left, a.window_right = item.get("window", (-1, -1))
+        if item.get("type_name"):
+            b = item["type_name"].encode()
+            keep.append(b)
+            a.type_name = b
+    return arr, keep
+
+
+# ---- the registry ----------------------------------------------------------------
+
+class _Closable:
+    """with-statement support for objects with close()."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Registry(_Closable):
+    """An open registry (attn_registry_open): reads the conf files, loads no
+    plugin until one is asked. A context manager; close() when done (Backends
+    created from it keep it alive until they are closed too)."""
+
+    def __init__(self, conf_paths=(), use_env=True, default_conf=True, strict=False,
+                 runnable=False, backend=None, disabled=(), log_level="warn", log=None,
+                 fail_on_conf_error=False):
+        if isinstance(conf_paths, str):
+            conf_paths = (conf_paths,)
+        if isinstance(disabled, str):
+            disabled = (disabled,)
+        opt = _native.new(_native.RegistryOptions)
+        self._conf = [str(p).encode() for p in conf_paths]
+        self._conf_arr = (ctypes.c_char_p * max(1, len(self._conf)))(*self._conf)
+        if self._conf:
+            opt.conf_paths = ctypes.cast(self._conf_arr, ctypes.POINTER(ctypes.c_char_p))
+        opt.num_conf_paths = len(self._conf)
+        opt.skip_env_conf_path = int(not use_env)
+        opt.skip_default_conf = int(not default_conf)
+        opt.skip_env = int(not use_env)
+        if log_level is None:
+            opt.log_level = -1
+        elif isinstance(log_level, int) and not isinstance(log_level, bool):
+            opt.log_level = log_level
+        elif log_level in _native.LOG_LEVEL:
+            opt.log_level = _native.LOG_LEVEL[log_level]
+        else:
+            raise ValueError(f"log_level: expected one of {', '.join(LOG_LEVELS)} or None, got "
+                             f"{log_level!r}")
+        self._log = log
+        self._log_fn = None
+        if log is not None:
+            if not callable(log):
+                raise TypeError("log: expected a callable (level, message)")
+
+            def trampoline(_user, level, message, _log=log):
+                try:
+                    name = (_native.LOG_LEVEL_NAMES[level]
+                            if 0 <= level < len(_native.LOG_LEVEL_NAMES) else str(level))
+                    _log(name, _text(message))
+                except BaseException as e:  # never unwind into C
+                    import sys
+                    sys.unraisablehook(_Unraisable(e, log))
+            self._log_fn = _native.LOG_FN(trampoline)
+            opt.log_fn = self._log_fn
+        opt.strict = int(bool(strict))
+        self._forced = backend.encode() if backend else None
+        opt.forced_backend = self._forced
+        self._disabled = [d.encode() for d in disabled]
+        self._disabled_arr = (ctypes.c_char_p * max(1, len(self._disabled)))(*self._disabled)
+        if self._disabled:
+            opt.disabled_backends = ctypes.cast(self._disabled_arr, ctypes.POINTER(ctypes.c_char_p))
+        opt.num_disabled_backends = len(self._disabled)
+        opt.runnable = int(bool(runnable))
+        opt.fail_on_conf_error = int(bool(fail_on_conf_error))
+        self._lock = threading.Lock()
+        self._users = 0        # open Backends
+        self._closing = False  # close() was called; the handle goes when the last user does
+        handle = ctypes.c_void_p()
+        st = _lib.attn_registry_open(ctypes.byref(opt), ctypes.byref(handle))
+        if st != _native.OK:
+            raise _error(st)
+        self._h = handle
+
+    # -- lifetime
+    def close(self):
+        """Closes the registry now, or when the last Backend created from it is
+        closed. Selections and plans from it are unusable afterwards."""
+        with self._lock:
+            self._closing = True
+            self._maybe_release()
+
+    def _maybe_release(self):
+        h = getattr(self, "_h", None)
+        if h and self._users == 0:
+            self._h = None
+            _lib.attn_registry_close(h)
+
+    def _acquire(self):
+        with self._lock:
+            self._users += 1
+
+    def _release(self):
+        with self._lock:
+            self._users -= 1
+            if self._closing:
+                self._maybe_release()
+
+    @property
+    def closed(self):
+        return self._closing or not self._h
+
+    def _handle(self):
+        if self._closing or not self._h:
+            raise Error("ATTN_ERR_INVALID_ARGUMENT", "the registry is closed")
+        return self._h
+
+    def __del__(self):
+        try:
+            if getattr(self, "_h", None) and getattr(self, "_users", 0) == 0:
+                h, self._h = self._h, None
+                _lib.attn_registry_close(h)
+        except Exception:  # interpreter shutdown: module globals may be gone
+            pass
+
+    # -- queries
+    def conf_paths(self):
+        h = self._handle()
+        return [_text(_lib.attn_registry_conf_path(h, k))
+                for k in range(_lib.attn_registry_conf_path_count(h))]
+
+    def diagnostics(self):
+        """Problems found reading conf files or loading plugins (dicts)."""
+        h = self._handle()
+        out = []
+        for k in range(_lib.attn_registry_diagnostic_count(h)):
+            d = _native.new(_native.Diagnostic)
+            if _lib.attn_registry_diagnostic(h, k, ctypes.byref(d)) == _native.OK:
+                out.append({"status": _status_name(d.status), "file": _text(d.file),
+                            "line": d.line, "plugin": _text(d.plugin),
+                            "message": _text(d.message)})
+        return out
+
+    def list(self, arch=None):
+        """The plugins the conf files declare, in priority order (the keys of
+        `attnreg list --json`'s plugins). INI layer only: loads nothing."""
+        h = self._handle()
+        out = []
+        for k in range(_lib.attn_registry_plugin_count(h)):
+            p = _native.new(_native.PluginInfo)
+            if _lib.attn_registry_plugin(h, k, ctypes.byref(p)) != _native.OK:
+                continue
+            if arch is not None and not _lib.attn_plugin_info_has_arch(ctypes.byref(p),
+                                                                     arch.encode()):
+                continue
+            archs = [a.strip() for a in (_text(p.archs) or "").split(",") if a.strip()]
+            out.append({"name": _text(p.name), "priority": p.priority,
+                        "enabled": bool(p.enabled), "archs": archs,
+                        "library": _text(p.library), "conf_file": _text(p.conf_file),
+                        "conf_line": p.conf_line})
+        return out
+
+    def load_plugin(self, name):
+        """Loads a plugin's library (if not yet) and says what it found."""
+        h = self._handle()
+        for k in range(_lib.attn_registry_plugin_count(h)):
+            p = _native.new(_native.PluginInfo)
+            if _lib.attn_registry_plugin(h, k, ctypes.byref(p)) == _native.OK and \
+                    _text(p.name) == name:
+                info = _native.new(_native.PluginLoadInfo)
+                _lib.attn_registry_load_plugin(h, k, ctypes.byref(info))
+                return {"name": name, "status": _status_name(info.status),
+                        "reason": _reason_name(info.reason) if info.status else None,
+                        "message": _text(info.message) or "", "version": _text(info.version),
+                        "description": _text(info.description),
+                        "built_archs": [a for a in (_text(info.built_archs) or "").split(",")
+                                        if a],
+                        "abi": (info.abi_major, info.abi_minor),
+                        "num_predicates": info.num_predicates}
+        raise BackendRejectedError("ATTN_ERR_NOT_FOUND", f"no backend named '{name}'")
+
+    def select(self, shape):
+        """The backend for ``shape`` (a Shape, or Shape's keyword arguments as
+        a dict). Raises InvalidShapeError, UnsupportedError or
+        BackendRejectedError with the registry's message."""
+        shape = _as_shape(shape)
+        sel = _native.new(_native.Selection)
+        st = _lib.attn_registry_select(self._handle(), ctypes.byref(shape._to_c()),
+                                       ctypes.byref(sel))
+        if st != _native.OK:
+            raise _error(st, _text(sel.message))
+        return Selection(self, shape, sel)
+
+    def explain(self, shape):
+        """Every candidate's verdict in every pass, and the decision: a dict
+        with the content of `attnreg explain --json`. A failed decision is
+        reported in "status", not raised."""
+        shape = _as_shape(shape)
+        ex = ctypes.c_void_p()
+        c_shape = shape._to_c()
+        st = _lib.attn_registry_explain(self._handle(), ctypes.byref(c_shape), ctypes.byref(ex))
+        if not ex:
+            raise _error(st)
+        try:
+            status = _lib.attn_explanation_status(ex)
+            sel = _native.new(_native.Selection)
+            if _lib.attn_explanation_selection(ex, ctypes.byref(sel)) != status:
+                sel = _native.new(_native.Selection)
+            records = []
+            for k in range(_lib.attn_explanation_count(ex)):
+                r = _native.new(_native.VerdictRecord)
+                if _lib.attn_explanation_record(ex, k, ctypes.byref(r)) == _native.OK:
+                    records.append(r)
+            passes = []
+            for p in range(_lib.attn_explanation_pass_count(ex)):
+                pshape = _lib.attn_explanation_pass_shape(ex, p)
+                entry = {"pass": p, "rule": _text(_lib.attn_explanation_pass_rule(ex, p))}
+                if pshape:
+                    entry["shape"] = Shape._from_c(pshape.contents).to_dict()
+                entry["verdicts"] = [
+                    {"backend": _text(r.backend), "priority": r.priority,
+                     "accepted": bool(r.accepted), "selected": bool(r.selected),
+                     "reason": _reason_name(r.reason), "reason_code": r.reason,
+                     "check": _text(r.predicate), "message": _text(r.message) or "",
+                     "conf_file": _text(r.conf_file),
+                     "conf_line": r.conf_line if r.conf_file else None}
+                    for r in records if getattr(r, "pass") == p]
+                passes.append(entry)
+            name = _status_name(status)
+            return {"schema_version": SCHEMA_VERSION, "status": name,
+                    "exit_code": _exit_code(name), "shape": shape.to_dict(), "passes": passes,
+                    "selection": _selection_dict(sel),
+                    "plan": _launch_plan_dict(self._handle(), sel) if name == "ATTN_OK" else None}
+        finally:
+            _lib.attn_explanation_free(ex)
+
+    def plan(self, arch="cpu", q_heads=1, kv_heads=0, head_dim=128, head_dim_v=0, num_layers=1,
+             layers=None, softcap=0.0, sinks=False, q_dtype="bf16", kv_dtype=None,
+             compute_dtype=None, out_dtype=None, page_size=16, tp=1, max_model_len=None,
+             max_prefill_tokens=0, spec_tokens=0):
+        """A whole model's attention (attn_registry_plan): q_heads/kv_heads are
+        the whole model's, split over ``tp`` ranks as vLLM and SGLang do;
+        ``layers`` (None = every layer full attention) gives each layer as
+        "full", "not_attention", ("sliding", (L, R)) or a dict(kind, window,
+        type_name). Returns a Plan (whose ``status`` says whether every
+        attention entry has a backend); raises InvalidShapeError for a model
+        no backend could run (e.g. heads not divisible by tp)."""
+        if max_model_len is None:
+            raise ValueError("plan: max_model_len must be given (the kv capacity of every phase)")
+        m = _native.new(_native.Model)
+        if len(arch.encode()) >= _native.ATTN_ARCH_MAX:
+            raise ValueError(f"plan: arch {arch!r} is too long")
+        m.arch = arch.encode()
+        m.num_q_heads, m.num_kv_heads, m.head_dim, m.head_dim_v = (q_heads, kv_heads, head_dim,
+                                                                   head_dim_v)
+        arr, keep = _layers_array(layers)
+        m.num_layers = len(layers) if layers is not None else num_layers
+        if arr is not None:
+            m.layers = ctypes.cast(arr, ctypes.POINTER(_native.Layer))
+        m.softcap, m.has_sinks = float(softcap), int(bool(sinks))
+        m.q_dtype = _dtype_code("q_dtype", q_dtype)
+        m.kv_dtype = _dtype_code("kv_dtype", kv_dtype or q_dtype)
+        m.compute_dtype = _dtype_code("compute_dtype", compute_dtype or q_dtype)
+        m.out_dtype = _dtype_code("out_dtype", out_dtype or q_dtype)
+        m.page_size, m.tp_size = page_size, tp
+        m.max_model_len, m.max_prefill_tokens, m.spec_tokens = (max_model_len,
+                                                                max_prefill_tokens, spec_tokens)
+        handle = ctypes.c_void_p()
+        st = _lib.attn_registry_plan(self._handle(), ctypes.byref(m), ctypes.byref(handle))
+        del keep
+        if not handle:
+            raise _error(st)
+        if st == _native.STATUS["ATTN_ERR_INVALID_SHAPE"]:
+            summary = _native.new(_native.PlanSummary)
+            _lib.attn_plan_summarize(handle, ctypes.byref(summary))
+            message = _text(summary.message)
+            _lib.attn_plan_free(handle)
+            raise _error(st, message)
+        return Plan(self, handle)
+
+    def create(self, selection):
+        """Constructs the selected backend (attn_backend_create): checks the
+        binary holds code for the arch and a device is there, then calls the
+        plugin's constructor. Raises BackendError."""
+        if not isinstance(selection, Selection):
+            raise TypeError("create: expected a Selection from select() or a plan entry")
+        if selection.registry is not self:
+            raise ValueError("create: the selection comes from another registry")
+        h = self._handle()
+        be = ctypes.c_void_p()
+        st = _lib.attn_backend_create(h, ctypes.byref(selection._c), ctypes.byref(be))
+        if st != _native.OK:
+            raise _error(st)
+        return Backend(self, selection, be)
+
+
+class _Unraisable:
+    """What sys.unraisablehook expects, for an exception raised by the log callback."""
+
+    def __init__(self, exc, obj):
+        self.exc_type, self.exc_value, self.exc_traceback = type(exc), exc, exc.__traceback__
+        self.err_msg = "Exception ignored in the attnreg log callback"
+        self.object = obj
+
+
+def _as_shape(shape):
+    if isinstance(shape, Shape):
+        return shape
+    if isinstance(shape, dict):
+        return Shape(**shape)
+    raise TypeError(f"expected an attnreg.Shape, got {type(shape).__name__}")
+
+
+# ---- backends ------------------------------------------------------------------------
+
+class Backend(_Closable):
+    """A constructed backend (attn_backend_create). A context manager;
+    close() when done. Keeps its Registry alive. Used by one thread at a
+    time, as the C object is."""
+
+    def __init__(self, registry, selection, handle):
+        self.registry = registry
+        self.selection = selection
+        self._h = handle
+        registry._acquire()
+        self.name = _text(_lib.attn_backend_name(handle))
+        self.shape = Shape._from_c(_lib.attn_backend_shape(handle).contents)
+        self._ws = {}  # device -> (buffer, address, bytes)
+        # Replaced workspaces stay allocated while the backend lives: a CUDA
+        # graph captured with one keeps its address.
+        self._ws_retired = []
+
+    def close(self):
+        h, self._h = getattr(self, "_h", None), None
+        if h:
+            _lib.attn_backend_destroy(h)
+            self._ws.clear()
+            self._ws_retired.clear()
+            self.registry._release()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def _handle(self):
+        if not self._h:
+            raise Error("ATTN_ERR_INVALID_ARGUMENT", "the backend is closed")
+        return self._h
+
+    @property
+    def is_cpu(self):
+        return self.shape.arch == "cpu"
+
+    def workspace_size(self, max_num_seqs, max_num_tokens):
+        """Bytes of scratch a forward of up to these many sequences and query
+        tokens needs (attn_backend_workspace_size)."""
+        lim = _native.new(_native.BatchLimits)
+        lim.max_num_seqs, lim.max_num_tokens = max_num_seqs, max_num_tokens
+        n = ctypes.c_size_t()
+        st = _lib.attn_backend_workspace_size(self._handle(), ctypes.byref(lim), ctypes.byref(n))
+        if st != _native.OK:
+            raise _error(st)
+        return n.value
+
+    def reserve_workspace(self, max_num_seqs, max_num_tokens, device=None):
+        """Allocates (and caches) the workspace for batches up to these limits
+        now, e.g. before capturing a CUDA graph: forward then never allocates
+        for such batches. ``device``: a torch device for GPU backends (default
+        "cuda:<current>"); CPU backends use host memory. Returns the bytes."""
+        need = self.workspace_size(max(max_num_seqs, 1), max(max_num_tokens, 1))
+        if self.is_cpu:
+            kind, dev = "host", "cpu"
+        else:
+            import torch
+            kind = "torch"
+            dev = torch.device(device) if device is not None else torch.device(
+                "cuda", torch.cuda.current_device())
+            dev = f"{dev.type}:{dev.index if dev.index is not None else torch.cuda.current_device()}"
+        self._workspace(kind, dev, need)
+        return need
+
+    def _workspace(self, kind, device, need):
+        """(address, bytes) of a cached workspace of at least ``need`` bytes."""
+        cached = self._ws.get(device)
+        if cached is None or cached[2] < need:
+            if cached is not None:
+                self._ws_retired.append(cached[0])
+            buf, addr = _arrays.workspace_buffer(kind, device, need)
+            cached = (buf, addr, need)
+            self._ws[device] = cached
+        return cached[1], cached[2]
+
+    def forward(self, q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out=None, *,
+                scale=None, q_descale=1.0, k_descale=1.0, v_descale=1.0, sinks=None,
+                workspace=None, stream=None, max_seqlen_q=None, max_seqlen_k=None):
+        """Paged attention in vLLM's layouts: q [T, Hq, D] (rows may be strided;
+        the last dimension contiguous), k_cache [blocks, page, Hkv, D] and
+        v_cache [blocks, page, Hkv, Dv] contiguous, block_table int32
+        [seqs, W] (row stride free), cu_seqlens_q int32 [seqs + 1],
+        seqused_k int32 [seqs], out [T, Hq, Dv] (allocated when None), sinks
+        float32 [Hq] iff the shape has sinks. NumPy arrays for CPU backends
+        (bf16 as uint16 bits, fp8 as uint8 codes), torch tensors on the
+        backend's device (CUDA: torch's current stream unless ``stream``).
+        max_seqlen_q/k default to the shape's capacities on devices and to
+        the batch's real maxima for host arrays. The workspace is allocated
+        and cached when not given (reserve_workspace() sizes it ahead, e.g.
+        before a CUDA graph capture). Returns out."""
+        h = self._handle()
+        sh = self.shape
+        hq, hkv, d, dv = sh.q_heads, sh.kv_heads_effective, sh.head_dim, sh.head_dim_v_effective
+        vq = _arrays.View("q", q)
+        kind = vq.kind
+        device = vq.device
+        if (device == "cpu") != self.is_cpu:
+            raise ValueError(f"q: on {device}, but backend {self.name} runs on arch {sh.arch}: "
+                             f"expected {'host' if self.is_cpu else 'CUDA device'} memory")
+        if kind == "numpy" and not self.is_cpu:
+            raise ValueError(f"q: NumPy arrays are host memory; backend {self.name} (arch "
+                             f"{sh.arch}) needs torch CUDA tensors")
+        views = {"q": vq}
+        for name, obj in (("k_cache", k_cache), ("v_cache", v_cache),
+                          ("block_table", block_table), ("cu_seqlens_q", cu_seqlens_q),
+                          ("seqused_k", seqused_k)):
+            views[name] = _arrays.View(name, obj)
+        if sinks is not None:
+            views["sinks"] = _arrays.View("sinks", sinks)
+        for name, v in views.items():
+            if v.kind != kind:
+                raise ValueError(f"{name}: a {v.kind} array among {kind} arrays (pass one kind)")
+            if v.device != device:
+                raise ValueError(f"{name}: on {v.device}, expected {device} (where q is)")
+
+        vq.expect_dtype(_arrays.dtypes_for(kind, sh.q_dtype), f"q_dtype {sh.q_dtype}")
+        vq.expect_shape((None, hq, d), "[num_tokens, q_heads, head_dim]")
+        vq.expect_inner_contiguous()
+        T = vq.shape[0]
+        vk, vv = views["k_cache"], views["v_cache"]
+        kvd = _arrays.dtypes_for(kind, sh.kv_dtype)
+        vk.expect_dtype(kvd, f"kv_dtype {sh.kv_dtype}")
+        vv.expect_dtype(kvd, f"kv_dtype {sh.kv_dtype}")
+        vk.expect_shape((None, sh.page_size, hkv, d), "[num_blocks, page_size, kv_heads, head_dim]")
+        nblocks = vk.shape[0]
+        vv.expect_shape((nblocks, sh.page_size, hkv, dv),
+                        "[num_blocks, page_size, kv_heads, head_dim_v], num_blocks as k_cache")
+        vk.expect_contiguous()
+        vv.expect_contiguous()
+        vbt, vcu, vsk = views["block_table"], views["cu_seqlens_q"], views["seqused_k"]
+        for v in (vbt, vcu, vsk):
+            v.expect_dtype(("int32",), "int32")
+        if len(vsk.shape) != 1:
+            raise ValueError(f"seqused_k: expected shape [num_seqs], got {list(vsk.shape)}")
+        ns = vsk.shape[0]
+        vsk.expect_contiguous()
+        vcu.expect_shape((ns + 1,), "[num_seqs + 1], num_seqs from seqused_k")
+        vcu.expect_contiguous()
+        vbt.expect_shape((ns, None), "[num_seqs, max_blocks_per_seq]")
+        vbt.expect_inner_contiguous()
+        if sh.sinks:
+            if "sinks" not in views:
+                raise ValueError(f"sinks: the shape has sinks: expected a float32 [{hq}] array")
+            views["sinks"].expect_dtype(("float32",), "float32")
+            views["sinks"].expect_shape((hq,), "[q_heads]")
+            views["sinks"].expect_contiguous()
+        elif "sinks" in views:
+            raise ValueError("sinks: given, but the backend's shape has no sinks "
+                             "(Shape(sinks=True))")
+        out_dtype = _arrays.dtypes_for(kind, sh.out_dtype)
+        if out is None:
+            out = _arrays.empty_like_spec(kind, device, (T, hq, dv), out_dtype[0])
+        vo = _arrays.View("out", out)
+        if vo.kind != kind or vo.device != device:
+            raise ValueError(f"out: a {vo.kind} array on {vo.device}, expected {kind} on {device}")
+        vo.expect_dtype(out_dtype, f"out_dtype {sh.out_dtype}")
+        vo.expect_shape((T, hq, dv), "[num_tokens, q_heads, head_dim_v], num_tokens from q")
+        vo.expect_inner_contiguous()
+
+        host_cu = _arrays.host_int_list(vcu)
+        host_sk = _arrays.host_int_list(vsk)
+        if host_cu is not None:
+            if host_cu[-1] != T:
+                raise ValueError(f"cu_seqlens_q: the last entry is {host_cu[-1]}, expected "
+                                 f"num_tokens {T} (q.shape[0])")
+            if max_seqlen_q is None:
+                max_seqlen_q = max((b - a for a, b in zip(host_cu, host_cu[1:])), default=0)
+        if host_sk is not None and max_seqlen_k is None:
+            max_seqlen_k = max(host_sk, default=0)
+        if max_seqlen_q is None:
+            max_seqlen_q = sh.max_q_len
+        if max_seqlen_k is None:
+            max_seqlen_k = sh.max_kv_len
+
+        if workspace is None:
+            need = self.workspace_size(max(ns, 1), max(T, 1))
+            ws_ptr, ws_size = self._workspace("torch" if kind == "torch" else "host", device, need)
+        else:
+            vw = _arrays.View("workspace", workspace)
+            if vw.device != device:
+                raise ValueError(f"workspace: on {vw.device}, expected {device}")
+            vw.expect_contiguous()
+            ws_ptr, ws_size = vw.ptr, vw.nbytes
+
+        a = _native.new(_native.ForwardArgs)
+        a.num_seqs, a.num_tokens = ns, T
+        a.q, a.q_stride_token, a.q_stride_head = vq.ptr, vq.strides[0], vq.strides[1]
+        a.k_cache, a.v_cache, a.num_blocks = vk.ptr, vv.ptr, nblocks
+        a.block_table, a.block_table_stride = vbt.ptr, vbt.strides[0] if ns else vbt.shape[1]
+        a.cu_seqlens_q, a.seqused_k = vcu.ptr, vsk.ptr
+        a.max_seqlen_q, a.max_seqlen_k = max_seqlen_q, max_seqlen_k
+        a.scale = 1.0 / math.sqrt(d) if scale is None else float(scale)
+        a.q_descale, a.k_descale, a.v_descale = float(q_descale), float(k_descale), float(v_descale)
+        a.sinks = views["sinks"].ptr if "sinks" in views else None
+        a.out, a.out_stride_token, a.out_stride_head = vo.ptr, vo.strides[0], vo.strides[1]
+        a.workspace, a.workspace_size = (ws_ptr if ws_size else None), ws_size
+        a.stream = _arrays.stream_handle(stream, device)
+        st = _lib.attn_backend_forward(h, ctypes.byref(a))
+        if st != _native.OK:
+            raise _error(st)
+        return out
+
+    def __repr__(self):
+        return f"Backend({self.name!r}, {self.shape})"
+
+
+# ---- NumPy encodings --------------------------------------------------------------
+
+def to_bf16_bits(x):
+    """A float array as bf16 raw bits (numpy uint16, round to nearest even):
+    how NumPy arrays carry bf16 to forward(). Needs numpy."""
+    import numpy as np
+    u = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+
+
+def from_bf16_bits(bits):
+    """bf16 raw bits (uint16) as float32 values. Needs numpy."""
+    import numpy as np
+    return (np.asarray(bits).astype(np.uint32) << 16).view(np.float32)
+
+
+def check_layout(mirrors=None):
+    """Re-runs the import-time check (every mirrored field and enum name
+    against the library); raises ImportError on a mismatch. For tests and
+    for hosts that want to say so in their own start-up log."""
+    return _native.check_layout(_lib, mirrors)

@@ -1,0 +1,143 @@
+"""NumPy arrays and torch tensors as forward() arguments: what each must look
+like for a backend's shape, checked before any pointer reaches C.
+
+Neither numpy nor torch is imported here unless an argument is one of theirs.
+"""
+
+import sys
+
+# The dtype each attnreg dtype is carried in. NumPy has no bf16 or fp8: bf16 is
+# passed as uint16 raw bits and fp8 as uint8 codes (as the .npy files of
+# `attnreg run` are). torch has native types; fp8 caches may also be uint8.
+NUMPY_DTYPES = {"f32": ("float32",), "f16": ("float16",), "bf16": ("uint16",),
+                "fp8_e4m3fn": ("uint8",), "fp8_e4m3fnuz": ("uint8",)}
+TORCH_DTYPES = {"f32": ("float32",), "f16": ("float16",), "bf16": ("bfloat16",),
+                "fp8_e4m3fn": ("float8_e4m3fn", "uint8"),
+                "fp8_e4m3fnuz": ("float8_e4m3fnuz", "uint8")}
+ELEMENT_SIZE = {"f32": 4, "f16": 2, "bf16": 2, "fp8_e4m3fn": 1, "fp8_e4m3fnuz": 1}
+
+
+def is_torch(x):
+    return type(x).__module__.startswith("torch") and hasattr(x, "data_ptr")
+
+
+def is_numpy(x):
+    np = sys.modules.get("numpy")
+    return np is not None and isinstance(x, np.ndarray)
+
+
+class View:
+    """What forward needs of one array: kind, device, dtype name, shape,
+    strides in elements, element size, address."""
+
+    __slots__ = ("name", "obj", "kind", "device", "dtype", "shape", "strides", "itemsize", "ptr",
+                 "nbytes")
+
+    def __init__(self, name, obj):
+        self.name, self.obj = name, obj
+        if is_torch(obj):
+            self.kind = "torch"
+            dev = obj.device
+            self.device = "cpu" if dev.type == "cpu" else f"{dev.type}:{dev.index or 0}"
+            self.dtype = str(obj.dtype).replace("torch.", "")
+            self.shape = tuple(int(s) for s in obj.shape)
+            self.strides = tuple(int(s) for s in obj.stride())
+            self.itemsize = obj.element_size()
+            self.ptr = obj.data_ptr()
+            self.nbytes = obj.numel() * self.itemsize
+        elif is_numpy(obj):
+            self.kind = "numpy"
+            self.device = "cpu"
+            self.dtype = obj.dtype.name
+            self.shape = tuple(obj.shape)
+            self.itemsize = obj.dtype.itemsize
+            if any(s % self.itemsize for s in obj.strides):
+                raise ValueError(f"{name}: strides {obj.strides} bytes are not whole elements")
+            self.strides = tuple(s // self.itemsize for s in obj.strides)
+            self.ptr = obj.ctypes.data
+            self.nbytes = obj.nbytes
+            if not obj.flags.writeable and name in ("out", "workspace"):
+                raise ValueError(f"{name}: the array is read-only")
+        else:
+            raise TypeError(f"{name}: expected a numpy.ndarray or a torch.Tensor, got "
+                            f"{type(obj).__module__}.{type(obj).__qualname__}")
+
+    def contiguous(self):
+        expect = 1
+        for size, stride in zip(reversed(self.shape), reversed(self.strides)):
+            if size != 1 and stride != expect:
+                return False
+            expect *= size
+        return True
+
+    def expect_shape(self, want, what):
+        """want: a tuple of ints or None (any)."""
+        ok = len(self.shape) == len(want) and all(w is None or w == s
+                                                    for w, s in zip(want, self.shape))
+        if not ok:
+            shown = "[" + ", ".join("*" if w is None else str(w) for w in want) + "]"
+            raise ValueError(f"{self.name}: expected shape {shown} ({what}), got "
+                             f"[{', '.join(str(s) for s in self.shape)}]")
+
+    def expect_dtype(self, allowed, what):
+        if self.dtype not in allowed:
+            raise ValueError(f"{self.name}: expected dtype {' or '.join(allowed)} ({what}), got "
+                             f"{self.dtype}")
+
+    def expect_contiguous(self):
+        if not self.contiguous():
+            raise ValueError(f"{self.name}: expected a contiguous array, got strides "
+                             f"{list(self.strides)} (elements) for shape {list(self.shape)}")
+
+    def expect_inner_contiguous(self):
+        if self.shape and self.shape[-1] != 1 and self.strides[-1] != 1:
+            raise ValueError(f"{self.name}: the last dimension must be contiguous (stride 1), "
+                             f"got strides {list(self.strides)} (elements)")
+
+
+def dtypes_for(kind, attn_dtype):
+    return (NUMPY_DTYPES if kind == "numpy" else TORCH_DTYPES)[attn_dtype]
+
+
+def host_int_list(view):
+    """An int32 host array's values (numpy or CPU torch), for the checks that
+    read data; None for device memory (reading it would synchronise)."""
+    if view.device != "cpu":
+        return None
+    obj = view.obj
+    if view.kind == "torch":
+        return [int(v) for v in obj.reshape(-1).tolist()]
+    return [int(v) for v in obj.reshape(-1)]
+
+
+def empty_like_spec(kind, device, shape, dtype_name):
+    if kind == "numpy":
+        import numpy as np
+        return np.empty(shape, dtype=dtype_name)
+    import torch
+    return torch.empty(shape, dtype=getattr(torch, dtype_name), device=device)
+
+
+def workspace_buffer(kind, device, nbytes):
+    """A byte buffer for the workspace and its address: kind "torch" a torch
+    tensor on ``device``, else ("host") a ctypes buffer (no numpy needed)."""
+    if kind == "torch":
+        import torch
+        buf = torch.empty(max(nbytes, 1), dtype=torch.uint8, device=device)
+        return buf, buf.data_ptr()
+    import ctypes
+    buf = (ctypes.c_uint8 * max(nbytes, 1))()
+    return buf, ctypes.addressof(buf)
+
+
+def stream_handle(stream, device):
+    """The cudaStream_t to pass: the given stream (a torch.cuda.Stream, or an
+    int handle), else torch's current stream on the device; NULL on CPU."""
+    if stream is not None:
+        if hasattr(stream, "cuda_stream"):
+            return int(stream.cuda_stream) or None
+        return int(stream) or None
+    if device == "cpu":
+        return None
+    import torch
+    return int(torch.cuda.current_stream(torch.device(device)).cuda_stream) or None

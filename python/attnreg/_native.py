@@ -1,0 +1,342 @@
+"""libattnreg through ctypes: finding the library, the struct mirrors, the
+function signatures, and the import-time check of every mirrored struct field
+and enum name against the library itself.
+
+Standard library only. Nothing here is public API; use the names exported by
+the ``attnreg`` package.
+"""
+
+import ctypes
+import ctypes.util
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+#: Where a staged copy of the library lives inside the package (the layout of
+#: a build tree or an installation prefix, so that the library finds its conf
+#: folder at ``lib/../share/attnreg/conf`` and the shipped INIs find their
+#: plugins at ``../../../lib/attnreg``).
+BUNDLED_PREFIX = os.path.join(HERE, "_bundled")
+BUNDLED_LIBRARY = os.path.join(BUNDLED_PREFIX, "lib", "libattnreg.so.0")
+
+ATTN_ARCH_MAX = 32
+
+# ---- enums (checked against the library's own names at import) -----------
+
+STATUS_NAMES = (
+    "ATTN_OK", "ATTN_ERR_INVALID_ARGUMENT", "ATTN_ERR_INVALID_SHAPE", "ATTN_ERR_UNSUPPORTED",
+    "ATTN_ERR_BACKEND_REJECTED", "ATTN_ERR_NOT_FOUND", "ATTN_ERR_CONF", "ATTN_ERR_LOAD",
+    "ATTN_ERR_ABI", "ATTN_ERR_NO_MEMORY", "ATTN_ERR_NO_DEVICE", "ATTN_ERR_ARCH_NOT_IN_BINARY",
+    "ATTN_ERR_NO_KERNELS", "ATTN_ERR_CREATE_FAILED", "ATTN_ERR_RUNTIME",
+    "ATTN_ERR_WORKSPACE_TOO_SMALL", "ATTN_ERR_INIT_FAILED", "ATTN_ERR_IO", "ATTN_ERR_INTERNAL",
+)
+STATUS = {name: code for code, name in enumerate(STATUS_NAMES)}
+OK = 0
+
+DTYPE_NAMES = ("invalid", "f32", "f16", "bf16", "fp8_e4m3fn", "fp8_e4m3fnuz")
+DTYPE = {name: code for code, name in enumerate(DTYPE_NAMES) if code}
+
+LOG_LEVEL_NAMES = ("debug", "info", "warn", "error", "off")
+LOG_LEVEL = {name: code for code, name in enumerate(LOG_LEVEL_NAMES)}
+
+PHASE_NAMES = ("prefill", "decode", "verify")
+LAYER_KIND_NAMES = ("full", "sliding", "not_attention")
+
+# ---- struct mirrors --------------------------------------------------------
+
+c_u32, c_i32, c_u64, c_i64 = ctypes.c_uint32, ctypes.c_int32, ctypes.c_uint64, ctypes.c_int64
+c_float, c_size, c_vp, c_cp = ctypes.c_float, ctypes.c_size_t, ctypes.c_void_p, ctypes.c_char_p
+
+
+class Shape(ctypes.Structure):
+    _fields_ = [("struct_size", c_u32), ("arch", ctypes.c_char * ATTN_ARCH_MAX),
+                ("num_q_heads", c_i32), ("num_kv_heads", c_i32), ("head_dim", c_i32),
+                ("head_dim_v", c_i32), ("q_dtype", c_i32), ("kv_dtype", c_i32),
+                ("compute_dtype", c_i32), ("out_dtype", c_i32), ("page_size", c_i32),
+                ("max_q_len", c_i32), ("max_kv_len", c_i32), ("causal", c_i32),
+                ("window_left", c_i32), ("window_right", c_i32), ("softcap", c_float),
+                ("has_sinks", c_i32)]
+
+
+class ForwardArgs(ctypes.Structure):
+    _fields_ = [("struct_size", c_u32), ("num_seqs", c_i32), ("num_tokens", c_i32),
+                ("q", c_vp), ("q_stride_token", c_i64), ("q_stride_head", c_i64),
+                ("k_cache", c_vp), ("v_cache", c_vp), ("num_blocks", c_i32),
+                ("block_table", c_vp), ("block_table_stride", c_i32), ("cu_seqlens_q", c_vp),
+                ("seqused_k", c_vp), ("max_seqlen_q", c_i32), ("max_seqlen_k", c_i32),
+                ("scale", c_float), ("q_descale", c_float), ("k_descale", c_float),
+                ("v_descale", c_float), ("sinks", c_vp), ("out", c_vp),
+                ("out_stride_token", c_i64), ("out_stride_head", c_i64), ("workspace", c_vp),
+                ("workspace_size", c_size), ("stream", c_vp)]
+
+
+class BatchLimits(ctypes.Structure):
+    _fields_ = [("struct_size", c_u32), ("max_num_seqs", c_i32), ("max_num_tokens", c_i32)]
+
+
+class DeviceInfo(ctypes.Structure):
+    _fields_ = [("struct_size", c_u32), ("index", c_i32), ("arch", ctypes.c_char * ATTN_ARCH_MAX),
+                ("name", ctypes.c_char * 128), ("memory_bytes", c_u64), ("compute_units", c_i32)]
+
+
+LOG_FN = ctypes.CFUNCTYPE(None, c_vp, ctypes.c_int, c_cp)
+
+
+class RegistryOptions(ctypes.Structure):
+    _fields_ = [("struct_size", c_u32), ("conf_paths", ctypes.POINTER(c_cp)),
+                ("num_conf_paths", c_u32), ("skip_env_conf_path", c_i32),
+                ("skip_default_conf", c_i32), ("log_fn", LOG_FN), ("log_user", c_vp),
+                ("log_level", c_i32), ("strict", c_i32), ("forced_backend", c_cp),
+                ("disabled_backends", ctypes.POINTER(c_cp)), ("num_disabled_backends", c_u32),
+                ("runnable", c_i32), ("fail_on_conf_error", c_i32), ("skip_env", c_i32)]
+
+
+class Diagnostic(ctypes.Structure):
+    _fields_ = [("struct_size", c_u32), ("status", c_i32), ("file", c_cp), ("line", c_i32),
+                ("plugin", c_cp), ("message", c_cp)]
+
+
+class PluginInfo(ctypes.Structure):
+    _fields_ = [("struct_size", c_u32), ("name", c_cp), ("priority", c_i32), ("enabled", c_i32),
+                ("archs", c_cp), ("library", c_cp), ("conf_file", c_cp), ("conf_line", c_i32),
+                ("candidate", c_vp)]
+
+
+class PluginLoadInfo(ctypes.Structure):
+    _fields_ = [("struct_size", c_u32), ("status", c_i32), ("reason", c_i32), ("message", c_cp),
+                ("version", c_cp), ("description", c_cp), ("built_archs", c_cp),
+                ("abi_major", c_u32), ("abi_minor", c_u32), ("num_predicates", c_u32),
+                ("arch_limits", c_vp), ("num_arch_limits", c_u32), ("graph_capturable", c_i32)]
+
+
+class Selection(ctypes.Structure):
+    _fields_ = [("struct_size", c_u32), ("backend_name", c_cp), ("candidate", c_vp),
+                ("effective_shape", Shape), ("fallback_applied", c_i32), ("fallback_rule", c_cp),
+                ("fallback_backend", c_cp), ("fallback_reason", c_i32),
+                ("fallback_message", c_cp), ("message", c_cp), ("graph_capturable", c_i32)]
+
+
+PLAN_NAME_MAX = 32
+PLAN_MAX_KERNELS = 4
+
+
+class KernelPlan(ctypes.Structure):
+    _fields_ = [("kernel", ctypes.c_char * PLAN_NAME_MAX), ("role", ctypes.c_char * PLAN_NAME_MAX),
+                ("threads", c_i32), ("rows", c_i32), ("keys", c_i32), ("stages", c_i32),
+                ("shared_bytes", c_i32)]
+
+
+class LaunchPlan(ctypes.Structure):
+    _fields_ = [("struct_size", c_u32), ("arch", ctypes.c_char * ATTN_ARCH_MAX),
+                ("shared_limit", c_i32), ("wave_size", c_i32), ("num_kernels", c_u32),
+                ("kernels", KernelPlan * PLAN_MAX_KERNELS)]
+
+
+class VerdictRecord(ctypes.Structure):
+    _fields_ = [("struct_size", c_u32), ("pass", c_i32), ("backend", c_cp), ("accepted", c_i32),
+                ("selected", c_i32), ("reason", c_i32), ("reason_name", c_cp), ("message", c_cp),
+                ("predicate", c_cp), ("conf_file", c_cp), ("conf_line", c_i32),
+                ("priority", c_i32)]
+
+
+class Layer(ctypes.Structure):
+    _fields_ = [("struct_size", c_u32), ("kind", c_i32), ("window_left", c_i32),
+                ("window_right", c_i32), ("type_name", c_cp)]
+
+
+class Model(ctypes.Structure):
+    _fields_ = [("struct_size", c_u32), ("arch", ctypes.c_char * ATTN_ARCH_MAX),
+                ("num_q_heads", c_i32), ("num_kv_heads", c_i32), ("head_dim", c_i32),
+                ("head_dim_v", c_i32), ("num_layers", c_i32), ("layers", ctypes.POINTER(Layer)),
+                ("softcap", c_float), ("has_sinks", c_i32), ("q_dtype", c_i32),
+                ("kv_dtype", c_i32), ("compute_dtype", c_i32), ("out_dtype", c_i32),
+                ("page_size", c_i32), ("tp_size", c_i32), ("max_model_len", c_i32),
+                ("max_prefill_tokens", c_i32), ("spec_tokens", c_i32)]
+
+
+class PlanSummary(ctypes.Structure):
+    _fields_ = [("struct_size", c_u32), ("status", c_i32), ("message", c_cp),
+                ("num_entries", c_size), ("num_layers", c_i32), ("tp_size", c_i32),
+                ("rank_q_heads", c_i32), ("rank_kv_heads", c_i32),
+                ("kv_heads_replicated", c_i32), ("prefill_q_len", c_i32),
+                ("decode_q_len", c_i32), ("verify_q_len", c_i32), ("max_kv_len", c_i32)]
+
+
+class PlanEntry(ctypes.Structure):
+    _fields_ = [("struct_size", c_u32), ("phase", c_i32), ("layer_kind", c_i32),
+                ("layer_type", c_cp), ("layers", ctypes.POINTER(c_i32)), ("num_layers", c_u32),
+                ("status", c_i32), ("shape", ctypes.POINTER(Shape)),
+                ("selection", ctypes.POINTER(Selection)), ("message", c_cp)]
+
+
+#: C struct name -> ctypes mirror. Every field of every mirror is checked.
+MIRRORS = {
+    "attn_shape": Shape, "attn_forward_args": ForwardArgs, "attn_batch_limits": BatchLimits,
+    "attn_device_info": DeviceInfo, "attn_registry_options": RegistryOptions,
+    "attn_diagnostic": Diagnostic, "attn_plugin_info": PluginInfo,
+    "attn_plugin_load_info": PluginLoadInfo, "attn_selection": Selection,
+    "attn_verdict_record": VerdictRecord, "attn_layer": Layer, "attn_model": Model,
+    "attn_plan_summary": PlanSummary, "attn_plan_entry": PlanEntry,
+    "attn_kernel_plan": KernelPlan, "attn_launch_plan": LaunchPlan,
+}
+
+
+def new(cls):
+    """A zeroed struct with struct_size set to the size this mirror knows."""
+    s = cls()
+    s.struct_size = ctypes.sizeof(cls)
+    return s
+
+
+# ---- finding and loading the library ---------------------------------------
+
+def _candidates():
+    """(path, how it was found) in lookup order."""
+    env = os.environ.get("ATTNREG_LIBRARY")
+    if env:
+        return [(env, "ATTNREG_LIBRARY")]
+    out = []
+    if os.path.exists(BUNDLED_LIBRARY):
+        out.append((BUNDLED_LIBRARY, "the copy installed beside the package"))
+    found = ctypes.util.find_library("attnreg")
+    if found:
+        out.append((found, "the system's (ctypes.util.find_library)"))
+    return out
+
+
+def _preload_inih(libdir):
+    """A machine without Debian's libinih1 may carry libinih.so.1 beside
+    libattnreg (the H200 carry folder does): load it first, globally."""
+    inih = os.path.join(libdir, "libinih.so.1")
+    if os.path.exists(inih):
+        ctypes.CDLL(inih, mode=ctypes.RTLD_GLOBAL)
+
+
+def load_library():
+    """(CDLL, path). ImportError naming every place looked at when none loads."""
+    tried = []
+    for path, how in _candidates():
+        try:
+            if os.path.sep in path:
+                if not os.path.exists(path):
+                    raise OSError(f"{path}: no such file")
+                _preload_inih(os.path.dirname(os.path.abspath(path)))
+            lib = ctypes.CDLL(path)
+            return lib, path
+        except OSError as e:
+            tried.append(f"{path} ({how}): {e}")
+    if not tried:
+        raise ImportError(
+            "attnreg: libattnreg not found: ATTNREG_LIBRARY is not set, no copy is installed "
+            f"beside the package ({BUNDLED_LIBRARY}) and ctypes.util.find_library('attnreg') "
+            "finds none; set ATTNREG_LIBRARY=/path/to/libattnreg.so.0")
+    raise ImportError("attnreg: libattnreg could not be loaded: " + "; ".join(tried))
+
+
+P = ctypes.POINTER
+SIGNATURES = {
+    "attnreg_version_string": (c_cp, []),
+    "attnreg_version": (None, [P(ctypes.c_int), P(ctypes.c_int), P(ctypes.c_int)]),
+    "attnreg_plugin_abi_version": (c_u32, []),
+    "attn_status_name": (c_cp, [ctypes.c_int]),
+    "attn_status_message": (c_cp, [ctypes.c_int]),
+    "attn_reason_name": (c_cp, [c_i32]),
+    "attn_dtype_name": (c_cp, [c_i32]),
+    "attn_dtype_from_name": (ctypes.c_int, [c_cp]),
+    "attn_log_level_name": (c_cp, [ctypes.c_int]),
+    "attn_last_error": (c_cp, []),
+    "attn_shape_validate": (ctypes.c_int, [P(Shape), c_cp, c_size]),
+    "attn_shape_format": (ctypes.c_int, [P(Shape), c_cp, c_size]),
+    "attn_registry_open": (ctypes.c_int, [P(RegistryOptions), P(c_vp)]),
+    "attn_registry_close": (None, [c_vp]),
+    "attn_registry_diagnostic_count": (c_size, [c_vp]),
+    "attn_registry_diagnostic": (ctypes.c_int, [c_vp, c_size, P(Diagnostic)]),
+    "attn_registry_conf_path_count": (c_size, [c_vp]),
+    "attn_registry_conf_path": (c_cp, [c_vp, c_size]),
+    "attn_registry_plugin_count": (c_size, [c_vp]),
+    "attn_registry_plugin": (ctypes.c_int, [c_vp, c_size, P(PluginInfo)]),
+    "attn_plugin_info_has_arch": (ctypes.c_int, [P(PluginInfo), c_cp]),
+    "attn_registry_load_plugin": (ctypes.c_int, [c_vp, c_size, P(PluginLoadInfo)]),
+    "attn_registry_probe_devices": (ctypes.c_int, [c_vp, c_size, P(DeviceInfo), c_u32, P(c_u32)]),
+    "attn_registry_select": (ctypes.c_int, [c_vp, P(Shape), P(Selection)]),
+    "attn_registry_explain": (ctypes.c_int, [c_vp, P(Shape), P(c_vp)]),
+    "attn_explanation_free": (None, [c_vp]),
+    "attn_explanation_status": (ctypes.c_int, [c_vp]),
+    "attn_explanation_count": (c_size, [c_vp]),
+    "attn_explanation_record": (ctypes.c_int, [c_vp, c_size, P(VerdictRecord)]),
+    "attn_explanation_selection": (ctypes.c_int, [c_vp, P(Selection)]),
+    "attn_explanation_pass_count": (c_size, [c_vp]),
+    "attn_explanation_pass_rule": (c_cp, [c_vp, c_size]),
+    "attn_explanation_pass_shape": (P(Shape), [c_vp, c_size]),
+    "attn_registry_plan": (ctypes.c_int, [c_vp, P(Model), P(c_vp)]),
+    "attn_plan_free": (None, [c_vp]),
+    "attn_plan_summarize": (ctypes.c_int, [c_vp, P(PlanSummary)]),
+    "attn_plan_entry_get": (ctypes.c_int, [c_vp, c_size, P(PlanEntry)]),
+    "attn_plan_lookup": (ctypes.c_int, [c_vp, c_i32, c_i32, P(PlanEntry)]),
+    "attn_backend_create": (ctypes.c_int, [c_vp, P(Selection), P(c_vp)]),
+    "attn_registry_describe_plan": (ctypes.c_int, [c_vp, P(Selection), P(LaunchPlan)]),
+    "attn_backend_workspace_size": (ctypes.c_int, [c_vp, P(BatchLimits), P(c_size)]),
+    "attn_backend_forward": (ctypes.c_int, [c_vp, P(ForwardArgs)]),
+    "attn_backend_destroy": (None, [c_vp]),
+    "attn_backend_name": (c_cp, [c_vp]),
+    "attn_backend_shape": (P(Shape), [c_vp]),
+    "attn_struct_size": (c_size, [c_cp]),
+    "attn_struct_layout": (ctypes.c_int, [c_cp, c_cp, P(c_size), P(c_size)]),
+    "attn_struct_field_name": (c_cp, [c_cp, c_size]),
+}
+
+
+def bind(lib, path):
+    missing = [name for name in SIGNATURES if not hasattr(lib, name)]
+    if missing:
+        raise ImportError(f"attnreg: {path} lacks {', '.join(missing)} (a libattnreg older than "
+                          "this package: the layout queries arrived with host API 0.3)")
+    for name, (res, args) in SIGNATURES.items():
+        fn = getattr(lib, name)
+        fn.restype = res
+        fn.argtypes = args
+
+
+def text(b):
+    return b.decode("utf-8", errors="replace") if b is not None else None
+
+
+# ---- the import-time check --------------------------------------------------
+
+def check_layout(lib, mirrors=None):
+    """Every field of every mirror against the library's own offsetof/sizeof,
+    and every enum name this package uses against the library's names.
+    Raises ImportError naming the struct and field (or enum value) that
+    differ; returns the number of fields checked."""
+    mirrors = MIRRORS if mirrors is None else mirrors
+    checked = 0
+    for cname, cls in mirrors.items():
+        csize = lib.attn_struct_size(cname.encode())
+        if csize == 0:
+            raise ImportError(f"attnreg: layout mismatch: the library has no struct {cname}")
+        for fname, _ in cls._fields_:
+            off, size = c_size(), c_size()
+            st = lib.attn_struct_layout(cname.encode(), fname.encode(), ctypes.byref(off),
+                                        ctypes.byref(size))
+            desc = getattr(cls, fname)
+            if st != OK:
+                raise ImportError(f"attnreg: layout mismatch: {cname}.{fname} is mirrored here "
+                                  f"but the library has no such field ({text(lib.attn_last_error())})")
+            if off.value != desc.offset or size.value != desc.size:
+                raise ImportError(
+                    f"attnreg: layout mismatch: {cname}.{fname}: the library has offset "
+                    f"{off.value} size {size.value}, the Python mirror offset {desc.offset} size "
+                    f"{desc.size}")
+            checked += 1
+        if ctypes.sizeof(cls) > csize:
+            raise ImportError(f"attnreg: layout mismatch: {cname}: the Python mirror is "
+                              f"{ctypes.sizeof(cls)} bytes, the library's struct {csize}")
+    for what, names, fn in (("status", STATUS_NAMES, lib.attn_status_name),
+                            ("dtype", DTYPE_NAMES, lib.attn_dtype_name),
+                            ("log level", LOG_LEVEL_NAMES, lib.attn_log_level_name)):
+        for code, name in enumerate(names):
+            got = text(fn(code))
+            if got != name:
+                raise ImportError(f"attnreg: enum mismatch: {what} {code} is {got} in the "
+                                  f"library, {name} here")
+    return checked

@@ -1,0 +1,188 @@
+"""Backend.forward on cpu-ref against the NumPy float64 reference, on random
+paged batches (shuffled blocks, partial pages, unused blocks)."""
+import numpy as np
+import pytest
+
+import attnreg
+from attn_reference import attention, decode, random_fp8_codes
+from attnreg import to_bf16_bits
+
+NP_DTYPE = {"f32": np.float32, "f16": np.float16}
+
+
+def encode(x, dtype):
+    if dtype == "bf16":
+        return to_bf16_bits(x)
+    return x.astype(NP_DTYPE[dtype])
+
+
+def paged_batch(rng, q_lens, kv_lens, hq, hkv, d, dv, page, q_dtype, kv_dtype, sinks,
+                extra_blocks=3, strided=False):
+    cu = np.concatenate([[0], np.cumsum(q_lens)]).astype(np.int32)
+    sk = np.array(kv_lens, dtype=np.int32)
+    pages = [(n + page - 1) // page for n in kv_lens]
+    blocks = sum(pages) + extra_blocks
+    perm = rng.permutation(blocks).astype(np.int32)
+    bt = np.full((len(kv_lens), max(pages) + 2), -1, dtype=np.int32)
+    at = 0
+    for s, n in enumerate(pages):
+        bt[s, :n] = perm[at:at + n]
+        at += n
+    T = int(cu[-1])
+    qf = rng.uniform(-1, 1, (T, hq, d)).astype(np.float32)
+    if strided:  # q as a view of a fused [T, Hq + extra, D] projection
+        fused = np.zeros((T, hq + 3, d), dtype=np.float32)
+        fused[:, 1:hq + 1] = qf
+        q = encode(fused, q_dtype)[:, 1:hq + 1]
+    else:
+        q = encode(qf, q_dtype)
+    if kv_dtype.startswith("fp8"):
+        k = random_fp8_codes(rng, (blocks, page, hkv, d))
+        v = random_fp8_codes(rng, (blocks, page, hkv, dv))
+    else:
+        k = encode(rng.uniform(-1, 1, (blocks, page, hkv, d)).astype(np.float32), kv_dtype)
+        v = encode(rng.uniform(-1, 1, (blocks, page, hkv, dv)).astype(np.float32), kv_dtype)
+    s = rng.uniform(-1, 2, hq).astype(np.float32) if sinks else None
+    return dict(q=q, k=k, v=v, bt=bt, cu=cu, sk=sk, sinks=s)
+
+
+CASES = [
+    # name, shape kwargs, q_lens, kv_lens, descales (k, v), strided
+    ("gqa decode+prefill mix", dict(q_heads=8, kv_heads=2, head_dim=64), [3, 1, 7], [40, 100, 7],
+     (1.0, 1.0), False),
+    ("mqa mtp fp8_e4m3fn", dict(q_heads=16, kv_heads=1, head_dim=64, kv_dtype="fp8_e4m3fn"),
+     [2, 4, 3], [33, 70, 16], (0.5, 0.25), False),
+    ("fp8_e4m3fnuz kv", dict(q_heads=4, kv_heads=2, head_dim=32, kv_dtype="fp8_e4m3fnuz"),
+     [1, 5], [17, 64], (0.75, 1.5), False),
+    ("window + sinks", dict(q_heads=4, kv_heads=4, head_dim=32, window=(20, -1), sinks=True),
+     [6, 1], [50, 33], (1.0, 1.0), False),
+    ("softcap, no causal, two-sided window, page 8",
+     dict(q_heads=6, kv_heads=3, head_dim=48, page_size=8, causal=False, window=(8, 4),
+          softcap=30.0), [5, 9], [29, 9], (1.0, 1.0), False),
+    ("f16 q, f32 out, head_dim_v 32, strided q",
+     dict(q_heads=4, kv_heads=1, head_dim=64, head_dim_v=32, q_dtype="f16", kv_dtype="f16",
+          out_dtype="f32"), [4, 2, 1], [4, 30, 61], (1.0, 1.0), True),
+    ("causal offsets: chunked prefill", dict(q_heads=2, kv_heads=1, head_dim=16, page_size=4),
+     [16, 3], [40, 3], (1.0, 1.0), False),
+]
+
+
+@pytest.mark.parametrize("name,kw,q_lens,kv_lens,descales,strided", CASES,
+                         ids=[c[0] for c in CASES])
+@pytest.mark.parametrize("seed", [1, 2])
+def test_forward_matches_reference(reg, name, kw, q_lens, kv_lens, descales, strided, seed):
+    rng = np.random.default_rng(seed * 1000 + len(name))
+    shape = attnreg.Shape(max_q_len=max(q_lens), max_kv_len=max(kv_lens), **kw)
+    sel = reg.select(shape)
+    assert sel.backend == "cpu-ref"
+    es = sel.effective_shape
+    dv = es.head_dim_v_effective
+    b = paged_batch(rng, q_lens, kv_lens, es.q_heads, es.kv_heads_effective, es.head_dim, dv,
+                    es.page_size, es.q_dtype, es.kv_dtype, es.sinks, strided=strided)
+    kd, vd = descales
+    with reg.create(sel) as be:
+        out = be.forward(b["q"], b["k"], b["v"], b["bt"], b["cu"], b["sk"], sinks=b["sinks"],
+                         k_descale=kd, v_descale=vd)
+    assert out.shape == (int(b["cu"][-1]), es.q_heads, dv)
+    got = decode(out, es.out_dtype)
+    kscale = kd if es.kv_dtype.startswith("fp8") else 1.0
+    vscale = vd if es.kv_dtype.startswith("fp8") else 1.0
+    vals = decode(b["v"], es.kv_dtype) * vscale
+    want = attention(decode(b["q"], es.q_dtype), decode(b["k"], es.kv_dtype) * kscale, vals,
+                     b["bt"], b["cu"], b["sk"], 1 / np.sqrt(es.head_dim), causal=es.causal,
+                     window=es.window, softcap=es.softcap,
+                     sinks=None if b["sinks"] is None else b["sinks"].astype(np.float64))
+    assert np.isfinite(got).all()
+    # the output's rounding (bf16: 2^-8 relative) plus a float32 budget on the
+    # largest value the row averages (docs/TOLERANCES.md)
+    rel = {"bf16": 2.0 ** -8, "f16": 2.0 ** -11, "f32": 2.0 ** -20}[es.out_dtype]
+    allowed = rel * np.abs(want) + 2.0 ** -14 * np.abs(vals).max()
+    bad = np.abs(got - want) > allowed
+    assert not bad.any(), (f"{int(bad.sum())} of {bad.size} elements beyond tolerance; max abs "
+                           f"error {np.abs(got - want).max():.3e}")
+
+
+def test_out_given_and_strided(reg):
+    """A caller's out (a strided view) is written in place and returned."""
+    rng = np.random.default_rng(5)
+    shape = attnreg.Shape(q_heads=4, kv_heads=2, head_dim=32, max_q_len=3, max_kv_len=40)
+    b = paged_batch(rng, [3, 2], [40, 20], 4, 2, 32, 32, 16, "bf16", "bf16", False)
+    big = np.zeros((5, 6, 32), dtype=np.uint16)
+    out = big[:, 1:5]
+    with reg.create(reg.select(shape)) as be:
+        ret = be.forward(b["q"], b["k"], b["v"], b["bt"], b["cu"], b["sk"], out=out)
+        ref = be.forward(b["q"], b["k"], b["v"], b["bt"], b["cu"], b["sk"])
+    assert ret is out
+    assert (big[:, 0] == 0).all() and (big[:, 5] == 0).all()
+    assert np.array_equal(out, ref)
+
+
+def test_workspace_is_cached_and_can_be_given(reg):
+    rng = np.random.default_rng(6)
+    shape = attnreg.Shape(q_heads=2, head_dim=16, max_q_len=4, max_kv_len=64)
+    b = paged_batch(rng, [4, 1], [64, 9], 2, 2, 16, 16, 16, "bf16", "bf16", False)
+    with reg.create(reg.select(shape)) as be:
+        be.forward(b["q"], b["k"], b["v"], b["bt"], b["cu"], b["sk"])
+        first = be._ws["cpu"][0]
+        be.forward(b["q"], b["k"], b["v"], b["bt"], b["cu"], b["sk"])
+        assert be._ws["cpu"][0] is first
+        n = be.workspace_size(2, 5)
+        ws = np.empty(max(n, 1), dtype=np.uint8)
+        a = be.forward(b["q"], b["k"], b["v"], b["bt"], b["cu"], b["sk"], workspace=ws)
+        c = be.forward(b["q"], b["k"], b["v"], b["bt"], b["cu"], b["sk"])
+        assert np.array_equal(a, c)
+
+
+def test_reserve_workspace_ahead_and_growth(reg):
+    """reserve_workspace sizes the cache for capacities; a bigger batch later
+    gets a new buffer and the old one stays allocated (a captured graph may
+    hold its address)."""
+    rng = np.random.default_rng(8)
+    shape = attnreg.Shape(q_heads=2, head_dim=16, max_q_len=4, max_kv_len=64)
+    small = paged_batch(rng, [1], [9], 2, 2, 16, 16, 16, "bf16", "bf16", False)
+    big = paged_batch(rng, [4, 4, 4], [64, 64, 30], 2, 2, 16, 16, 16, "bf16", "bf16", False)
+    with reg.create(reg.select(shape)) as be:
+        n = be.reserve_workspace(1, 1)
+        assert n == be.workspace_size(1, 1) and be._ws["cpu"][2] == n
+        first = be._ws["cpu"][0]
+        be.forward(small["q"], small["k"], small["v"], small["bt"], small["cu"], small["sk"])
+        assert be._ws["cpu"][0] is first
+        be.forward(big["q"], big["k"], big["v"], big["bt"], big["cu"], big["sk"])
+        if be.workspace_size(3, 12) > n:
+            assert be._ws["cpu"][0] is not first and first in be._ws_retired
+
+
+def test_torch_cpu_tensors(reg):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(7)
+    shape = attnreg.Shape(q_heads=4, kv_heads=2, head_dim=32, max_q_len=3, max_kv_len=40)
+    b = paged_batch(rng, [3, 2], [40, 20], 4, 2, 32, 32, 16, "bf16", "bf16", False)
+    with reg.create(reg.select(shape)) as be:
+        ref = be.forward(b["q"], b["k"], b["v"], b["bt"], b["cu"], b["sk"])
+        t = {k: torch.from_numpy(b[k].astype(np.int16)).view(torch.bfloat16)
+             for k in ("q", "k", "v")}
+        out = be.forward(t["q"], t["k"], t["v"], torch.from_numpy(b["bt"]),
+                         torch.from_numpy(b["cu"]), torch.from_numpy(b["sk"]))
+    assert out.dtype == torch.bfloat16
+    assert np.array_equal(out.view(torch.int16).numpy().view(np.uint16), ref)
+
+
+def test_torch_argument_checks(reg):
+    torch = pytest.importorskip("torch")
+    shape = attnreg.Shape(q_heads=2, head_dim=16, max_kv_len=16)
+    q = torch.zeros(1, 2, 16, dtype=torch.bfloat16)
+    kv = torch.zeros(1, 16, 2, 16, dtype=torch.bfloat16)
+    bt = torch.zeros(1, 1, dtype=torch.int32)
+    cu = torch.tensor([0, 1], dtype=torch.int32)
+    sk = torch.tensor([16], dtype=torch.int32)
+    with reg.create(reg.select(shape)) as be:
+        assert be.forward(q, kv, kv, bt, cu, sk).dtype == torch.bfloat16
+        with pytest.raises(ValueError, match=r"q: expected dtype bfloat16 \(q_dtype bf16\), got float16"):
+            be.forward(q.half(), kv, kv, bt, cu, sk)
+        with pytest.raises(ValueError, match="block_table: a numpy array among torch arrays"):
+            be.forward(q, kv, kv, bt.numpy(), cu, sk)
+        with pytest.raises(ValueError, match="k_cache: expected a contiguous array"):
+            be.forward(q, torch.zeros(4, 16, 2, 16, dtype=torch.bfloat16)[::2],
+                       torch.zeros(2, 16, 2, 16, dtype=torch.bfloat16), bt, cu, sk)
+        with pytest.raises(ValueError, match="cu_seqlens_q: the last entry is 2"):
+            be.forward(q, kv, kv, bt, torch.tensor([0, 2], dtype=torch.int32), sk)

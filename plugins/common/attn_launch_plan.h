@@ -69,8 +69,7 @@ static inline int attn_plan_arch_is_nvidia(const char *arch)
  * then `stages` raw tiles of K and V as stored. */
 #define ATTN_GEN_TILE 32
 #define ATTN_GEN_WARPS 4
-ATTN_PLAN_FN int attn_plan_generic_bytes(int d, int dv, int kv_bytes, int rows_per_warp,
-                                         int stages)
+ATTN_PLAN_FN int attn_plan_generic_bytes(int d, int dv, int kv_bytes, int rows_per_warp, int stages)
 {
     return 4 * ((ATTN_GEN_WARPS * rows_per_warp + ATTN_GEN_TILE) * (d + 4) +
                 ATTN_GEN_TILE * (dv + 4)) +
@@ -161,9 +160,9 @@ ATTN_PLAN_FN attn_prefill_layout attn_plan_prefill_layout(int d, int kv8)
      * (2 x keys ints), the fp8 row multipliers */
     const int fixed0 = ATTN_PREFILL_ALIGN + l.rows * l.padded_d * 2 +
                        4 * ATTN_PREFILL_MAX_STAGES * 8 + 2 * l.keys * 4 + (kv8 ? l.rows * 4 : 0);
-    l.ring = !kv8                                                                   ? 0
+    l.ring = !kv8                                                                        ? 0
              : (ATTN_PREFILL_SMEM_LIMIT - fixed0 - 2 * l.raw_stage) / l.stage_bytes >= 2 ? 2
-                                                                                    : 1;
+                                                                                         : 1;
     l.fixed = fixed0 + l.ring * l.raw_stage;
     l.stages = (ATTN_PREFILL_SMEM_LIMIT - l.fixed) / l.stage_bytes;
     if (l.stages > ATTN_PREFILL_MAX_STAGES)
@@ -330,9 +329,9 @@ static inline int attn_plan_generic(const attn_shape *s, const attn_arch_limits 
     if (s->max_q_len > 1) {
         const int gen_stages = attn_plan_generic_stages(d, dv, kvb, 4, lim);
         const int gen_bytes = attn_plan_generic_bytes(d, dv, kvb, 4, gen_stages ? gen_stages : 1);
-        if (nvidia && feat.wgmma && strcmp(lim->arch, "sm_90") == 0 &&
-            attn_plan_prefill_takes(s)) {
-            const attn_prefill_layout l = attn_plan_prefill_layout(d, attn_plan_is_fp8(s->kv_dtype));
+        if (nvidia && feat.wgmma && strcmp(lim->arch, "sm_90") == 0 && attn_plan_prefill_takes(s)) {
+            const attn_prefill_layout l =
+                attn_plan_prefill_layout(d, attn_plan_is_fp8(s->kv_dtype));
             if (l.bytes > lim->shared_bytes_per_block)
                 return attn_plan_too_big(why, why_size, "prefill", "128 rows", l.bytes, lim);
             attn_plan_set(&out->kernels[out->num_kernels++], "prefill-wgmma", ATTN_ROLE_MULTI,
@@ -426,8 +425,9 @@ static inline int attn_plan_predicate(attn_plan_fn plan, const attn_shape *shape
     attn_launch_plan p;
     char why[ATTN_VERDICT_MESSAGE_MAX];
     if (!lim)
-        return attn_reject(verdict, ATTN_REASON_RESOURCE, "no launch limits are known for arch %.*s",
-                           ATTN_ARCH_MAX - 1, shape->arch);
+        return attn_reject(verdict, ATTN_REASON_RESOURCE,
+                           "no launch limits are known for arch %.*s", ATTN_ARCH_MAX - 1,
+                           shape->arch);
     p.struct_size = sizeof p;
     if (plan(shape, lim, attn_plan_build_features(), &p, why, sizeof why))
         return attn_accept(verdict);

@@ -21,6 +21,7 @@ static const char *const known[] = {
     "ATTNREG_BACKEND",
     "ATTNREG_DISABLE",
     "ATTNREG_LOG",
+    "ATTNREG_LOG_FILE",
     /* the shipped plugins */
     "ATTNREG_CPU_THREADS",
     "ATTNREG_MTP_WGMMA",

@@ -19,8 +19,8 @@ static void plugin_log(void *host, int32_t level, const char *message)
     attn_candidate *c = host;
     if (level < ATTN_LOG_DEBUG || level > ATTN_LOG_ERROR)
         level = ATTN_LOG_INFO;
-    attn_log(&c->registry->logger, (attn_log_level)level, "%s: %s", c->name,
-             message ? message : "");
+    attn_log_plugin(&c->registry->logger, (attn_log_level)level, c->name, "%s",
+                    message ? message : "");
 }
 
 #if defined(__GNUC__)

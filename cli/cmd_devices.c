@@ -94,7 +94,7 @@ int cli_cmd_devices(int argc, char **argv)
 
         if (c.json) {
             cli_json_begin_object(&j, NULL);
-            cli_json_string_member(&j, "name", info.name);
+            cli_json_string_member(&j, "backend", info.name);
             cli_json_string_member(&j, "status", attn_status_name(status));
             cli_json_string_member(&j, "message", status == ATTN_OK ? "" : why);
             cli_json_begin_array(&j, "devices");

@@ -140,6 +140,9 @@ static void print_json(const struct cli_common *c, const attn_explanation *ex, a
     }
     cli_json_end_array(&j);
     cli_json_selection(&j, "selection", sel);
+    if (status != ATTN_OK)
+        cli_json_error_member(&j, attn_status_name(status), sel->message,
+                              cli_exit_from_status(status));
     cli_json_end_object(&j);
 }
 

@@ -3,7 +3,8 @@
 # nothing when it is already there. Needs: network access to Debian's
 # archive, or the packages already installed.
 set -euo pipefail
-pkgs=(build-essential cmake pkg-config libinih-dev libjansson-dev check valgrind python3)
+pkgs=(build-essential cmake pkg-config libinih-dev libjansson-dev check valgrind python3
+      python3-jsonschema)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

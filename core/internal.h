@@ -21,7 +21,11 @@ __attribute__((format(printf, 1, 2)))
 #endif
 char *
 attn_asprintf(const char *fmt, ...);
-char *attn_vasprintf(const char *fmt, va_list ap);
+#if defined(__GNUC__)
+__attribute__((format(printf, 1, 0)))
+#endif
+char *
+attn_vasprintf(const char *fmt, va_list ap);
 
 /* A growable byte string. */
 typedef struct strbuf {

@@ -30,8 +30,12 @@ int attn_log_level_from_name(const char *name, attn_log_level *out)
     return 0;
 }
 
-static void log_v(const attn_logger *logger, attn_log_level level, const char *plugin,
-                  const char *fmt, va_list ap)
+#if defined(__GNUC__)
+__attribute__((format(printf, 4, 0)))
+#endif
+static void
+log_v(const attn_logger *logger, attn_log_level level, const char *plugin, const char *fmt,
+      va_list ap)
 {
     if (level < logger->level || level >= ATTN_LOG_OFF)
         return;

@@ -107,7 +107,11 @@ static void add_result(const char *name, const char *what, const char *unit, str
     r->target = target;
 }
 
-static void die(const char *fmt, ...)
+#if defined(__GNUC__)
+__attribute__((format(printf, 1, 2)))
+#endif
+static void
+die(const char *fmt, ...)
 {
     va_list ap;
     fputs("bench_select: ", stderr);

@@ -14,8 +14,15 @@
 
 #include <attnreg.h>
 
-enum { CC_HQ = 8, CC_HKV = 2, CC_D = 64, CC_PAGE = 16, CC_SEQS = 2, CC_BLOCKS = 16,
-       CC_BPS = 8 }; /* blocks per sequence in the block table */
+enum {
+    CC_HQ = 8,
+    CC_HKV = 2,
+    CC_D = 64,
+    CC_PAGE = 16,
+    CC_SEQS = 2,
+    CC_BLOCKS = 16,
+    CC_BPS = 8
+}; /* blocks per sequence in the block table */
 
 typedef struct cc_problem {
     int q_lens[CC_SEQS], kv_lens[CC_SEQS];

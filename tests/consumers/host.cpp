@@ -8,7 +8,8 @@
 
 #include "consumer_check.h"
 
-namespace {
+namespace
+{
 
 struct registry {
     attn_registry *reg = nullptr;
@@ -21,7 +22,10 @@ struct registry {
         if (attn_registry_open(&opt, &reg) != ATTN_OK)
             std::fprintf(stderr, "host.cpp: %s\n", attn_last_error());
     }
-    ~registry() { attn_registry_close(reg); }
+    ~registry()
+    {
+        attn_registry_close(reg);
+    }
     registry(const registry &) = delete;
     registry &operator=(const registry &) = delete;
 };

@@ -15,7 +15,8 @@
 
 #include <attn_plugin.h>
 
-namespace {
+namespace
+{
 
 constexpr int max_head_dim = 256;
 constexpr int max_keys = 1 << 16;
@@ -95,8 +96,8 @@ void destroy(void *b)
     delete static_cast<backend *>(b);
 }
 
-const float *cache_row(const attn_forward_args *a, const attn_shape &s, const void *cache,
-                       int seq, int key, int head, int width)
+const float *cache_row(const attn_forward_args *a, const attn_shape &s, const void *cache, int seq,
+                       int key, int head, int width)
 {
     int block = a->block_table[(int64_t)seq * a->block_table_stride + key / s.page_size];
     int64_t slot = (int64_t)block * s.page_size + key % s.page_size;
@@ -113,8 +114,8 @@ attn_status forward(void *self, const attn_forward_args *a, char *err, size_t er
     for (int seq = 0; seq < a->num_seqs; seq++) {
         const int q_len = a->cu_seqlens_q[seq + 1] - a->cu_seqlens_q[seq];
         const int kv_len = a->seqused_k[seq];
-        if (q_len > kv_len || (int64_t)(kv_len + s.page_size - 1) / s.page_size >
-                                  a->block_table_stride) {
+        if (q_len > kv_len ||
+            (int64_t)(kv_len + s.page_size - 1) / s.page_size > a->block_table_stride) {
             std::snprintf(err, err_size, "cxx-example: sequence %d: q_len %d, kv_len %d", seq,
                           q_len, kv_len);
             return ATTN_ERR_INVALID_ARGUMENT;
@@ -123,10 +124,10 @@ attn_status forward(void *self, const attn_forward_args *a, char *err, size_t er
             const int t = a->cu_seqlens_q[seq] + i;
             const int visible = s.causal ? kv_len - q_len + i + 1 : kv_len;
             for (int h = 0; h < s.num_q_heads; h++) {
-                const float *q = static_cast<const float *>(a->q) + t * a->q_stride_token +
-                                 h * a->q_stride_head;
-                float *o = static_cast<float *>(a->out) + t * a->out_stride_token +
-                           h * a->out_stride_head;
+                const float *q =
+                    static_cast<const float *>(a->q) + t * a->q_stride_token + h * a->q_stride_head;
+                float *o =
+                    static_cast<float *>(a->out) + t * a->out_stride_token + h * a->out_stride_head;
                 std::array<double, max_head_dim> acc{};
                 double top = -INFINITY, sum = 0.0;
                 for (int j = 0; j < visible; j++) {
@@ -157,8 +158,8 @@ attn_status forward(void *self, const attn_forward_args *a, char *err, size_t er
 }
 
 // The host asks before create: the one device is this CPU.
-attn_status probe_devices(const attn_plugin_context *, attn_device_info *devices,
-                          uint32_t capacity, uint32_t *count, char *, size_t)
+attn_status probe_devices(const attn_plugin_context *, attn_device_info *devices, uint32_t capacity,
+                          uint32_t *count, char *, size_t)
 {
     *count = 1;
     if (capacity > 0) {

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_check.c — `attnreg check`: what is wrong with an installation. Lists
  * the conf diagnostics (each with file:line), then loads every declared plugin

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_devices.c — `attnreg devices`: the devices each plugin can run on, as
  * the plugin's own probe reports them. Having no device is information, not

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_explain.c — `attnreg explain SHAPE`: every candidate's verdict in every
  * pass (the asked shape, then one pass per fallback rule that was needed),

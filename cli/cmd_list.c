@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_list.c — `attnreg list`: the plugins the conf files declare, in
  * priority order. INI layer only: no plugin library is loaded, so listing

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_plan.c — `attnreg plan --hf-config FILE`: a whole model's attention
  * decided once, at config load. The config.json gives the model's heads,

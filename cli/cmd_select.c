@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_select.c — `attnreg select SHAPE`: the backend the registry chooses.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * common.c — what every command shares: the SHAPE and common flags, opening
  * the registry, exit codes, and printing a selection.

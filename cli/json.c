@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * json.c — the CLI's JSON writer. Hand-written on purpose: the output is small,
  * the key set and its order are fixed (the CLI baselines pin the layout), and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * main.c — `attnreg`: the command table and dispatch. Each command parses its
  * own arguments (argv[0] is the command name) and returns a cli_exit code.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # attnreg_add_plugin(TARGET SOURCES src... [OUTPUT_NAME name] [LIBS lib...])
 #
 # Builds an attnreg backend plugin the way the registry loads it: a MODULE

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # What a consumer of an installed attnreg finds, all relocatable (no path of
 # the build machine is written into any of these files):
 #   <libdir>/cmake/attnreg/   attnregConfig.cmake, its version file, the

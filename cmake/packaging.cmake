@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Debian packages: `cpack -G DEB` in a build configured with
 # -DCMAKE_INSTALL_PREFIX=/usr gives
 #   attnreg_<version>_<arch>.deb      libattnreg.so.0, the plugins, the shipped

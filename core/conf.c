@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* conf.c — reading the INI files of a conf folder (inih), with every error
  * naming file:line. A file is first read whole into (section, key, value,
  * line) entries, then interpreted, so that format_version is known before any

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * internal.h — data structures shared by the core's modules. Nothing here is
  * part of the ABI; hosts see only the opaque handles of attnreg.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* log.c — levelled logging through the host's callback, or one line per
  * event on stderr or ATTNREG_LOG_FILE. */
 #include <stdarg.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* plugin.c — loading a plugin library on first need: dlopen, the entry
  * symbol, ABI negotiation, descriptor checks, init. Every failure becomes a
  * recorded reason on the candidate (a rejection in selection), never a crash.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* registry.c — opening (options, environment, conf search path), listing,
  * diagnostics, closing. */
 #define _GNU_SOURCE /* dladdr */

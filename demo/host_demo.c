@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * host_demo — what an inference engine does with attnreg, end to end:
  * open the registry from the shipped conf, plan for GPUs this machine does

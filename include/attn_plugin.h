@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * attn_plugin.h — the ABI between libattnreg and backend plugins.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * attnreg.h — the host API of libattnreg, the attention-backend registry.
  *

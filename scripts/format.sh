@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Formats our C sources with the checked-in .clang-format; --check only reports.
 set -euo pipefail
 cd "$(dirname "$0")/.."

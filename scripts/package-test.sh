@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # package-test.sh — attnreg as its consumers get it (.ci/run's install and
 # package stage; needs root for apt-get and a finished build/ from
 # scripts/test.sh):

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs what attnreg needs to build and test on Debian 12 (as root), and
 # nothing when it is already there. Needs: network access to Debian's
 # archive, or the packages already installed.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_conf.c — reading conf folders: INI syntax, format versions, keys,
  * duplicates, relative libraries, narrowing, search path, diagnostics.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_search.c — the conf search order (host folders, ATTNREG_CONF_PATH,
  * <sysconfdir>/attnreg/conf.d, <datadir>/attnreg/conf), overriding a plugin

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cpu_ref_plugin.c — the cpu-ref backend: the reference attention
  * implementation on the CPU, and the answer of last resort.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """validate_json.py -- every `attnreg ... --json` document against
 docs/attnreg.schema.json (python3-jsonschema).
 

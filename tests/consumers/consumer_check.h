@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * consumer_check.h — what the out-of-tree hosts (host.c, host.cpp) share:
  * a small paged-KV batch with random values, a float64 reference of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * host.c — an out-of-tree C host of the installed attnreg: opens the
  * registry with the default search (the installation's conf folders), runs

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // host.cpp — an out-of-tree C++17 host of the installed attnreg. It lists the
 // registered plugins into a std::vector, then runs two backends on the same
 // batch and checks both against a float64 reference: the installed cpu-ref

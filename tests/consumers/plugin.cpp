@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // plugin.cpp — "cxx-example", an attnreg backend written in C++17 and built
 // out of tree with attnreg_add_plugin() (attnreg::plugin: the plugin ABI
 // headers only, hidden visibility, no libattnreg). It shows that

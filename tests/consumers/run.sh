@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # run.sh — builds the out-of-tree consumers against an installed attnreg and
 # runs them: a C host and a C++17 host with find_package(attnreg) and with
 # pkg-config, and the C++17 plugin built with attnreg_add_plugin().

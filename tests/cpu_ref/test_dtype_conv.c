@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_dtype_conv.c — element conversions, exhaustively where the format is
  * small enough.

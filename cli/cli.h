@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cli.h — the internal contract of the `attnreg` command.
  *
@@ -67,6 +68,8 @@ enum cli_exit {
 
 /* Maps a library status to the exit code a command reports for it. */
 int cli_exit_from_status(attn_status status);
+/* The exit code's name: OK, PROBLEMS, USAGE, INVALID_SHAPE, ..., INTERNAL. */
+const char *cli_exit_name(int exit_code);
 
 /* Which flags a command accepts; cli_parse_common_flag treats the others as
  * "not ours" (returns 0), so the command reports them as unknown. */
@@ -128,7 +131,8 @@ int cli_parse_common_flag(struct cli_common *c, int argc, char **argv, int *i);
 void cli_common_finish(struct cli_common *c);
 
 /* Opens a registry with the common options (conf folders, strict, forced
- * backend, runnable, log level; logs go to stderr as "attnreg: LEVEL: ...").
+ * backend, runnable, log level; logs go to stderr, or ATTNREG_LOG_FILE, as
+ * "attnreg: LEVEL: reg=N plugin=NAME: ...").
  * Returns CLI_EXIT_OK, or prints why and returns CLI_EXIT_CONF (a --conf
  * folder that is missing or unreadable, open failure) or CLI_EXIT_INTERNAL. */
 int cli_open_registry(const struct cli_common *c, attn_registry **reg);
@@ -185,6 +189,28 @@ struct cli_json {
     int has_members[CLI_JSON_MAX_DEPTH]; /* per open container: 1 once a value was written */
 };
 
+/* The layout version every --json document starts with ("schema_version",
+ * the first member of every top-level object, written by
+ * cli_json_begin_object). Adding a key keeps it; renaming, removing or
+ * retyping one bumps it. docs/JSON.md and docs/attnreg.schema.json describe
+ * it. */
+#define CLI_JSON_SCHEMA_VERSION 1
+
+/* --json mode for the whole run (main() sets it when --json is among the
+ * arguments, before the command parses them), so that errors found before or
+ * without any output are written as a JSON error document. */
+void cli_json_set_mode(int on);
+int cli_json_mode(void);
+/* 1 once a top-level document has been written to stdout. */
+int cli_json_document_written(void);
+/* In --json mode, when no document was written yet: writes
+ * {"schema_version": N, "error": {"status", "message", "exit_code"}} on
+ * stdout. status: an attn_status name, or USAGE for command-line mistakes. */
+void cli_json_error(const char *status, const char *message, int exit_code);
+/* The "error" member alone, for a command's own document. */
+void cli_json_error_member(struct cli_json *j, const char *status, const char *message,
+                           int exit_code);
+
 void cli_json_init(struct cli_json *j, FILE *out);
 void cli_json_begin_object(struct cli_json *j, const char *key);
 void cli_json_end_object(struct cli_json *j);
@@ -200,6 +226,9 @@ void cli_json_write_string(FILE *out, const char *s);
 /* Writes the shape as an object whose keys are attn_shape's field names
  * (arch, num_q_heads, ..., causal and has_sinks as booleans, dtypes by name). */
 void cli_json_shape(struct cli_json *j, const char *key, const attn_shape *shape);
+/* A comma-separated arch list ("gfx942, gfx950") as an array of trimmed
+ * names; NULL or "" is []. Every arch list of every command is an array. */
+void cli_json_arch_list(struct cli_json *j, const char *key, const char *archs);
 
 /* ---- selections, shared by select, explain, run and verify ----------------- */
 

@@ -1,9 +1,11 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_check.c — `attnreg check`: what is wrong with an installation. Lists
  * the conf diagnostics (each with file:line), then loads every declared plugin
  * and reports its version, ABI and built archs, or why it does not load.
  */
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -13,8 +15,10 @@ void cli_help_check(FILE *out)
 {
     fputs("Usage: attnreg check [OPTIONS]\n"
           "\n"
-          "Validates an installation: prints the conf folders searched and every conf\n"
-          "diagnostic (file:line, status, message), then loads every declared plugin\n"
+          "Validates an installation: prints the conf folders in search order (--conf,\n"
+          "ATTNREG_CONF_PATH, <sysconfdir>/attnreg/conf.d, <datadir>/attnreg/conf) with\n"
+          "where each comes from, and every conf diagnostic (file:line, status,\n"
+          "message), then loads every declared plugin\n"
           "library and prints OK with its version, plugin ABI and the archs the binary\n"
           "was built for, or FAIL with the reason name and sentence (missing file,\n"
           "dlopen error, no entry symbol, ABI refused, init failed).\n"
@@ -22,9 +26,16 @@ void cli_help_check(FILE *out)
           out);
     cli_help_common(out, CHECK_ACCEPT);
     fputs("\n"
-          "Exit codes: 0 no problem; 1 a conf diagnostic or a plugin that fails to load;\n"
+          "Exit codes: 0 no problem; 1 a conf diagnostic, a plugin that fails to load, or\n"
+          "no plugin declared at all;\n"
           "2 usage error; 6 the registry could not be opened.\n",
           out);
+}
+
+static int folder_exists(const char *path)
+{
+    struct stat st;
+    return path && stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
 static const char *archs_text(const char *built_archs)
@@ -67,15 +78,25 @@ int cli_cmd_check(int argc, char **argv)
     if (c.json) {
         cli_json_init(&j, stdout);
         cli_json_begin_object(&j, NULL);
+        /* The search order: each folder, where it came from, and whether it
+         * is there (the default folders are listed even when absent). */
         cli_json_begin_array(&j, "conf_paths");
-        for (size_t k = 0; k < num_conf_paths; k++)
-            cli_json_string_member(&j, NULL, attn_registry_conf_path(reg, k));
+        for (size_t k = 0; k < num_conf_paths; k++) {
+            cli_json_begin_object(&j, NULL);
+            cli_json_string_member(&j, "path", attn_registry_conf_path(reg, k));
+            cli_json_string_member(&j, "origin", attn_registry_conf_path_origin(reg, k));
+            cli_json_bool_member(&j, "exists", folder_exists(attn_registry_conf_path(reg, k)));
+            cli_json_end_object(&j);
+        }
         cli_json_end_array(&j);
         cli_json_begin_array(&j, "diagnostics");
     } else {
-        printf("conf folders:\n");
+        printf("conf folders, in search order (an earlier folder's plugin overrides a later "
+               "one of the same name):\n");
         for (size_t k = 0; k < num_conf_paths; k++)
-            printf("  %s\n", attn_registry_conf_path(reg, k));
+            printf("  %-17s  %s%s\n", attn_registry_conf_path_origin(reg, k),
+                   attn_registry_conf_path(reg, k),
+                   folder_exists(attn_registry_conf_path(reg, k)) ? "" : " (absent)");
         printf("conf diagnostics:%s\n", num_diagnostics ? "" : " none");
     }
     for (size_t k = 0; k < num_diagnostics; k++) {
@@ -92,7 +113,7 @@ int cli_cmd_check(int argc, char **argv)
             cli_json_bool_member(&j, "problem", d.status != ATTN_OK);
             cli_json_string_member(&j, "file", d.file);
             cli_json_int_member(&j, "line", d.line);
-            cli_json_string_member(&j, "plugin", d.plugin);
+            cli_json_string_member(&j, "backend", d.plugin);
             cli_json_string_member(&j, "message", d.message);
             cli_json_end_object(&j);
         } else {
@@ -105,7 +126,7 @@ int cli_cmd_check(int argc, char **argv)
             else if (d.file && !located)
                 printf("%s: ", d.file);
             printf("%s (%s)\n", d.message ? d.message : "",
-                   d.status == ATTN_OK ? "warning" : attn_status_name(d.status));
+                   d.status == ATTN_OK ? "warn" : attn_status_name(d.status));
         }
     }
     if (c.json) {
@@ -137,7 +158,7 @@ int cli_cmd_check(int argc, char **argv)
             num_failed++;
         if (c.json) {
             cli_json_begin_object(&j, NULL);
-            cli_json_string_member(&j, "name", info.name);
+            cli_json_string_member(&j, "backend", info.name);
             cli_json_bool_member(&j, "ok", status == ATTN_OK);
             cli_json_string_member(&j, "status", attn_status_name(status));
             cli_json_string_member(&j, "library", info.library);
@@ -149,7 +170,7 @@ int cli_cmd_check(int argc, char **argv)
                          (unsigned)load.abi_minor);
                 cli_json_string_member(&j, "version", load.version);
                 cli_json_string_member(&j, "abi", abi);
-                cli_json_string_member(&j, "built_archs", load.built_archs);
+                cli_json_arch_list(&j, "built_archs", load.built_archs);
                 cli_json_int_member(&j, "num_predicates", load.num_predicates);
                 cli_json_string_member(&j, "description", load.description);
                 cli_json_bool_member(&j, "graph_capturable", load.graph_capturable);
@@ -177,7 +198,7 @@ int cli_cmd_check(int argc, char **argv)
         cli_json_end_array(&j);
         cli_json_int_member(&j, "conf_problems", (long long)num_conf_problems);
         cli_json_int_member(&j, "failed_plugins", (long long)num_failed);
-        cli_json_bool_member(&j, "ok", num_conf_problems == 0 && num_failed == 0);
+        cli_json_bool_member(&j, "ok", num_conf_problems == 0 && num_failed == 0 && num_plugins);
         cli_json_end_object(&j);
     } else {
         printf("summary: %zu plugin%s, %zu failed to load, %zu conf problem%s\n", num_plugins,
@@ -185,5 +206,7 @@ int cli_cmd_check(int argc, char **argv)
                num_conf_problems == 1 ? "" : "s");
     }
     attn_registry_close(reg);
-    return num_conf_problems || num_failed ? CLI_EXIT_PROBLEMS : CLI_EXIT_OK;
+    /* No plugin at all is a broken installation (INIs not found, or
+     * written for another prefix), not a clean one. */
+    return num_conf_problems || num_failed || !num_plugins ? CLI_EXIT_PROBLEMS : CLI_EXIT_OK;
 }

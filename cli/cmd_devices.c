@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_devices.c — `attnreg devices`: the devices each plugin can run on, as
  * the plugin's own probe reports them. Having no device is information, not
@@ -94,7 +95,7 @@ int cli_cmd_devices(int argc, char **argv)
 
         if (c.json) {
             cli_json_begin_object(&j, NULL);
-            cli_json_string_member(&j, "name", info.name);
+            cli_json_string_member(&j, "backend", info.name);
             cli_json_string_member(&j, "status", attn_status_name(status));
             cli_json_string_member(&j, "message", status == ATTN_OK ? "" : why);
             cli_json_begin_array(&j, "devices");

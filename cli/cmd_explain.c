@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_explain.c — `attnreg explain SHAPE`: every candidate's verdict in every
  * pass (the asked shape, then one pass per fallback rule that was needed),
@@ -143,6 +144,9 @@ static void print_json(const struct cli_common *c, const attn_explanation *ex, a
     cli_json_end_array(&j);
     cli_json_selection(&j, "selection", sel);
     cli_json_plan(&j, "plan", plan);
+    if (status != ATTN_OK)
+        cli_json_error_member(&j, attn_status_name(status), sel->message,
+                              cli_exit_from_status(status));
     cli_json_end_object(&j);
 }
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_list.c — `attnreg list`: the plugins the conf files declare, in
  * priority order. INI layer only: no plugin library is loaded, so listing
@@ -24,33 +25,6 @@ void cli_help_list(FILE *out)
     fputs("\n"
           "Exit codes: 0 listed (also when nothing matches); 2 usage error; 6 conf error.\n",
           out);
-}
-
-/* Writes the INI's comma-separated arch list as a JSON array of trimmed names. */
-static void json_arch_list(struct cli_json *j, const char *key, const char *archs)
-{
-    cli_json_begin_array(j, key);
-    while (archs && *archs) {
-        char name[ATTN_ARCH_MAX * 4];
-        size_t len = strcspn(archs, ",");
-        const char *start = archs, *end = archs + len;
-        while (start < end && (*start == ' ' || *start == '\t'))
-            start++;
-        while (end > start && (end[-1] == ' ' || end[-1] == '\t'))
-            end--;
-        if (end > start) {
-            size_t n = (size_t)(end - start);
-            if (n >= sizeof name)
-                n = sizeof name - 1;
-            memcpy(name, start, n);
-            name[n] = '\0';
-            cli_json_string_member(j, NULL, name);
-        }
-        archs += len;
-        if (*archs == ',')
-            archs++;
-    }
-    cli_json_end_array(j);
 }
 
 static int column_width(const char *text, int current)
@@ -106,10 +80,10 @@ int cli_cmd_list(int argc, char **argv)
             if (arch && !attn_plugin_info_has_arch(&info, arch))
                 continue;
             cli_json_begin_object(&j, NULL);
-            cli_json_string_member(&j, "name", info.name);
+            cli_json_string_member(&j, "backend", info.name);
             cli_json_int_member(&j, "priority", info.priority);
             cli_json_bool_member(&j, "enabled", info.enabled);
-            json_arch_list(&j, "archs", info.archs);
+            cli_json_arch_list(&j, "archs", info.archs);
             cli_json_string_member(&j, "library", info.library);
             cli_json_string_member(&j, "conf_file", info.conf_file);
             cli_json_int_member(&j, "conf_line", info.conf_line);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_plan.c — `attnreg plan --hf-config FILE`: a whole model's attention
  * decided once, at config load. The config.json gives the model's heads,
@@ -15,9 +16,6 @@
 
 #define PLAN_ACCEPT                                                                                \
     (CLI_ACCEPT_TARGET | CLI_ACCEPT_CONF | CLI_ACCEPT_SELECT | CLI_ACCEPT_JSON | CLI_ACCEPT_LOG)
-
-/* Version of the --json layout; grows by adding keys, bumps when one changes. */
-#define PLAN_SCHEMA_VERSION 1
 
 void cli_help_plan(FILE *out)
 {
@@ -349,7 +347,6 @@ static void print_json(const char *path, const hf_config *cfg, const attn_model 
 
     cli_json_init(&j, stdout);
     cli_json_begin_object(&j, NULL);
-    cli_json_int_member(&j, "schema_version", PLAN_SCHEMA_VERSION);
     cli_json_string_member(&j, "status", attn_status_name(status));
     cli_json_int_member(&j, "exit_code", cli_exit_from_status(status));
     cli_json_string_member(&j, "message", message ? message : "");
@@ -407,6 +404,8 @@ static void print_json(const char *path, const hf_config *cfg, const attn_model 
             json_entry(&j, &e);
     }
     cli_json_end_array(&j);
+    if (status != ATTN_OK)
+        cli_json_error_member(&j, attn_status_name(status), message, cli_exit_from_status(status));
     cli_json_end_object(&j);
 }
 
@@ -422,6 +421,8 @@ static int report_config_error(hf_config_status st, const char *path, const char
         return cli_report_failure(ATTN_ERR_UNSUPPORTED, err);
     }
     fprintf(stderr, "attnreg: %s\n", err);
+    cli_json_error(st == HF_CONFIG_IO ? "ATTN_ERR_IO" : "USAGE", err,
+                   st == HF_CONFIG_IO ? CLI_EXIT_IO : CLI_EXIT_USAGE);
     return st == HF_CONFIG_IO ? CLI_EXIT_IO : CLI_EXIT_USAGE;
 }
 

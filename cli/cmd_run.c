@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_run.c — `attnreg run`: the selected backend on tensors from .npy
  * files, the output written as .npy.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_select.c — `attnreg select SHAPE`: the backend the registry chooses.
  */
@@ -63,6 +64,9 @@ int cli_cmd_select(int argc, char **argv)
         cli_json_int_member(&j, "exit_code", cli_exit_from_status(status));
         cli_json_shape(&j, "shape", &c.shape);
         cli_json_selection(&j, "selection", &sel);
+        if (status != ATTN_OK)
+            cli_json_error_member(&j, attn_status_name(status), sel.message,
+                                  cli_exit_from_status(status));
         cli_json_end_object(&j);
     } else if (status == ATTN_OK) {
         cli_print_selection(stdout, &sel);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cmd_verify.c — `attnreg verify`: a backend against the float64 oracle on
  * random inputs.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * common.c — what every command shares: the SHAPE and common flags, opening
  * the registry, exit codes, and printing a selection.
@@ -36,11 +37,12 @@ int cli_is_help_flag(const char *arg)
 int cli_usage_error(const char *fmt, ...)
 {
     va_list ap;
-    fputs("attnreg: ", stderr);
+    char message[1024];
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    vsnprintf(message, sizeof message, fmt, ap);
     va_end(ap);
-    fputc('\n', stderr);
+    fprintf(stderr, "attnreg: %s\n", message);
+    cli_json_error("USAGE", message, CLI_EXIT_USAGE);
     if (current_command)
         fprintf(stderr, "Try 'attnreg %s --help'.\n", current_command);
     else
@@ -84,6 +86,15 @@ int cli_exit_from_status(attn_status status)
     }
 }
 
+const char *cli_exit_name(int exit_code)
+{
+    static const char *const names[] = {
+        "OK",      "PROBLEMS", "USAGE", "INVALID_SHAPE", "UNSUPPORTED", "BACKEND_REJECTED", "CONF",
+        "BACKEND", "MISMATCH", "IO",    "INTERNAL"};
+    return exit_code >= 0 && exit_code < (int)(sizeof names / sizeof names[0]) ? names[exit_code]
+                                                                               : "INTERNAL";
+}
+
 int cli_report_failure(attn_status status, const char *message)
 {
     if (!message || !*message)
@@ -91,6 +102,7 @@ int cli_report_failure(attn_status status, const char *message)
     if (!message || !*message)
         message = attn_status_message(status);
     fprintf(stderr, "attnreg: %s: %s\n", attn_status_name(status), message ? message : "");
+    cli_json_error(attn_status_name(status), message, cli_exit_from_status(status));
     return cli_exit_from_status(status);
 }
 
@@ -445,14 +457,6 @@ void cli_common_finish(struct cli_common *c)
 
 /* ---- opening --------------------------------------------------------- */
 
-static void log_to_stderr(void *user, attn_log_level level, const char *message)
-{
-    static const char *const names[] = {"debug", "info", "warning", "error", "off"};
-    (void)user;
-    fprintf(stderr, "attnreg: %s: %s\n",
-            (unsigned)level < sizeof names / sizeof names[0] ? names[level] : "log", message);
-}
-
 int cli_open_registry(const struct cli_common *c, attn_registry **reg)
 {
     attn_registry_options options;
@@ -472,7 +476,10 @@ int cli_open_registry(const struct cli_common *c, attn_registry **reg)
         else if (access(c->conf_paths[k], R_OK | X_OK) != 0)
             why = strerror(errno);
         if (why) {
-            fprintf(stderr, "attnreg: --conf %s: %s\n", c->conf_paths[k], why);
+            char message[PATH_MAX + 256];
+            snprintf(message, sizeof message, "--conf %s: %s", c->conf_paths[k], why);
+            fprintf(stderr, "attnreg: %s\n", message);
+            cli_json_error(attn_status_name(ATTN_ERR_IO), message, CLI_EXIT_CONF);
             return CLI_EXIT_CONF;
         }
     }
@@ -482,8 +489,9 @@ int cli_open_registry(const struct cli_common *c, attn_registry **reg)
     options.num_conf_paths = c->num_conf_paths;
     options.skip_env_conf_path = c->conf_only;
     options.skip_default_conf = c->conf_only;
-    options.log_fn = log_to_stderr;
-    options.log_user = NULL;
+    /* No callback: the library's own sink writes the one log format
+     * (attnreg: LEVEL: reg=N plugin=NAME: message) to stderr or
+     * ATTNREG_LOG_FILE. */
     options.log_level = c->log_level;
     options.strict = c->strict;
     options.forced_backend = c->backend;
@@ -492,10 +500,13 @@ int cli_open_registry(const struct cli_common *c, attn_registry **reg)
     status = attn_registry_open(&options, reg);
     if (status != ATTN_OK) {
         const char *why = attn_last_error();
+        int rc = status == ATTN_ERR_NO_MEMORY ? CLI_EXIT_INTERNAL : CLI_EXIT_CONF;
         fprintf(stderr, "attnreg: cannot open the registry: %s: %s\n", attn_status_name(status),
                 why && *why ? why : attn_status_message(status));
+        cli_json_error(attn_status_name(status), why && *why ? why : attn_status_message(status),
+                       rc);
         *reg = NULL;
-        return status == ATTN_ERR_NO_MEMORY ? CLI_EXIT_INTERNAL : CLI_EXIT_CONF;
+        return rc;
     }
     return CLI_EXIT_OK;
 }

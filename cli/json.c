@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * json.c — the CLI's JSON writer. Hand-written on purpose: the output is small,
  * the key set and its order are fixed (the CLI baselines pin the layout), and
@@ -8,6 +9,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cli.h"
 
@@ -39,8 +41,31 @@ static void begin_value(struct cli_json *j, const char *key)
     }
 }
 
+/* --json given on the command line (main sets it before dispatch), and
+ * whether a whole top-level document has been written: cli_json_error writes
+ * an error document only when nothing else was, so stdout always holds
+ * exactly one JSON object. */
+static int json_mode;
+static int json_written;
+
+void cli_json_set_mode(int on)
+{
+    json_mode = on;
+}
+
+int cli_json_mode(void)
+{
+    return json_mode;
+}
+
+int cli_json_document_written(void)
+{
+    return json_written;
+}
+
 static void open_container(struct cli_json *j, const char *key, char bracket)
 {
+    int top_level_object = j->depth == 0 && bracket == '{';
     begin_value(j, key);
     fputc(bracket, j->out);
     /* Deeper nesting than the CLI ever writes would overflow the comma
@@ -48,6 +73,12 @@ static void open_container(struct cli_json *j, const char *key, char bracket)
     if (j->depth < CLI_JSON_MAX_DEPTH - 1)
         j->depth++;
     j->has_members[j->depth] = 0;
+    /* Every document starts with its layout version and the command that
+     * wrote it (docs/JSON.md, docs/attnreg.schema.json). */
+    if (top_level_object) {
+        cli_json_int_member(j, "schema_version", CLI_JSON_SCHEMA_VERSION);
+        cli_json_string_member(j, "command", cli_command_name());
+    }
 }
 
 static void close_container(struct cli_json *j, char bracket)
@@ -60,8 +91,10 @@ static void close_container(struct cli_json *j, char bracket)
         write_indent(j);
     }
     fputc(bracket, j->out);
-    if (j->depth == 0)
+    if (j->depth == 0) {
         fputc('\n', j->out);
+        json_written = 1;
+    }
 }
 
 void cli_json_begin_object(struct cli_json *j, const char *key)
@@ -82,6 +115,26 @@ void cli_json_begin_array(struct cli_json *j, const char *key)
 void cli_json_end_array(struct cli_json *j)
 {
     close_container(j, ']');
+}
+
+/* Length of the well-formed UTF-8 sequence at p (1-4), or 0 when the bytes
+ * there are not one (a stray continuation byte, an overlong form, a
+ * surrogate, a code point above U+10FFFF, a truncated sequence). */
+static int utf8_sequence_length(const unsigned char *p)
+{
+    if (p[0] < 0x80)
+        return 1;
+    if (p[0] >= 0xc2 && p[0] <= 0xdf)
+        return (p[1] & 0xc0) == 0x80 ? 2 : 0;
+    if (p[0] >= 0xe0 && p[0] <= 0xef) {
+        unsigned lo = p[0] == 0xe0 ? 0xa0 : 0x80, hi = p[0] == 0xed ? 0x9f : 0xbf;
+        return p[1] >= lo && p[1] <= hi && (p[2] & 0xc0) == 0x80 ? 3 : 0;
+    }
+    if (p[0] >= 0xf0 && p[0] <= 0xf4) {
+        unsigned lo = p[0] == 0xf0 ? 0x90 : 0x80, hi = p[0] == 0xf4 ? 0x8f : 0xbf;
+        return p[1] >= lo && p[1] <= hi && (p[2] & 0xc0) == 0x80 && (p[3] & 0xc0) == 0x80 ? 4 : 0;
+    }
+    return 0;
 }
 
 void cli_json_write_string(FILE *out, const char *s)
@@ -115,16 +168,46 @@ void cli_json_write_string(FILE *out, const char *s)
             fputs("\\t", out);
             break;
         default:
-            /* Other control characters must be escaped; bytes >= 0x80 pass
-             * through, since paths and messages are UTF-8 (or opaque bytes
-             * a consumer must cope with anyway). */
-            if (*p < 0x20)
+            if (*p < 0x20) {
                 fprintf(out, "\\u%04x", *p);
-            else
+            } else if (*p < 0x80) {
                 fputc(*p, out);
+            } else {
+                /* Paths and messages can carry bytes from conf files that
+                 * are not UTF-8; the output must stay valid UTF-8 JSON, so
+                 * each byte of a malformed sequence becomes U+FFFD. */
+                int len = utf8_sequence_length(p);
+                if (len == 0) {
+                    fputs("\\ufffd", out);
+                } else {
+                    fwrite(p, 1, (size_t)len, out);
+                    p += len - 1;
+                }
+            }
         }
     }
     fputc('"', out);
+}
+
+void cli_json_error(const char *status, const char *message, int exit_code)
+{
+    if (!json_mode || json_written)
+        return;
+    struct cli_json j;
+    cli_json_init(&j, stdout);
+    cli_json_begin_object(&j, NULL);
+    cli_json_error_member(&j, status, message, exit_code);
+    cli_json_end_object(&j);
+}
+
+void cli_json_error_member(struct cli_json *j, const char *status, const char *message,
+                           int exit_code)
+{
+    cli_json_begin_object(j, "error");
+    cli_json_string_member(j, "status", status);
+    cli_json_string_member(j, "message", message ? message : "");
+    cli_json_int_member(j, "exit_code", exit_code);
+    cli_json_end_object(j);
 }
 
 void cli_json_string_member(struct cli_json *j, const char *key, const char *value)
@@ -176,4 +259,30 @@ void cli_json_shape(struct cli_json *j, const char *key, const attn_shape *shape
     cli_json_double_member(j, "softcap", shape->softcap);
     cli_json_bool_member(j, "has_sinks", shape->has_sinks);
     cli_json_end_object(j);
+}
+
+void cli_json_arch_list(struct cli_json *j, const char *key, const char *archs)
+{
+    cli_json_begin_array(j, key);
+    while (archs && *archs) {
+        char name[ATTN_ARCH_MAX * 4];
+        size_t len = strcspn(archs, ",");
+        const char *start = archs, *end = archs + len;
+        while (start < end && (*start == ' ' || *start == '\t'))
+            start++;
+        while (end > start && (end[-1] == ' ' || end[-1] == '\t'))
+            end--;
+        if (end > start) {
+            size_t n = (size_t)(end - start);
+            if (n >= sizeof name)
+                n = sizeof name - 1;
+            memcpy(name, start, n);
+            name[n] = '\0';
+            cli_json_string_member(j, NULL, name);
+        }
+        archs += len;
+        if (*archs == ',')
+            archs++;
+    }
+    cli_json_end_array(j);
 }

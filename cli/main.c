@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * main.c — `attnreg`: the command table and dispatch. Each command parses its
  * own arguments (argv[0] is the command name) and returns a cli_exit code.
@@ -99,9 +100,19 @@ int main(int argc, char **argv)
         command->help(stdout);
         return CLI_EXIT_OK;
     }
+    /* --json anywhere makes every error a JSON document too, including those
+     * found before the command reads its flags. */
+    for (int i = 2; i < argc; i++)
+        if (strcmp(argv[i], "--json") == 0)
+            cli_json_set_mode(1);
     command = find_command(argv[1]);
     if (!command)
         return cli_usage_error("unknown command '%s'", argv[1]);
     cli_set_command_name(command->name);
-    return command->run(argc - 1, argv + 1);
+    int rc = command->run(argc - 1, argv + 1);
+    /* A failure path that printed only to stderr still leaves one JSON
+     * document on stdout. */
+    if (rc != CLI_EXIT_OK && !cli_json_document_written())
+        cli_json_error(cli_exit_name(rc), "see the message on stderr", rc);
+    return rc;
 }

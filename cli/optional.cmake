@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Extra sources and libraries of `attnreg run` / `attnreg verify` (included
 # by cli/CMakeLists.txt after the attnreg_cli target exists).
 #   attnreg_npy      .npy reader/writer (tools/npy)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * run_support.h — what `attnreg run` and `attnreg verify` share: memory in
  * the selected backend's space, and the mapping between attnreg dtypes and

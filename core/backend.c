@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* backend.c — constructing, running and destroying a selected backend. The
  * checks of "what is really here" (code for the arch in the binary, a device)
  * happen in create, each with its own status, because selection answers for

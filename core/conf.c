@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* conf.c — reading the INI files of a conf folder (inih), with every error
  * naming file:line. A file is first read whole into (section, key, value,
  * line) entries, then interpreted, so that format_version is known before any
@@ -485,6 +486,14 @@ static attn_candidate *find_candidate(attn_registry *reg, const char *name)
     return NULL;
 }
 
+/* 1 when two conf file paths name files of one folder. */
+static int same_folder(const char *a, const char *b)
+{
+    const char *sa = strrchr(a, '/'), *sb = strrchr(b, '/');
+    size_t la = sa ? (size_t)(sa - a) : 0, lb = sb ? (size_t)(sb - b) : 0;
+    return la == lb && strncmp(a, b, la) == 0;
+}
+
 static void interpret_plugin(interp *it, const conf_file *cf)
 {
     attn_candidate *c = calloc(1, sizeof *c);
@@ -601,6 +610,17 @@ static void interpret_plugin(interp *it, const conf_file *cf)
 
     attn_registry *reg = it->reg;
     attn_candidate *twin = find_candidate(reg, c->name);
+    if (twin && !same_folder(twin->conf_file, it->path)) {
+        /* Layered search: a folder searched earlier (the host's, then
+         * ATTNREG_CONF_PATH, then <sysconfdir>/attnreg/conf.d) overrides the
+         * shipped definition on purpose; not a problem. */
+        attn_log(&reg->logger, ATTN_LOG_INFO,
+                 "%s:%d: plugin '%s' is overridden by %s:%d (a folder searched earlier); this "
+                 "file is ignored",
+                 it->path, c->name_line, c->name, twin->conf_file, twin->name_line);
+        attn_conf_free_candidate(c);
+        return;
+    }
     if (twin) {
         attn_registry_add_diag(reg, ATTN_ERR_CONF, it->path, c->name_line, c->name,
                                "%s:%d: plugin name '%s' is already defined in %s:%d; this file "

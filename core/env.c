@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* env.c — ATTNREG_* variables nobody reads. A typo (ATTNREG_BACKNED) would
  * otherwise be ignored in silence while the user believes a backend is
  * forced; the first registry opened with the environment enabled names it,
@@ -21,6 +22,7 @@ static const char *const known[] = {
     "ATTNREG_BACKEND",
     "ATTNREG_DISABLE",
     "ATTNREG_LOG",
+    "ATTNREG_LOG_FILE",
     /* the shipped plugins */
     "ATTNREG_CPU_THREADS",
     "ATTNREG_MTP_WGMMA",

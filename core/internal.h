@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * internal.h — data structures shared by the core's modules. Nothing here is
  * part of the ABI; hosts see only the opaque handles of attnreg.h.
@@ -7,6 +8,7 @@
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <stdatomic.h>
 
 #include "attn_plugin.h"
@@ -20,7 +22,11 @@ __attribute__((format(printf, 1, 2)))
 #endif
 char *
 attn_asprintf(const char *fmt, ...);
-char *attn_vasprintf(const char *fmt, va_list ap);
+#if defined(__GNUC__)
+__attribute__((format(printf, 1, 0)))
+#endif
+char *
+attn_vasprintf(const char *fmt, va_list ap);
 
 /* A growable byte string. */
 typedef struct strbuf {
@@ -56,15 +62,26 @@ void attn_copy_versioned(void *dst, uint32_t dst_size, const void *src, size_t s
 /* ---- logging (log.c) ------------------------------------------------- */
 
 typedef struct attn_logger {
-    attn_log_fn fn; /* NULL = stderr */
+    attn_log_fn fn; /* NULL = the default sink: `file`, else stderr */
     void *user;
     attn_log_level level;
+    unsigned id; /* the registry instance, 1, 2, ... in opening order */
+    FILE *file;  /* ATTNREG_LOG_FILE, opened for appending; NULL = stderr */
 } attn_logger;
 
+/* One event, one line. The host's callback gets the message alone; the
+ * default sink writes `attnreg: LEVEL: reg=ID plugin=NAME: message` (no
+ * plugin= part when `plugin` is NULL), with line breaks inside the message
+ * folded into "; ". */
 #if defined(__GNUC__)
 __attribute__((format(printf, 3, 4)))
 #endif
 void attn_log(const attn_logger *logger, attn_log_level level, const char *fmt, ...);
+#if defined(__GNUC__)
+__attribute__((format(printf, 4, 5)))
+#endif
+void attn_log_plugin(const attn_logger *logger, attn_log_level level, const char *plugin,
+                     const char *fmt, ...);
 int attn_log_level_from_name(const char *name, attn_log_level *out);
 
 /* ---- shapes (shape.c) ------------------------------------------------ */
@@ -233,6 +250,7 @@ struct attn_registry {
     int32_t runnable;
     char *forced_backend;
     char **conf_paths;
+    const char **conf_path_origins; /* static strings: option, ATTNREG_CONF_PATH, ... */
     size_t num_conf_paths;
 
     attn_candidate **candidates; /* sorted: priority desc, name asc */

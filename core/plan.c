@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* plan.c — a whole model's attention decided once, at config load: validate
  * the model (whole, then per tensor-parallel rank) before any plugin is
  * asked, group its layers by what they compute, and select a backend for

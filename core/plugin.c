@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* plugin.c — loading a plugin library on first need: dlopen, the entry
  * symbol, ABI negotiation, descriptor checks, init. Every failure becomes a
  * recorded reason on the candidate (a rejection in selection), never a crash.
@@ -19,8 +20,8 @@ static void plugin_log(void *host, int32_t level, const char *message)
     attn_candidate *c = host;
     if (level < ATTN_LOG_DEBUG || level > ATTN_LOG_ERROR)
         level = ATTN_LOG_INFO;
-    attn_log(&c->registry->logger, (attn_log_level)level, "%s: %s", c->name,
-             message ? message : "");
+    attn_log_plugin(&c->registry->logger, (attn_log_level)level, c->name, "%s",
+                    message ? message : "");
 }
 
 static int copy_arch_limits(attn_candidate *c);

@@ -1,8 +1,11 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* registry.c — opening (options, environment, conf search path), listing,
  * diagnostics, closing. */
 #define _GNU_SOURCE /* dladdr */
 #include <dlfcn.h>
+#include <errno.h>
 #include <limits.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +15,9 @@
 #ifndef ATTNREG_FALLBACK_CONF_DIR
 #define ATTNREG_FALLBACK_CONF_DIR "/usr/local/share/attnreg/conf"
 #endif
+
+/* Numbers registries in log lines (reg=N), in opening order. */
+static atomic_uint registries_opened;
 
 ATTNREG_API void attn_registry_options_init(attn_registry_options *o)
 {
@@ -29,8 +35,8 @@ void attn_registry_add_diag(attn_registry *reg, attn_status status, const char *
     va_start(ap, fmt);
     char *message = attn_vasprintf(fmt, ap);
     va_end(ap);
-    attn_log(&reg->logger, status == ATTN_OK ? ATTN_LOG_WARN : ATTN_LOG_ERROR, "%s",
-             message ? message : "");
+    attn_log_plugin(&reg->logger, status == ATTN_OK ? ATTN_LOG_WARN : ATTN_LOG_ERROR, plugin, "%s",
+                    message ? message : "");
     pthread_mutex_lock(&reg->diag_lock);
     conf_diag *p = realloc(reg->diags, (reg->num_diags + 1) * sizeof *p);
     if (p) {
@@ -47,34 +53,59 @@ void attn_registry_add_diag(attn_registry *reg, attn_status status, const char *
     free(message);
 }
 
-/* The default conf folder is found from this library's own location, so the
- * build tree and any installation prefix work alike:
- * <libdir>/libattnreg.so -> <libdir>/../share/attnreg/conf. */
-static char *default_conf_dir(void)
+#ifndef ATTNREG_LIB_TO_CONF_DIR
+#define ATTNREG_LIB_TO_CONF_DIR "../share/attnreg/conf"
+#endif
+#ifndef ATTNREG_SYSCONF_CONF_DIR
+#define ATTNREG_SYSCONF_CONF_DIR "../etc/attnreg/conf.d"
+#endif
+
+/* A default conf folder: an absolute path as it is, a relative one found from
+ * this library's own location, so the build tree and any installation prefix
+ * work alike (<libdir>/libattnreg.so -> <libdir>/../share/attnreg/conf, or
+ * ../../share/... under a multiarch libdir). */
+static char *default_conf_dir(const char *configured, const char *fallback)
 {
+    if (configured[0] == '/')
+        return attn_strdup(configured);
     Dl_info info;
     if (dladdr((void *)attn_registry_open, &info) && info.dli_fname) {
         const char *slash = strrchr(info.dli_fname, '/');
         if (slash) {
-            char *dir = attn_asprintf("%.*s/../share/attnreg/conf", (int)(slash - info.dli_fname),
-                                      info.dli_fname);
+            char *dir =
+                attn_asprintf("%.*s/%s", (int)(slash - info.dli_fname), info.dli_fname, configured);
             /* Shown in listings and messages: the short real path reads better. */
             char real[PATH_MAX];
             if (dir && realpath(dir, real)) {
                 free(dir);
                 return attn_strdup(real);
             }
+            /* Absent (the admin folder usually is): the library's real
+             * folder, then `configured` with each leading ../ taken off it. */
+            char *libdir = attn_asprintf("%.*s", (int)(slash - info.dli_fname), info.dli_fname);
+            if (dir && libdir && realpath(libdir, real)) {
+                const char *rest = configured;
+                char *end;
+                while (strncmp(rest, "../", 3) == 0 && (end = strrchr(real, '/')) && end != real) {
+                    *end = '\0';
+                    rest += 3;
+                }
+                free(dir);
+                dir = attn_asprintf("%s/%s", real, rest);
+            }
+            free(libdir);
             return dir;
         }
     }
-    return attn_strdup(ATTNREG_FALLBACK_CONF_DIR);
+    return fallback ? attn_strdup(fallback) : NULL;
 }
 
-/* Records a conf folder; 0 when it is to be skipped because the same folder
- * (by real path) was already searched, e.g. the default folder also named in
- * ATTNREG_CONF_PATH: reading it twice would report every plugin as a
- * duplicate of itself. */
-static int add_conf_path(attn_registry *reg, const char *path)
+/* Records a conf folder and where it came from (the search order of
+ * attn_registry_conf_path_origin); 0 when it is to be skipped because the
+ * same folder (by real path) was already searched, e.g. the default folder
+ * also named in ATTNREG_CONF_PATH: reading it twice would report every plugin
+ * as a duplicate of itself. */
+static int add_conf_path(attn_registry *reg, const char *path, const char *origin)
 {
     char real[PATH_MAX];
     const char *shown = realpath(path, real) ? real : path;
@@ -88,6 +119,11 @@ static int add_conf_path(attn_registry *reg, const char *path)
     if (!p)
         return 0;
     reg->conf_paths = p;
+    const char **o = realloc(reg->conf_path_origins, (reg->num_conf_paths + 1) * sizeof *o);
+    if (!o)
+        return 0;
+    reg->conf_path_origins = o;
+    reg->conf_path_origins[reg->num_conf_paths] = origin;
     reg->conf_paths[reg->num_conf_paths++] = attn_strdup(shown);
     return 1;
 }
@@ -141,6 +177,17 @@ ATTNREG_API attn_status attn_registry_open(const attn_registry_options *options,
     reg->logger.fn = opt.log_fn;
     reg->logger.user = opt.log_user;
     reg->logger.level = ATTN_LOG_WARN;
+    reg->logger.id = (unsigned)atomic_fetch_add(&registries_opened, 1) + 1;
+    const char *log_file = use_env && !opt.log_fn ? getenv("ATTNREG_LOG_FILE") : NULL;
+    if (log_file && *log_file) {
+        /* Appending, so several processes (and registries) can share one
+         * file; each line is written whole and flushed. */
+        reg->logger.file = fopen(log_file, "a");
+        if (!reg->logger.file)
+            attn_log(&reg->logger, ATTN_LOG_WARN,
+                     "ATTNREG_LOG_FILE=%s cannot be opened for appending: %s; logging to stderr",
+                     log_file, strerror(errno));
+    }
     const char *env_log = use_env ? getenv("ATTNREG_LOG") : NULL;
     if (opt.log_level >= ATTN_LOG_DEBUG && opt.log_level <= ATTN_LOG_OFF) {
         reg->logger.level = (attn_log_level)opt.log_level;
@@ -162,20 +209,27 @@ ATTNREG_API attn_status attn_registry_open(const attn_registry_options *options,
     }
     reg->forced_backend = attn_strdup(forced);
 
+    /* The search order: the host's folders, ATTNREG_CONF_PATH, the admin's
+     * <sysconfdir>/attnreg/conf.d, the shipped <datadir>/attnreg/conf. A
+     * plugin name defined in an earlier folder overrides a later one. */
     for (uint32_t i = 0; i < opt.num_conf_paths && opt.conf_paths; i++)
-        if (opt.conf_paths[i] && add_conf_path(reg, opt.conf_paths[i]))
+        if (opt.conf_paths[i] && add_conf_path(reg, opt.conf_paths[i], "option"))
             attn_conf_load_dir(reg, reg->conf_paths[reg->num_conf_paths - 1], 1);
     const char *env_path = use_env && !opt.skip_env_conf_path ? getenv("ATTNREG_CONF_PATH") : NULL;
     if (env_path && *env_path) {
         char *copy = attn_strdup(env_path), *save = NULL;
         for (char *dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save))
-            if (add_conf_path(reg, dir))
+            if (add_conf_path(reg, dir, "ATTNREG_CONF_PATH"))
                 attn_conf_load_dir(reg, reg->conf_paths[reg->num_conf_paths - 1], 1);
         free(copy);
     }
     if (!opt.skip_default_conf) {
-        char *dir = default_conf_dir();
-        if (dir && add_conf_path(reg, dir))
+        char *dir = default_conf_dir(ATTNREG_SYSCONF_CONF_DIR, NULL);
+        if (dir && add_conf_path(reg, dir, "sysconf"))
+            attn_conf_load_dir(reg, reg->conf_paths[reg->num_conf_paths - 1], 0);
+        free(dir);
+        dir = default_conf_dir(ATTNREG_LIB_TO_CONF_DIR, ATTNREG_FALLBACK_CONF_DIR);
+        if (dir && add_conf_path(reg, dir, "datadir"))
             attn_conf_load_dir(reg, reg->conf_paths[reg->num_conf_paths - 1], 0);
         free(dir);
     }
@@ -238,7 +292,10 @@ ATTNREG_API void attn_registry_close(attn_registry *reg)
     for (size_t i = 0; i < reg->num_conf_paths; i++)
         free(reg->conf_paths[i]);
     free(reg->conf_paths);
+    free(reg->conf_path_origins);
     free(reg->forced_backend);
+    if (reg->logger.file)
+        fclose(reg->logger.file);
     pthread_mutex_destroy(&reg->diag_lock);
     pthread_mutex_destroy(&reg->cache_lock);
     free(reg);
@@ -286,6 +343,11 @@ ATTNREG_API size_t attn_registry_conf_path_count(const attn_registry *reg)
 ATTNREG_API const char *attn_registry_conf_path(const attn_registry *reg, size_t index)
 {
     return reg && index < reg->num_conf_paths ? reg->conf_paths[index] : NULL;
+}
+
+ATTNREG_API const char *attn_registry_conf_path_origin(const attn_registry *reg, size_t index)
+{
+    return reg && index < reg->num_conf_paths ? reg->conf_path_origins[index] : NULL;
 }
 
 ATTNREG_API size_t attn_registry_plugin_count(const attn_registry *reg)

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* select.c — the decision: validate, walk the candidates in priority order
  * through the conf layer, the plugin's predicates and (runnable mode) the
  * binary/device checks, apply fallback rules when none accepts, and keep every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* shape.c — shape defaults, validation (the "invalid" verdicts given before
  * any plugin is asked), text form, and the normal form used as cache key. */
 #include <math.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* status.c — the one table of status names and messages, reason names,
  * dtype names and the library version. */
 #include <string.h>

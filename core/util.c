@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* util.c — strings, growable buffers, the thread's last error. */
 #include <stdio.h>
 #include <stdlib.h>

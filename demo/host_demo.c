@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * host_demo — what an inference engine does with attnreg, end to end:
  * open the registry from the shipped conf, plan for GPUs this machine does
@@ -13,19 +14,23 @@
 
 #include "attnreg.h"
 
-static void plan(attn_registry *reg, const char *what, const attn_shape *shape)
+/* The selection is the caller's: with one local `attn_selection` per call,
+ * gcc 12 inlines the four calls into main() and, at -O2 and above, warns
+ * (-Wdangling-pointer) that the library might keep the address of an earlier
+ * call's dead local. It does not; one object that outlives every call makes
+ * that visible to the compiler. */
+static void plan(attn_registry *reg, const char *what, const attn_shape *shape, attn_selection *sel)
 {
-    attn_selection sel;
-    attn_selection_init(&sel);
-    attn_status st = attn_registry_select(reg, shape, &sel);
+    attn_selection_init(sel);
+    attn_status st = attn_registry_select(reg, shape, sel);
     if (st != ATTN_OK) {
-        printf("plan  %-34s -> %s: %s\n", what, attn_status_name(st), sel.message);
+        printf("plan  %-34s -> %s: %s\n", what, attn_status_name(st), sel->message);
         return;
     }
-    printf("plan  %-34s -> %s", what, sel.backend_name);
-    if (sel.fallback_applied)
-        printf(" (fallback %s, because %s: %s)", sel.fallback_rule, sel.fallback_backend,
-               sel.fallback_message);
+    printf("plan  %-34s -> %s", what, sel->backend_name);
+    if (sel->fallback_applied)
+        printf(" (fallback %s, because %s: %s)", sel->fallback_rule, sel->fallback_backend,
+               sel->fallback_message);
     printf("\n");
 }
 
@@ -104,6 +109,7 @@ int main(void)
            attn_registry_plugin_count(reg));
 
     /* Planning: the MTP verify shape on gfx950, then plain decode. */
+    attn_selection planned;
     attn_shape mtp;
     attn_shape_init(&mtp);
     strcpy(mtp.arch, "gfx950");
@@ -113,9 +119,9 @@ int main(void)
     mtp.kv_dtype = ATTN_DTYPE_FP8_E4M3FN;
     mtp.max_q_len = 4;
     mtp.max_kv_len = 4096;
-    plan(reg, "gfx950 MTP verify (q_len 4)", &mtp);
+    plan(reg, "gfx950 MTP verify (q_len 4)", &mtp, &planned);
     mtp.max_q_len = 1;
-    plan(reg, "gfx950 decode (q_len 1)", &mtp);
+    plan(reg, "gfx950 decode (q_len 1)", &mtp, &planned);
     attn_shape gqa_fp8;
     attn_shape_init(&gqa_fp8);
     strcpy(gqa_fp8.arch, "gfx942");
@@ -123,10 +129,10 @@ int main(void)
     gqa_fp8.num_kv_heads = 8;
     gqa_fp8.kv_dtype = gqa_fp8.compute_dtype = ATTN_DTYPE_FP8_E4M3FNUZ;
     gqa_fp8.max_q_len = gqa_fp8.max_kv_len = 512;
-    plan(reg, "gfx942 GQA 32/8 with FP8 compute", &gqa_fp8);
+    plan(reg, "gfx942 GQA 32/8 with FP8 compute", &gqa_fp8, &planned);
     attn_shape bad = gqa_fp8;
     bad.num_kv_heads = 5;
-    plan(reg, "gfx942 32/5 heads", &bad);
+    plan(reg, "gfx942 32/5 heads", &bad, &planned);
     if (plan_model(reg) != 0) {
         attn_registry_close(reg);
         return 1;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * attn_plugin.h — the ABI between libattnreg and backend plugins.
  *
@@ -213,7 +214,14 @@ static inline int32_t attn_shape_head_dim_v(const attn_shape *s)
  *
  * The descriptor refuses hosts of another major; the host refuses plugins
  * newer in minor than itself.
+ *
+ * The same call compiles as C++ from C++11 on (C++17 is what the tests
+ * build): there each `.field = value` argument becomes an assignment to a
+ * value-initialised descriptor (C++ before C++20 has no designated
+ * initialisers), and attn_plugin_entry is declared extern "C" so the host
+ * finds it by its C name. At most 32 arguments.
  */
+#ifndef __cplusplus
 #define ATTN_PLUGIN_DEFINE(...)                                                                    \
     static const attn_plugin_descriptor attn_plugin_descriptor_instance = {                        \
         .struct_size = sizeof(attn_plugin_descriptor),                                             \
@@ -228,6 +236,66 @@ static inline int32_t attn_shape_head_dim_v(const attn_shape *s)
         (void)host_abi_minor;                                                                      \
         return host_abi_major == ATTN_PLUGIN_ABI_MAJOR ? &attn_plugin_descriptor_instance : NULL;  \
     }
+#else
+/* clang-format off */
+#define ATTN_PP_NARG(...) ATTN_PP_NARG_(__VA_ARGS__, 32, 31, 30, 29, 28, 27, 26, 25, 24, 23, 22, 21, 20, 19, 18, 17, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1)
+#define ATTN_PP_NARG_(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, _15, _16, _17, _18, _19, _20, _21, _22, _23, _24, _25, _26, _27, _28, _29, _30, _31, _32, N, ...) N
+#define ATTN_PP_CAT_(a, b) a##b
+#define ATTN_PP_CAT(a, b) ATTN_PP_CAT_(a, b)
+#define ATTN_PP_FOR_EACH(m, ...) ATTN_PP_CAT(ATTN_PP_EACH_, ATTN_PP_NARG(__VA_ARGS__))(m, __VA_ARGS__)
+#define ATTN_PP_EACH_1(m, x) m(x)
+#define ATTN_PP_EACH_2(m, x, ...) m(x) ATTN_PP_EACH_1(m, __VA_ARGS__)
+#define ATTN_PP_EACH_3(m, x, ...) m(x) ATTN_PP_EACH_2(m, __VA_ARGS__)
+#define ATTN_PP_EACH_4(m, x, ...) m(x) ATTN_PP_EACH_3(m, __VA_ARGS__)
+#define ATTN_PP_EACH_5(m, x, ...) m(x) ATTN_PP_EACH_4(m, __VA_ARGS__)
+#define ATTN_PP_EACH_6(m, x, ...) m(x) ATTN_PP_EACH_5(m, __VA_ARGS__)
+#define ATTN_PP_EACH_7(m, x, ...) m(x) ATTN_PP_EACH_6(m, __VA_ARGS__)
+#define ATTN_PP_EACH_8(m, x, ...) m(x) ATTN_PP_EACH_7(m, __VA_ARGS__)
+#define ATTN_PP_EACH_9(m, x, ...) m(x) ATTN_PP_EACH_8(m, __VA_ARGS__)
+#define ATTN_PP_EACH_10(m, x, ...) m(x) ATTN_PP_EACH_9(m, __VA_ARGS__)
+#define ATTN_PP_EACH_11(m, x, ...) m(x) ATTN_PP_EACH_10(m, __VA_ARGS__)
+#define ATTN_PP_EACH_12(m, x, ...) m(x) ATTN_PP_EACH_11(m, __VA_ARGS__)
+#define ATTN_PP_EACH_13(m, x, ...) m(x) ATTN_PP_EACH_12(m, __VA_ARGS__)
+#define ATTN_PP_EACH_14(m, x, ...) m(x) ATTN_PP_EACH_13(m, __VA_ARGS__)
+#define ATTN_PP_EACH_15(m, x, ...) m(x) ATTN_PP_EACH_14(m, __VA_ARGS__)
+#define ATTN_PP_EACH_16(m, x, ...) m(x) ATTN_PP_EACH_15(m, __VA_ARGS__)
+#define ATTN_PP_EACH_17(m, x, ...) m(x) ATTN_PP_EACH_16(m, __VA_ARGS__)
+#define ATTN_PP_EACH_18(m, x, ...) m(x) ATTN_PP_EACH_17(m, __VA_ARGS__)
+#define ATTN_PP_EACH_19(m, x, ...) m(x) ATTN_PP_EACH_18(m, __VA_ARGS__)
+#define ATTN_PP_EACH_20(m, x, ...) m(x) ATTN_PP_EACH_19(m, __VA_ARGS__)
+#define ATTN_PP_EACH_21(m, x, ...) m(x) ATTN_PP_EACH_20(m, __VA_ARGS__)
+#define ATTN_PP_EACH_22(m, x, ...) m(x) ATTN_PP_EACH_21(m, __VA_ARGS__)
+#define ATTN_PP_EACH_23(m, x, ...) m(x) ATTN_PP_EACH_22(m, __VA_ARGS__)
+#define ATTN_PP_EACH_24(m, x, ...) m(x) ATTN_PP_EACH_23(m, __VA_ARGS__)
+#define ATTN_PP_EACH_25(m, x, ...) m(x) ATTN_PP_EACH_24(m, __VA_ARGS__)
+#define ATTN_PP_EACH_26(m, x, ...) m(x) ATTN_PP_EACH_25(m, __VA_ARGS__)
+#define ATTN_PP_EACH_27(m, x, ...) m(x) ATTN_PP_EACH_26(m, __VA_ARGS__)
+#define ATTN_PP_EACH_28(m, x, ...) m(x) ATTN_PP_EACH_27(m, __VA_ARGS__)
+#define ATTN_PP_EACH_29(m, x, ...) m(x) ATTN_PP_EACH_28(m, __VA_ARGS__)
+#define ATTN_PP_EACH_30(m, x, ...) m(x) ATTN_PP_EACH_29(m, __VA_ARGS__)
+#define ATTN_PP_EACH_31(m, x, ...) m(x) ATTN_PP_EACH_30(m, __VA_ARGS__)
+#define ATTN_PP_EACH_32(m, x, ...) m(x) ATTN_PP_EACH_31(m, __VA_ARGS__)
+/* clang-format on */
+#define ATTN_PLUGIN_SET_FIELD_(assignment) attn_plugin_d_ assignment;
+#define ATTN_PLUGIN_DEFINE(...)                                                                    \
+    static const attn_plugin_descriptor attn_plugin_descriptor_instance = []() {                   \
+        attn_plugin_descriptor attn_plugin_d_{};                                                   \
+        attn_plugin_d_.struct_size = sizeof(attn_plugin_descriptor);                               \
+        attn_plugin_d_.abi_major = ATTN_PLUGIN_ABI_MAJOR;                                          \
+        attn_plugin_d_.abi_minor = ATTN_PLUGIN_ABI_MINOR;                                          \
+        ATTN_PP_FOR_EACH(ATTN_PLUGIN_SET_FIELD_, __VA_ARGS__)                                      \
+        return attn_plugin_d_;                                                                     \
+    }();                                                                                           \
+    extern "C" ATTN_PLUGIN_EXPORT const attn_plugin_descriptor *attn_plugin_entry(                 \
+        uint32_t host_abi_major, uint32_t host_abi_minor);                                         \
+    extern "C" ATTN_PLUGIN_EXPORT const attn_plugin_descriptor *attn_plugin_entry(                 \
+        uint32_t host_abi_major, uint32_t host_abi_minor)                                          \
+    {                                                                                              \
+        (void)host_abi_minor;                                                                      \
+        return host_abi_major == ATTN_PLUGIN_ABI_MAJOR ? &attn_plugin_descriptor_instance          \
+                                                       : nullptr;                                  \
+    }
+#endif
 
 #ifdef __cplusplus
 }

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * attn_types.h — the types shared by hosts (attnreg.h) and plugin authors
  * (attn_plugin.h). It depends on nothing but the C standard headers, so a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * attnreg.h — the host API of libattnreg, the attention-backend registry.
  *
@@ -52,6 +53,10 @@
  *        Struct layout queries for bindings that mirror the structs (the
  *        Python package): attn_struct_size, attn_struct_layout,
  *        attn_struct_field_name.
+ *        attn_registry_conf_path_origin; the default search adds
+ *        <sysconfdir>/attnreg/conf.d before the shipped folder; a plugin
+ *        name in an earlier folder overrides a later one (an info line, not
+ *        a diagnostic); ATTNREG_LOG_FILE sends the default log to a file.
  */
 #ifndef ATTNREG_H
 #define ATTNREG_H
@@ -112,11 +117,13 @@ ATTNREG_API int attn_shape_format(const attn_shape *shape, char *buf, size_t buf
 typedef struct attn_registry_options {
     uint32_t struct_size;
     /* Conf folders searched first, in order; then ATTNREG_CONF_PATH
-     * (colon separated), then the installation's default folder. */
+     * (colon separated), then the installation's default folders:
+     * <sysconfdir>/attnreg/conf.d (the administrator's), then
+     * <datadir>/attnreg/conf (the shipped INIs). */
     const char *const *conf_paths;
     uint32_t num_conf_paths;
     int32_t skip_env_conf_path; /* 1 = ignore ATTNREG_CONF_PATH */
-    int32_t skip_default_conf;  /* 1 = do not search the default folder */
+    int32_t skip_default_conf;  /* 1 = do not search the default folders */
     attn_log_fn log_fn;         /* NULL = stderr */
     /* The callback may run while a plugin is being loaded; it must not call
      * back into this registry. */
@@ -495,6 +502,14 @@ ATTNREG_API size_t attn_struct_size(const char *struct_name);
 ATTNREG_API attn_status attn_struct_layout(const char *struct_name, const char *field_name,
                                            size_t *offset, size_t *size);
 ATTNREG_API const char *attn_struct_field_name(const char *struct_name, size_t index);
+
+/* ---- conf folders' origins (0.3) ------------------------------------ */
+
+/* Where conf folder `index` came from: "option" (conf_paths),
+ * "ATTNREG_CONF_PATH", "sysconf" (<sysconfdir>/attnreg/conf.d) or "datadir"
+ * (the shipped <datadir>/attnreg/conf); NULL for a bad index. Default
+ * folders are listed even when absent. */
+ATTNREG_API const char *attn_registry_conf_path_origin(const attn_registry *registry, size_t index);
 
 #ifdef __cplusplus
 }

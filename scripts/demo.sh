@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The main job: installs the build dependencies, builds attnreg into build/,
 # then runs the CLI and the demo host program on the shipped plugins (cpu-ref
 # runs on the CPU; the GPU backends are planned for, and run where a GPU is).

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Packs what the GPU machine needs into .device-carry (see device-verify.sh):
 # the CLI, libattnreg, libinih, the plugins, the sm_90 test conf and the GPU
 # test and bench, stripped and, for the large ones, xz-compressed (the device

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Device verification of the GPU backends through the real registry + CLI,
 # on a machine with an NVIDIA GPU that has no apt (no libinih): run it from
 # the repository root with a carry folder made on the build machine:

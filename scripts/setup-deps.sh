@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs what attnreg needs to build and test on Debian 12 (as root), and
 # nothing when it is already there. Needs: network access to Debian's
 # archive, or the packages already installed.
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libinih-dev libjansson-dev check valgrind python3
-      python3-numpy python3-pytest python3-pip python3-setuptools python3-wheel python3-venv)
+      python3-numpy python3-pytest python3-pip python3-setuptools python3-wheel python3-venv
+      python3-jsonschema)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The whole test suite: installs the build dependencies, builds with -Werror
 # into build/ and runs every ctest test (GPU tests report SKIPPED without a GPU).
 set -euo pipefail

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_backend.c — constructing and running a selected backend: create's
  * own checks (code for the arch in the binary, a device), the plugin's

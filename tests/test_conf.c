@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_conf.c — reading conf folders: INI syntax, format versions, keys,
  * duplicates, relative libraries, narrowing, search path, diagnostics.
@@ -230,16 +231,23 @@ START_TEST(duplicate_names_across_folders)
     info = plugin_info(reg, 0);
     ck_assert_msg(ts_same_file(info.conf_file, ini_a), "kept %s", info.conf_file);
     ck_assert_int_eq(info.priority, 3);
-    /* The error names both files. */
+    /* A layered search: the earlier folder overrides the later one on
+     * purpose, so it is no diagnostic (check stays clean) but one info line
+     * naming both files. */
     n = attn_registry_diagnostic_count(reg);
     for (i = 0; i < n; i++) {
         memset(&d, 0, sizeof d);
         d.struct_size = sizeof d;
         ck_assert_int_eq(attn_registry_diagnostic(reg, i, &d), ATTN_OK);
-        if (d.message && strstr(d.message, ini_a) && strstr(d.message, ini_b))
-            found = 1;
+        if (d.status != ATTN_OK)
+            found++;
     }
-    ck_assert_msg(found, "no diagnostic names both %s and %s; log:%s", ini_a, ini_b, ts_log_dump());
+    ck_assert_msg(found == 0, "an override became %d error diagnostic(s); log:%s", found,
+                  ts_log_dump());
+    ck_assert_msg(ts_log_count(ATTN_LOG_INFO, "overridden", ini_a, ini_b, NULL) == 1,
+                  "no single info line names %s and %s; log:%s", ini_a, ini_b, ts_log_dump());
+    ck_assert_int_eq(ts_log_count(ATTN_LOG_WARN, "fake-good", NULL), 0);
+    ck_assert_int_eq(ts_log_count(ATTN_LOG_ERROR, "fake-good", NULL), 0);
     attn_registry_close(reg);
 }
 END_TEST
@@ -677,11 +685,19 @@ START_TEST(default_conf_folder_next_to_library)
     ts_options(&opt, NULL, 0);
     opt.skip_default_conf = 0;
     ck_assert_int_eq(attn_registry_open(&opt, &reg), ATTN_OK);
+    /* Two default folders, in search order: the administrator's
+     * <sysconfdir>/attnreg/conf.d (listed although absent), then the shipped
+     * one. */
     n = attn_registry_conf_path_count(reg);
-    ck_assert_uint_eq(n, 1);
-    ck_assert_msg(ts_same_file(attn_registry_conf_path(reg, 0), ATTNREG_TEST_CONF_DIR),
-                  "default folder %s, expected %s", attn_registry_conf_path(reg, 0),
+    ck_assert_uint_eq(n, 2);
+    ck_assert_str_eq(attn_registry_conf_path_origin(reg, 0), "sysconf");
+    ck_assert_msg(strstr(attn_registry_conf_path(reg, 0), "attnreg/conf.d") != NULL,
+                  "sysconf folder %s", attn_registry_conf_path(reg, 0));
+    ck_assert_str_eq(attn_registry_conf_path_origin(reg, 1), "datadir");
+    ck_assert_msg(ts_same_file(attn_registry_conf_path(reg, 1), ATTNREG_TEST_CONF_DIR),
+                  "default folder %s, expected %s", attn_registry_conf_path(reg, 1),
                   ATTNREG_TEST_CONF_DIR);
+    ck_assert_ptr_null(attn_registry_conf_path_origin(reg, 2));
     attn_registry_close(reg);
 }
 END_TEST

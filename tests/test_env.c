@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_env.c — unknown ATTNREG_* variables: a typo is named, with the
  * closest variable attnreg reads, once per process; a registry that ignores

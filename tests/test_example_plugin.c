@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_example_plugin.c — examples/third-party-plugin, loaded the way an
  * outside vendor's plugin would be: through nothing but a conf folder that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_hf_config.c — the config.json reader behind `attnreg plan`.
  *

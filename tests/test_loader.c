@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_loader.c — loading plugin libraries and negotiating the ABI.
  *

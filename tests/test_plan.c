@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_plan.c — attn_registry_plan: a whole model planned once.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_select.c — selection: order, validation first, forced and disabled
  * backends, runnable mode, fallback, logging, explain; first on fake

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_status.c — status, reason, dtype and log-level names; versions;
  * attn_last_error. These names are a stable contract (tools parse them from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * attn_tool_error.h — how the helper code outside the library (the .npy
  * reader/writer, the float64 oracle and random problem builder, the CLI's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_cpu_ref.c — throughput of the cpu-ref backend against the machine's
  * own ceilings, measured in the same run:

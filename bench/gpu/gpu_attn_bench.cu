@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gpu_attn_bench — kernel throughput of aiter-generic and aiter-mtp on the
  * device (issue 4, item 8).

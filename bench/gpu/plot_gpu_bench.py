@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Plot gpu_attn_bench JSON: achieved fraction of copy bandwidth per shape.
 
 usage: plot_gpu_bench.py results.json out.png

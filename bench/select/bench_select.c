@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * bench_select.c — how fast the registry decides.
  *
@@ -107,7 +108,11 @@ static void add_result(const char *name, const char *what, const char *unit, str
     r->target = target;
 }
 
-static void die(const char *fmt, ...)
+#if defined(__GNUC__)
+__attribute__((format(printf, 1, 2)))
+#endif
+static void
+die(const char *fmt, ...)
 {
     va_list ap;
     fputs("bench_select: ", stderr);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * example_plugin.c — "example-cpu-naive", an attention backend as an outside
  * vendor would write it: built from include/attn_plugin.h (and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * aiter-generic: paged unified attention for any MHA/GQA/MQA ratio on AMD
  * Instinct GPUs (gfx942, gfx950) and NVIDIA sm_90, where the kernels are to be

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * aiter-mtp-gfx950: the speculative-decoding (MTP) verify kernel. It reads
  * each page of the paged KV cache once for all 2-4 speculative query tokens

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * attn_no_kernels.h — the entry points of a GPU plugin built without GPU
  * kernels (no nvcc or HIP compiler, or ATTNREG_GPU=off). The plugin still

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * attn_pred_util.h — small header-only helpers for the capability predicates
  * of the plugins shipped with attnreg (the GPU plugins and cpu-ref).

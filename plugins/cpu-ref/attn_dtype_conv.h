@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * attn_dtype_conv.h — scalar conversions between float32 and the element
  * types attnreg moves around: bf16, IEEE fp16, and the two 8-bit e4m3

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cpu_ref_kernel.h — the interface between the cpu-ref plugin (validation,
  * work decomposition, threads) and its compute kernels.

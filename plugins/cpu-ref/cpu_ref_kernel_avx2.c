@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cpu_ref_kernel_avx2.c — the cpu-ref kernels compiled for AVX2 + FMA + F16C
  * (CMakeLists.txt sets those flags on this file only). Selected at run time

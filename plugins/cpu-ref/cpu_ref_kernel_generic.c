@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cpu_ref_kernel_generic.c — the cpu-ref kernels for the baseline ISA of the
  * build (SSE2 on x86-64, NEON on aarch64, scalar elsewhere). Always built and

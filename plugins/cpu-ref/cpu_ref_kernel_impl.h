@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cpu_ref_kernel_impl.h — the cpu-ref compute kernels, written once with
  * GCC/Clang vector extensions and compiled per ISA. The including file

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cpu_ref_plugin.c — the cpu-ref backend: the reference attention
  * implementation on the CPU, and the answer of last resort.
@@ -13,6 +14,9 @@
  */
 #define _GNU_SOURCE /* sysconf(_SC_PHYS_PAGES) */
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <ctype.h>
 #include <errno.h>
 #include <limits.h>
@@ -350,8 +354,11 @@ static int cpu_has_avx2_fma_f16c(void)
 {
 #if defined(CPU_REF_HAVE_AVX2_KERNELS) && (defined(__GNUC__) || defined(__clang__))
     __builtin_cpu_init();
+    /* F16C from CPUID leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports
+     * does not know "f16c". */
+    unsigned eax, ebx, ecx, edx;
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-           __builtin_cpu_supports("f16c");
+           __get_cpuid(1, &eax, &ebx, &ecx, &edx) && ((ecx >> 29) & 1u);
 #else
     return 0;
 #endif

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cpu_ref_pool.c — see cpu_ref_pool.h.
  */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * cpu_ref_pool.h — the small thread pool a cpu-ref backend object owns.
  *

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Round trip through `attnreg run` with NumPy-made files.
 
 Writes random paged-attention inputs with NumPy (bf16 as raw uint16 bits, as

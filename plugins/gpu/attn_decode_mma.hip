@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * attn_decode_mma.hip — the generic kernel's decode path on NVIDIA matrix
  * units: every sequence has at most one query token, Q and the KV cache are

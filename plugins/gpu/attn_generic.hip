@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * attn_generic.hip — the aiter-generic kernels: paged unified attention for
  * any GQA/MQA ratio, head sizes up to 256, bf16/f16/f32/fp8 inputs, causal

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * attn_mtp.hip — the aiter-mtp kernel: the speculative-decoding verify shape
  * (2-4 query tokens per sequence, 16 query heads per KV head, head size 256,

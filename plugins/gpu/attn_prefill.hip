@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * attn_prefill.hip — aiter-generic's kernel for batches with more than one
  * query token per sequence (prefill, chunked prefill, mixed batches) on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * attn_wgmma.h — the Hopper (sm_90a) building blocks of the NVIDIA kernels
  * (attn_mtp.hip's warpgroup variant, attn_prefill.hip): wgmma descriptors,

@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # Build the GPU kernels, the GPU test and the bench standalone (no core, no
 # inih, no check) on the device machine with its nvcc, then run them.
 #   usage: plugins/gpu/device_build_test.sh [test|bench|all] [test-count]

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes attn_wgmma_gen.inc: the wgmma (sm_90a warpgroup matrix multiply)
 wrappers the NVIDIA kernels use, one per (N, input type, operand source).
 

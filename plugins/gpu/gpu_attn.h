@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gpu_attn.h — the C-callable launcher API of the GPU kernels shared by the
  * aiter-generic and aiter-mtp-gfx950 plugins (and used directly by the GPU

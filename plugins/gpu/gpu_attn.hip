@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gpu_attn.hip — host side of the GPU kernels: device probe, contexts,
  * workspace sizing, the 2D/3D and segment-count rules, argument checks and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gpu_attn_internal.h — what the launcher (gpu_attn.hip) and the kernels
  * (attn_generic.hip, attn_mtp.hip) share: the flat parameter block every

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # gpu_backend.cmake — resolves ATTNREG_GPU and enables the GPU language.
 # Include it from the TOP-LEVEL CMakeLists.txt (before add_subdirectory of
 # plugins, tests and bench): a language enabled in a subdirectory is not

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hip_compat.h — lets the GPU sources be written once against the HIP runtime
  * API and built either by a HIP compiler (ROCm, AMD) or by nvcc (CUDA,

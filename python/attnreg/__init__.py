@@ -416,7 +416,7 @@ class Plan:
         raise KeyError(f"layer {layer} has no {phase} entry in the plan")
 
     def to_dict(self):
-        return {"schema_version": SCHEMA_VERSION, "status": self.status,
+        return {"schema_version": SCHEMA_VERSION, "command": "plan", "status": self.status,
                 "exit_code": _exit_code(self.status), "message": self.message,
                 "per_rank": dict(self.per_rank),
                 "entries": [{k: v for k, v in d.items() if k != "selection"}
@@ -607,7 +607,7 @@ class Registry(_Closable):
                                                                      arch.encode()):
                 continue
             archs = [a.strip() for a in (_text(p.archs) or "").split(",") if a.strip()]
-            out.append({"name": _text(p.name), "priority": p.priority,
+            out.append({"backend": _text(p.name), "priority": p.priority,
                         "enabled": bool(p.enabled), "archs": archs,
                         "library": _text(p.library), "conf_file": _text(p.conf_file),
                         "conf_line": p.conf_line})
@@ -622,7 +622,7 @@ class Registry(_Closable):
                     _text(p.name) == name:
                 info = _native.new(_native.PluginLoadInfo)
                 _lib.attn_registry_load_plugin(h, k, ctypes.byref(info))
-                return {"name": name, "status": _status_name(info.status),
+                return {"backend": name, "status": _status_name(info.status),
                         "reason": _reason_name(info.reason) if info.status else None,
                         "message": _text(info.message) or "", "version": _text(info.version),
                         "description": _text(info.description),
@@ -680,10 +680,14 @@ class Registry(_Closable):
                     for r in records if getattr(r, "pass") == p]
                 passes.append(entry)
             name = _status_name(status)
-            return {"schema_version": SCHEMA_VERSION, "status": name,
-                    "exit_code": _exit_code(name), "shape": shape.to_dict(), "passes": passes,
-                    "selection": _selection_dict(sel),
-                    "plan": _launch_plan_dict(self._handle(), sel) if name == "ATTN_OK" else None}
+            d = {"schema_version": SCHEMA_VERSION, "command": "explain", "status": name,
+                 "exit_code": _exit_code(name), "shape": shape.to_dict(), "passes": passes,
+                 "selection": _selection_dict(sel),
+                 "plan": _launch_plan_dict(self._handle(), sel) if name == "ATTN_OK" else None}
+            if name != "ATTN_OK":  # the CLI's error object under --json
+                d["error"] = {"status": name, "message": _text(sel.message) or "",
+                              "exit_code": _exit_code(name)}
+            return d
         finally:
             _lib.attn_explanation_free(ex)
 

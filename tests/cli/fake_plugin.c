@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fake_plugin.c — broken plugins for the CLI baselines, one source built with
  * different defines, so `attnreg check` and `explain` can be shown reporting

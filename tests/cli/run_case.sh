@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # run_case.sh — one CLI baseline test: runs `attnreg` with fixed arguments and
 # compares its stdout, stderr and exit code with tests/cli/baselines/NAME.txt.
 #

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kernel_decode_avx2.c — the AVX2/FMA/F16C build of the cpu-ref kernels'
  * row decoder, for the dtype tests (compiled with the plugin's AVX2 flags;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * kernel_decode_generic.c — exposes the cpu-ref kernels' row decoder (a
  * static function of cpu_ref_kernel_impl.h) to the dtype tests, compiled

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * oracle.c — the float64 reference attention and its comparison metrics.
  * See oracle.h. Written for clarity: every step is a plain loop over the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * oracle.h — a deliberately naive float64 attention reference, the
  * comparison metrics and tolerances that judge a backend against it, and a

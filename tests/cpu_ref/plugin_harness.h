@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * plugin_harness.h — loads libattn_cpu_ref.so with dlopen and drives it
  * through its descriptor, exactly as libattnreg would, so the cpu-ref tests

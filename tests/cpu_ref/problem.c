@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * problem.c — random attention problems for the oracle tests and
  * `attnreg verify` (see oracle.h).

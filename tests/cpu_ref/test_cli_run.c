@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_cli_run.c — `attnreg run` end to end: random problems written as .npy
  * files, the command run on them, out.npy read back and compared with the

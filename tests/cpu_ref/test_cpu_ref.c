@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_cpu_ref.c — the cpu-ref plugin against the float64 oracle.
  *

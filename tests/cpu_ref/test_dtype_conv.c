@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_dtype_conv.c — element conversions, exhaustively where the format is
  * small enough.
@@ -11,6 +12,9 @@
  * beside each midpoint, at the overflow and subnormal boundaries, and on
  * infinities, NaN and signed zeros.
  */
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
 #include <check.h>
 #include <math.h>
 #include <stdio.h>
@@ -69,8 +73,11 @@ static int have_avx2(void)
 {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_cpu_init();
+    /* F16C from CPUID leaf 1 (ECX bit 29): clang 14's __builtin_cpu_supports
+     * does not know "f16c". */
+    unsigned eax, ebx, ecx, edx;
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
-           __builtin_cpu_supports("f16c");
+           __get_cpuid(1, &eax, &ebx, &ecx, &edx) && ((ecx >> 29) & 1u);
 #else
     return 0;
 #endif

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # verify_sweep.sh ATTNREG [full] — `attnreg verify --backend cpu-ref` over the
 # feature combinations cpu-ref's predicates accept: every q/kv/out dtype
 # (45 combinations) x compute dtype (f32, bf16, f16, and fp8 where the KV cache

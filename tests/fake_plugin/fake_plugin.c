@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * fake_plugin.c — one source for every fake backend the core tests load.
  *

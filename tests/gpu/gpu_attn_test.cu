@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gpu_attn_test — compares the GPU kernels (aiter-generic, aiter-mtp) with a
  * float64 CPU reference on identical inputs, and, when given the cpu-ref

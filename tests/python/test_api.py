@@ -181,12 +181,12 @@ def test_list_equals_cli_json(build_dir):
     conf = os.path.join(build_dir, "share", "attnreg", "conf")
     with attnreg.Registry(conf_paths=[conf], use_env=False, default_conf=False) as r:
         assert_same_json(r.list(), cli_json(build_dir, "list")["plugins"])
-        assert [p["name"] for p in r.list(arch="gfx950")] == \
-            [p["name"] for p in cli_json(build_dir, "list", "--arch", "gfx950")["plugins"]]
+        assert [p["backend"] for p in r.list(arch="gfx950")] == \
+            [p["backend"] for p in cli_json(build_dir, "list", "--arch", "gfx950")["plugins"]]
 
 
 def test_list_and_load_plugin(reg):
-    names = [p["name"] for p in reg.list()]
+    names = [p["backend"] for p in reg.list()]
     assert names == ["aiter-mtp-gfx950", "aiter-generic", "cpu-ref"]  # priority order
     info = reg.load_plugin("cpu-ref")
     assert info["status"] == "ATTN_OK" and "cpu" in info["built_archs"]

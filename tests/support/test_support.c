@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* test_support.c — see test_support.h. */
 #define _GNU_SOURCE /* RTLD_NOLOAD, mkdtemp, realpath, nftw */
 

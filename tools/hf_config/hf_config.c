@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* hf_config.c — the attention numbers of a Hugging Face config.json, read
  * with jansson. Every key is checked for its type and range, and every error
  * names the file and the key; nothing a file holds can crash the reader. */

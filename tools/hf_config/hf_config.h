@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * hf_config.h — reads the attention part of a Hugging Face config.json into
  * the numbers of an attn_model, for `attnreg plan --hf-config` and its tests.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * npy.c — see npy.h. The format: the magic "\x93NUMPY", a major and minor
  * version byte, the header length (2 bytes little-endian in 1.0, 4 bytes in

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * npy.h — a small reader and writer for NumPy's .npy format.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* layout.c — the layout of every public struct as this library was compiled,
  * from one table of offsetof/sizeof, for bindings that mirror the structs
  * (the Python package checks each mirrored field at import). */

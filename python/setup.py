@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Builds the attnreg wheel: the pure-Python package plus, when a built or
 installed attnreg is found, a copy of libattnreg, the shipped plugins and the
 conf folder beside it (attnreg/_bundled, the prefix layout), so that

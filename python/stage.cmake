@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Stages the Python package with a copy of this build's libattnreg, shipped
 # plugins and conf beside it, as `pip install ./python` does from a build:
 #   cmake -DSRC=<repo>/python -DBUILD=<build dir> -DDEST=<dir> -P stage.cmake

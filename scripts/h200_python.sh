@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 # The Python package on the H200 (torch + CUDA, no pip/apt, no libinih): the
 # pytest suite (GPU tests included; a plain runner of the GPU checks when
 # pytest is missing), the toy engine on CUDA tensors with the GPU backends

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_launch_plan.c — the contract between the GPU plugins' predicates and
  * their launch plans (issue 10): for every arch a GPU plugin lists, walk a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_layout.c — attn_struct_size / attn_struct_layout / attn_struct_field_name:
  * the layout queries bindings use to check their mirrors of the public

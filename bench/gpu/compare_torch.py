@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """compare_torch.py — attnreg's GPU backends beside torch SDPA (FlashAttention,
 cuDNN) and FlexAttention, through the attnreg Python package, on identical
 paged inputs: decode, MTP verify, prefill, chunked prefill.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """toy_engine.py — a two-layer toy transformer that runs its attention through
 attnreg, as a Python inference engine would.
 

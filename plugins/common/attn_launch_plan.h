@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * attn_launch_plan.h — the one table of the GPU kernels' launch plans: which
  * kernel runs a shape on an arch, its program configuration (threads, rows,

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """attnreg — the attention-backend registry, for Python hosts.
 
 A pure-Python binding (ctypes, standard library only) of libattnreg: select,

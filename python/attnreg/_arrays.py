@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """NumPy arrays and torch tensors as forward() arguments: what each must look
 like for a backend's shape, checked before any pointer reaches C.
 

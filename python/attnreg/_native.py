@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """libattnreg through ctypes: finding the library, the struct mirrors, the
 function signatures, and the import-time check of every mirrored struct field
 and enum name against the library itself.

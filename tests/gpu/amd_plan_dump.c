@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /*
  * amd_plan_dump.c — prints, one JSON object per line, what the launch-plan
  * table (plugins/common/attn_launch_plan.h) says about every kernel the AMD

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """NumPy float64 reference of the attention semantics (BRIEF.md), and the
 raw-bit encodings of bf16 and fp8 that NumPy lacks. Used by the pytest suite."""
 import numpy as np

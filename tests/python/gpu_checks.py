@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The GPU checks of the Python package, as plain functions so that they run
 with pytest (test_gpu.py) or without it (`python3 gpu_checks.py`, for a GPU
 machine that has torch but no pytest): CUDA tensors through aiter-generic and

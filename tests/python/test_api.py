@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """The Registry API: errors as exceptions, explain/list against the CLI's
 JSON, plans, the log callback, concurrent selection, lifetimes, argument
 checks, and the import-time layout check."""

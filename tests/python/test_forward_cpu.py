@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """Backend.forward on cpu-ref against the NumPy float64 reference, on random
 paged batches (shuffled blocks, partial pages, unused blocks)."""
 import numpy as np

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 """CUDA tensors through the GPU backends (aiter-generic, aiter-mtp-gfx950)
 against torch SDPA on the same data, and forward captured in a CUDA graph
 (the checks live in gpu_checks.py, which also runs without pytest). Skips

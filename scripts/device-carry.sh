@@ -15,7 +15,7 @@ cp $B/bin/attnreg $D/bin/
 cp -L $B/lib/libattnreg.so.0 $D/lib/
 cp -L "$(ldconfig -p | awk '/libinih.so.1 /{print $NF; exit}')" $D/lib/libinih.so.1
 cp $B/lib/attnreg/libattn_cpu_ref.so $D/lib/attnreg/
-cp -r $B/share/attnreg/conf-sm90 $D/share/attnreg/
+cp -r $B/share/attnreg/conf-sm90 $B/share/attnreg/conf $D/share/attnreg/
 strip $D/bin/attnreg $D/lib/*.so* $D/lib/attnreg/*.so
 for f in bin/gpu_attn_test bin/gpu_attn_bench lib/attnreg/libattn_aiter_generic.so \
          lib/attnreg/libattn_aiter_mtp_gfx950.so; do

@@ -35,10 +35,12 @@ if [ ! -f "$lib" ]; then  # carried without its symbolic links: the soname from 
   if [ -z "$real" ]; then echo "h200_python: no libattnreg.so.0 in $D/lib" >&2; exit 2; fi
   cp "$real" "$lib"
 fi
-# The CPU tests use the shipped conf beside the library (lib/../share/attnreg/conf);
-# a .device-carry has only conf-sm90.
+# The CPU tests use the shipped conf beside the library (lib/../share/attnreg/conf),
+# as the build configured it (conf/*.ini are templates with @ATTNREG_PLUGIN_DIR@);
+# scripts/device-carry.sh carries it.
 if [ ! -d "$D/share/attnreg/conf" ]; then
-  mkdir -p "$D/share/attnreg/conf" && cp conf/*.ini "$D/share/attnreg/conf/"
+  echo "h200_python: no $D/share/attnreg/conf (the build's configured conf)" >&2
+  exit 2
 fi
 if [ ! -f "$D/lib/libinih.so.1" ] && ! ldconfig -p 2>/dev/null | grep -q libinih.so.1; then
   echo "h200_python: no libinih.so.1 in $D/lib and none on this machine;" \

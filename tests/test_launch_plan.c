@@ -22,6 +22,7 @@
 #include <dirent.h>
 #include <stdlib.h>
 
+#include "attn_launch_plan.h"
 #include "attnreg.h"
 #include "hf_config.h"
 #include "support/test_support.h"
@@ -196,9 +197,10 @@ START_TEST(generic_accepts_exactly_what_fits)
                                 n++;
                                 check_shape(reg, &s, &t);
                             }
-    /* The grid covers both sides of the contract, and the LDS limits of
-     * gfx942 refuse something (D 192/256 with 16-bit caches). */
-    ck_assert_msg(t.accepted > 1000 && t.rejected > 1000 && t.resource > 0,
+    /* The grid covers both sides of the contract; every shape the kernels
+     * take has a program that fits (gfx942's D 192/256 on raw K/V), so no
+     * rejection is for a resource. */
+    ck_assert_msg(t.accepted > 1000 && t.rejected > 1000 && t.resource == 0,
                   "accepted %ld, rejected %ld, resource %ld", t.accepted, t.rejected, t.resource);
     attn_registry_close(reg);
 }
@@ -252,32 +254,67 @@ START_TEST(mtp_on_gfx950_plans_one_stage)
 }
 END_TEST
 
-/* gfx942 refuses the generic kernel at D 256 with a 16-bit cache, naming
- * the LDS; D 128 fits there with one stage. */
-START_TEST(gfx942_lds_is_named)
+/* gfx942's 64 KB of LDS: the generic kernel's float tiles fit up to D 128
+ * (one stage), the raw-K/V variant takes D 192 and 256 there; gfx950 keeps
+ * the float tiles. */
+START_TEST(gfx942_plans_smaller_programs)
 {
     attn_registry *reg = open_forced("aiter-generic", "libattn_aiter_generic");
     attn_shape s;
     attn_selection sel;
     attn_launch_plan plan;
-    gqa_shape(&s, "gfx942", 32, 8, 256, 4096, 8192);
-    attn_selection_init(&sel);
-    ck_assert_int_eq(attn_registry_select(reg, &s, &sel), ATTN_ERR_BACKEND_REJECTED);
-    ck_assert_msg(strstr(sel.message, "KB of LDS per program") &&
-                      strstr(sel.message, "gfx942 has 64 KB"),
-                  "%s", sel.message);
-    /* Decode-only capacity needs no multi-token kernel: accepted. */
-    s.max_q_len = 1;
-    ck_assert_int_eq(attn_registry_select(reg, &s, &sel), ATTN_OK);
-    s.head_dim = 128;
-    s.max_q_len = 4096;
-    ck_assert_int_eq(attn_registry_select(reg, &s, &sel), ATTN_OK);
-    memset(&plan, 0, sizeof plan);
-    plan.struct_size = sizeof plan;
-    ck_assert_int_eq(attn_registry_describe_plan(reg, &sel, &plan), ATTN_OK);
-    ck_assert_str_eq(plan.kernels[0].kernel, "generic");
-    ck_assert_int_eq(plan.kernels[0].stages, 1);
+    static const struct {
+        const char *arch;
+        int32_t d, kv_dtype;
+        const char *kernel;
+        int32_t stages;
+    } want[] = {
+        {"gfx942", 128, ATTN_DTYPE_BF16, "generic", 1},
+        {"gfx942", 192, ATTN_DTYPE_BF16, "generic-raw", 2},
+        {"gfx942", 256, ATTN_DTYPE_BF16, "generic-raw", 1},
+        {"gfx942", 256, ATTN_DTYPE_FP8_E4M3FNUZ, "generic-raw", 2},
+        {"gfx950", 256, ATTN_DTYPE_BF16, "generic", 2},
+    };
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        gqa_shape(&s, want[k].arch, 32, 8, want[k].d, 4096, 8192);
+        s.kv_dtype = want[k].kv_dtype;
+        attn_selection_init(&sel);
+        ck_assert_msg(attn_registry_select(reg, &s, &sel) == ATTN_OK, "%s D %d: %s", want[k].arch,
+                      (int)want[k].d, sel.message);
+        memset(&plan, 0, sizeof plan);
+        plan.struct_size = sizeof plan;
+        ck_assert_int_eq(attn_registry_describe_plan(reg, &sel, &plan), ATTN_OK);
+        ck_assert_str_eq(plan.kernels[0].kernel, want[k].kernel);
+        ck_assert_int_eq(plan.kernels[0].stages, want[k].stages);
+        ck_assert_int_le(plan.kernels[0].shared_bytes, plan.shared_limit);
+    }
     attn_registry_close(reg);
+}
+END_TEST
+
+/* When no program fits, the plan says which resource (the table on an arch
+ * with 24 KB of LDS, which nothing ships for). */
+START_TEST(no_fit_names_the_resource)
+{
+    attn_arch_limits tiny = {sizeof tiny, "gfx-tiny", 24 * 1024, 64, 1024, 512};
+    attn_launch_plan plan;
+    attn_shape s;
+    char why[ATTN_VERDICT_MESSAGE_MAX] = "";
+    gqa_shape(&s, "gfx-tiny", 8, 2, 256, 512, 4096);
+    plan.struct_size = sizeof plan;
+    ck_assert_int_eq(
+        attn_plan_generic(&s, &tiny, attn_plan_build_features(), &plan, why, sizeof why), 0);
+    ck_assert_msg(strstr(why, "the generic kernel needs 49 KB of LDS per program") &&
+                      strstr(why, "raw K/V") && strstr(why, "gfx-tiny has 24 KB"),
+                  "%s", why);
+    /* decode-only capacity: the decode kernel's 16 KB fit */
+    s.max_q_len = 1;
+    ck_assert_int_eq(
+        attn_plan_generic(&s, &tiny, attn_plan_build_features(), &plan, why, sizeof why), 1);
+    ck_assert_str_eq(plan.kernels[0].kernel, "decode");
+    ck_assert_int_eq(attn_plan_mtp(&s, &tiny, attn_plan_build_features(), &plan, why, sizeof why),
+                     0);
+    ck_assert_msg(strstr(why, "KB of LDS per program"), "%s", why);
 }
 END_TEST
 
@@ -434,7 +471,8 @@ static Suite *launch_plan_suite(void)
     tcase_add_test(tc, generic_accepts_exactly_what_fits);
     tcase_add_test(tc, mtp_accepts_exactly_what_fits);
     tcase_add_test(tc, mtp_on_gfx950_plans_one_stage);
-    tcase_add_test(tc, gfx942_lds_is_named);
+    tcase_add_test(tc, gfx942_plans_smaller_programs);
+    tcase_add_test(tc, no_fit_names_the_resource);
     tcase_add_test(tc, generic_page_sizes);
     tcase_add_test(tc, cpu_ref_is_not_capturable);
     tcase_add_test(tc, replay_model_shapes);

@@ -76,6 +76,20 @@ ATTN_PLAN_FN int attn_plan_generic_bytes(int d, int dv, int kv_bytes, int rows_p
                 ATTN_GEN_TILE * (dv + 4)) +
            stages * ATTN_GEN_TILE * (d + dv) * kv_bytes;
 }
+/* The raw-K/V variant (RAWKV): no float K/V tiles; the raw stages' rows
+ * padded by 16 bytes. What gfx942 runs at D 192 and 256. */
+#define ATTN_GEN_RAW_PAD 16
+ATTN_PLAN_FN int attn_plan_generic_raw_bytes(int d, int dv, int kv_bytes, int rows_per_warp,
+                                             int stages)
+{
+    return 4 * ATTN_GEN_WARPS * rows_per_warp * (d + 4) +
+           stages * ATTN_GEN_TILE * ((d + dv) * kv_bytes + ATTN_GEN_RAW_PAD);
+}
+/* Head sizes the raw-K/V variant is compiled for. */
+static inline int attn_plan_generic_raw_built(int d)
+{
+    return d == 192 || d == 256;
+}
 /* NVIDIA: at most 76 KB, which keeps three programs per multiprocessor at
  * head size 128 (more programs, more tiles in flight); elsewhere the arch's
  * limit. */
@@ -262,11 +276,19 @@ static inline void attn_plan_begin(attn_launch_plan *out, const attn_arch_limits
     out->wave_size = lim->wave_size;
 }
 
-/* The generic kernel's stages for a program of rows_per_warp rows: as many
- * as fit the budget (2-4 on NVIDIA, 1-4 elsewhere); 0 when even the fewest
- * exceed the arch's limit. */
+/* The bytes of the generic kernel's program, float tiles or raw K/V. */
+static inline int attn_plan_generic_variant_bytes(int d, int dv, int kv_bytes, int rows_per_warp,
+                                                  int stages, int raw)
+{
+    return raw ? attn_plan_generic_raw_bytes(d, dv, kv_bytes, rows_per_warp, stages)
+               : attn_plan_generic_bytes(d, dv, kv_bytes, rows_per_warp, stages);
+}
+
+/* The generic kernel's stages for a program of rows_per_warp rows (raw: the
+ * raw-K/V variant): as many as fit the budget (2-4 on NVIDIA, 1-4
+ * elsewhere); 0 when even the fewest exceed the arch's limit. */
 static inline int attn_plan_generic_stages(int d, int dv, int kv_bytes, int rows_per_warp,
-                                           const attn_arch_limits *lim)
+                                           const attn_arch_limits *lim, int raw)
 {
     const int nvidia = attn_plan_arch_is_nvidia(lim->arch);
     const int min_stages = nvidia ? 2 : 1;
@@ -274,9 +296,10 @@ static inline int attn_plan_generic_stages(int d, int dv, int kv_bytes, int rows
                            ? ATTN_GEN_NVIDIA_BUDGET
                            : lim->shared_bytes_per_block;
     int st = ATTN_GEN_MAX_STAGES;
-    while (st > min_stages && attn_plan_generic_bytes(d, dv, kv_bytes, rows_per_warp, st) > budget)
+    while (st > min_stages &&
+           attn_plan_generic_variant_bytes(d, dv, kv_bytes, rows_per_warp, st, raw) > budget)
         st--;
-    return attn_plan_generic_bytes(d, dv, kv_bytes, rows_per_warp, st) <=
+    return attn_plan_generic_variant_bytes(d, dv, kv_bytes, rows_per_warp, st, raw) <=
                    lim->shared_bytes_per_block
                ? st
                : 0;
@@ -328,8 +351,16 @@ static inline int attn_plan_generic(const attn_shape *s, const attn_arch_limits 
     char what[96];
     attn_plan_begin(out, lim);
     if (s->max_q_len > 1) {
-        const int gen_stages = attn_plan_generic_stages(d, dv, kvb, 4, lim);
-        const int gen_bytes = attn_plan_generic_bytes(d, dv, kvb, 4, gen_stages ? gen_stages : 1);
+        /* The float tiles where they fit, else the raw-K/V variant. */
+        int raw = 0;
+        int gen_stages = attn_plan_generic_stages(d, dv, kvb, 4, lim, 0);
+        if (!gen_stages && attn_plan_generic_raw_built(d)) {
+            gen_stages = attn_plan_generic_stages(d, dv, kvb, 4, lim, 1);
+            raw = gen_stages > 0;
+        }
+        const char *gen_name = raw ? "generic-raw" : "generic";
+        const int gen_bytes =
+            attn_plan_generic_variant_bytes(d, dv, kvb, 4, gen_stages ? gen_stages : 1, raw);
         if (nvidia && feat.wgmma && strcmp(lim->arch, "sm_90") == 0 && attn_plan_prefill_takes(s)) {
             const attn_prefill_layout l =
                 attn_plan_prefill_layout(d, attn_plan_is_fp8(s->kv_dtype));
@@ -338,18 +369,23 @@ static inline int attn_plan_generic(const attn_shape *s, const attn_arch_limits 
             attn_plan_set(&out->kernels[out->num_kernels++], "prefill-wgmma", ATTN_ROLE_MULTI,
                           l.threads, l.rows, l.keys, l.stages, l.bytes);
             if (gen_stages)
-                attn_plan_set(&out->kernels[out->num_kernels++], "generic",
-                              ATTN_ROLE_MULTI_PORTABLE, 32 * ATTN_GEN_WARPS, 4 * ATTN_GEN_WARPS,
-                              ATTN_GEN_TILE, gen_stages, gen_bytes);
+                attn_plan_set(&out->kernels[out->num_kernels++], gen_name, ATTN_ROLE_MULTI_PORTABLE,
+                              32 * ATTN_GEN_WARPS, 4 * ATTN_GEN_WARPS, ATTN_GEN_TILE, gen_stages,
+                              gen_bytes);
         } else if (gen_stages) {
-            attn_plan_set(&out->kernels[out->num_kernels++], "generic", ATTN_ROLE_MULTI,
+            attn_plan_set(&out->kernels[out->num_kernels++], gen_name, ATTN_ROLE_MULTI,
                           32 * ATTN_GEN_WARPS, 4 * ATTN_GEN_WARPS, ATTN_GEN_TILE, gen_stages,
                           gen_bytes);
         }
         if (!gen_stages) {
-            snprintf(what, sizeof what, "head_dim %d, %s cache, %d stage%s", d,
-                     attn_dtype_spelling(s->kv_dtype), nvidia ? 2 : 1, nvidia ? "s" : "");
-            return attn_plan_too_big(why, why_size, "generic", what, gen_bytes, lim);
+            snprintf(what, sizeof what, "head_dim %d, %s cache, %d stage%s%s", d,
+                     attn_dtype_spelling(s->kv_dtype), nvidia ? 2 : 1, nvidia ? "s" : "",
+                     attn_plan_generic_raw_built(d) ? ", raw K/V" : "");
+            /* the smallest program there is: one stage, raw K/V where built */
+            return attn_plan_too_big(
+                why, why_size, "generic", what,
+                attn_plan_generic_variant_bytes(d, dv, kvb, 4, 1, attn_plan_generic_raw_built(d)),
+                lim);
         }
     }
     if (nvidia && attn_plan_decode_mma_takes(s)) {
@@ -399,7 +435,7 @@ static inline int attn_plan_mtp(const attn_shape *s, const attn_arch_limits *lim
         return 1;
     }
     {
-        const int st = attn_plan_generic_stages(ATTN_MTP_D, ATTN_MTP_D, 1, 16, lim);
+        const int st = attn_plan_generic_stages(ATTN_MTP_D, ATTN_MTP_D, 1, 16, lim, 0);
         const int bytes = attn_plan_generic_bytes(ATTN_MTP_D, ATTN_MTP_D, 1, 16, st ? st : 1);
         if (!st)
             return attn_plan_too_big(why, why_size, "generic", "64 rows, head_dim 256, fp8 cache",

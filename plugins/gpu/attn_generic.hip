@@ -77,7 +77,13 @@ static __device__ __forceinline__ void load8(const void *base, int64_t i, int dt
     }
 }
 
-template <int ROWS, int D, int KVB>
+/* RAWKV: K and V are read from the raw stages and converted at each use,
+ * instead of converted once into float tiles: 2-4x less shared memory (the
+ * plan takes it where the float tiles do not fit: gfx942 at D 192 and 256),
+ * each element converted once per warp instead of once. Raw rows are padded
+ * by 16 bytes so the lanes' 16-byte reads of K rows (lane = key) spread over
+ * the banks. */
+template <int ROWS, int D, int KVB, bool RAWKV>
 __global__ void __launch_bounds__(GEN_WARPS * 32)
     attn_generic_kernel(const attn_kparams p)
 {
@@ -171,9 +177,9 @@ __global__ void __launch_bounds__(GEN_WARPS * 32)
      * tile is then converted once to float for the math. */
     constexpr int kvb = KVB;
     constexpr int kc16 = D * KVB / 16, vc16 = D * KVB / 16;
-    constexpr int rowbytes = 2 * D * KVB;
+    constexpr int rowbytes = 2 * D * KVB + (RAWKV ? ATTN_GEN_RAW_PAD : 0);
     const int stages = p.stages;
-    uint8_t *raw = (uint8_t *)(Vs + GEN_TILE * dvp);
+    uint8_t *raw = RAWKV ? (uint8_t *)(Qs + BM * dkp) : (uint8_t *)(Vs + GEN_TILE * dvp);
     /* Block-table entries: with pages of a multiple of 16 keys, the two
      * 16-key halves of a 32-key tile each lie in one page, so a tile needs two
      * entries. They are fetched one tile ahead of the copies that use them:
@@ -250,7 +256,7 @@ __global__ void __launch_bounds__(GEN_WARPS * 32)
         fetch_bt(kt + stages, nb0, nb1); /* used by the next iteration's copies */
         const uint8_t *src = raw + (size_t)st * GEN_TILE * rowbytes;
 #pragma unroll
-        for (int r = 0; r < (GEN_TILE * ch8 + 127) / 128; r++) {
+        for (int r = 0; r < (RAWKV ? 0 : (GEN_TILE * ch8 + 127) / 128); r++) {
             const int idx = tid + 128 * r;
             if ((GEN_TILE * ch8) % 128 != 0 && idx >= GEN_TILE * ch8)
                 break;
@@ -263,7 +269,8 @@ __global__ void __launch_bounds__(GEN_WARPS * 32)
             ((float4 *)dst)[0] = make_float4(v8[0], v8[1], v8[2], v8[3]);
             ((float4 *)dst)[1] = make_float4(v8[4], v8[5], v8[6], v8[7]);
         }
-        __syncthreads();
+        if (!RAWKV) /* the raw stage was published above */
+            __syncthreads();
 
         /* Scores: lane = key. */
         const int key = kb + lane;
@@ -276,7 +283,24 @@ __global__ void __launch_bounds__(GEN_WARPS * 32)
             const float4 *qr = (const float4 *)(Qs + (i * GEN_WARPS + warp) * dkp);
             const float4 *kr = (const float4 *)(Ks + lane * dkp);
             float a0 = 0.f, a1 = 0.f;
-            for (int d4 = 0; d4 < D / 4; d4 += 2) {
+            if constexpr (RAWKV) {
+                /* the same sums in the same order as the float tiles give */
+                const uint8_t *krow = src + lane * rowbytes;
+                for (int d8 = 0; d8 < D / 8; d8++) {
+                    float k8[8];
+                    load8(krow, (int64_t)d8 * 8, p.kv_dtype, k8);
+                    const float4 x = qr[2 * d8], y = qr[2 * d8 + 1];
+                    a0 = fmaf(x.x, k8[0], a0);
+                    a0 = fmaf(x.y, k8[1], a0);
+                    a0 = fmaf(x.z, k8[2], a0);
+                    a0 = fmaf(x.w, k8[3], a0);
+                    a1 = fmaf(y.x, k8[4], a1);
+                    a1 = fmaf(y.y, k8[5], a1);
+                    a1 = fmaf(y.z, k8[6], a1);
+                    a1 = fmaf(y.w, k8[7], a1);
+                }
+            }
+            for (int d4 = 0; d4 < (RAWKV ? 0 : D / 4); d4 += 2) {
                 float4 x = qr[d4], y = kr[d4];
                 a0 = fmaf(x.x, y.x, a0);
                 a0 = fmaf(x.y, y.y, a0);
@@ -313,7 +337,11 @@ __global__ void __launch_bounds__(GEN_WARPS * 32)
 #pragma unroll
             for (int c = 0; c < DCH; c++) {
                 int dd = lane + 32 * c;
-                vv[c] = dd < D ? Vs[j * dvp + dd] : 0.f;
+                if constexpr (RAWKV)
+                    vv[c] = dd < D ? attn_load_elem(src + j * rowbytes + D * kvb, dd, p.kv_dtype)
+                                   : 0.f;
+                else
+                    vv[c] = dd < D ? Vs[j * dvp + dd] : 0.f;
             }
 #pragma unroll
             for (int i = 0; i < ROWS; i++) {
@@ -448,14 +476,15 @@ static int kv_bytes_of(int dtype)
     return attn_plan_kv_bytes(dtype);
 }
 
-template <int ROWS, int D, int KVB>
+template <int ROWS, int D, int KVB, bool RAWKV = false>
 static hipError_t launch_generic_t(const attn_kparams *p, hipStream_t stream)
 {
     /* Raw stages and the arch's limit: the launch plan's (set by the host
      * from attn_plan_generic / attn_plan_mtp, the table the predicates read). */
     if (p->stages < 1 || p->stages > ATTN_GEN_MAX_STAGES)
         return hipErrorInvalidValue;
-    const int smem = attn_plan_generic_bytes(D, D, KVB, ROWS, p->stages);
+    const int smem = RAWKV ? attn_plan_generic_raw_bytes(D, D, KVB, ROWS, p->stages)
+                           : attn_plan_generic_bytes(D, D, KVB, ROWS, p->stages);
     if (smem > p->shared_limit)
         return hipErrorInvalidValue;
     /* Above 48 KB a kernel must opt in to the larger dynamic limit. Done once
@@ -465,7 +494,7 @@ static hipError_t launch_generic_t(const attn_kparams *p, hipStream_t stream)
      * harmless. */
     static volatile int opted_in = 0;
     if (!opted_in) {
-        hipError_t e = hipFuncSetAttribute((const void *)attn_generic_kernel<ROWS, D, KVB>,
+        hipError_t e = hipFuncSetAttribute((const void *)attn_generic_kernel<ROWS, D, KVB, RAWKV>,
                                            hipFuncAttributeMaxDynamicSharedMemorySize,
                                            p->shared_limit);
         if (e != hipSuccess)
@@ -473,7 +502,7 @@ static hipError_t launch_generic_t(const attn_kparams *p, hipStream_t stream)
         opted_in = 1;
     }
     dim3 grid(p->num_tokens / p->block_q + p->num_seqs, p->hkv * p->head_splits, p->nseg);
-    attn_generic_kernel<ROWS, D, KVB><<<grid, GEN_WARPS * 32, smem, stream>>>(*p);
+    attn_generic_kernel<ROWS, D, KVB, RAWKV><<<grid, GEN_WARPS * 32, smem, stream>>>(*p);
     hipError_t e = hipGetLastError();
     if (e != hipSuccess || p->nseg == 1)
         return e;
@@ -488,7 +517,9 @@ hipError_t attn_launch_reduce(const attn_kparams *p, int nseg, hipStream_t strea
 }
 
 /* The kernel is compiled per head size (the generic plugin's list) and per
- * KV element width, so that every loop has compile-time bounds. */
+ * KV element width, so that every loop has compile-time bounds; the raw-K/V
+ * variant only at the head sizes whose float tiles can exceed an arch's LDS
+ * (192, 256; the plan picks it, p->raw_kv). */
 template <int ROWS, int KVB>
 static hipError_t launch_generic_d(const attn_kparams *p, hipStream_t stream)
 {
@@ -502,9 +533,11 @@ static hipError_t launch_generic_d(const attn_kparams *p, hipStream_t stream)
     case 128:
         return launch_generic_t<ROWS, 128, KVB>(p, stream);
     case 192:
-        return launch_generic_t<ROWS, 192, KVB>(p, stream);
+        return p->raw_kv ? launch_generic_t<ROWS, 192, KVB, true>(p, stream)
+                         : launch_generic_t<ROWS, 192, KVB>(p, stream);
     case 256:
-        return launch_generic_t<ROWS, 256, KVB>(p, stream);
+        return p->raw_kv ? launch_generic_t<ROWS, 256, KVB, true>(p, stream)
+                         : launch_generic_t<ROWS, 256, KVB>(p, stream);
     default:
         return hipErrorInvalidValue;
     }

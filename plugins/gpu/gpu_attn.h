@@ -65,10 +65,11 @@ int gpu_attn_force_prefill(gpu_attn_ctx *ctx, int use);
 
 /* For tests: run the portable generic kernel with `stages` raw K/V stages
  * (1-4; the one-stage path is what gfx942 runs at head size 128 and gfx950
- * for the MTP shape) instead of the launch plan's. Refused (returns 0, the
- * plan's count stays) when the plan has no generic kernel or that many
- * stages would exceed the arch's shared memory; returns the count in use. */
-int gpu_attn_force_generic_stages(gpu_attn_ctx *ctx, int stages);
+ * for the MTP shape) and, with raw_kv at D 192/256, its raw-K/V variant
+ * (what gfx942 runs there) instead of the launch plan's choice. Returns 1
+ * when taken, 0 (the plan's choice stays) when the plan has no generic
+ * kernel or the program would exceed the arch's shared memory. */
+int gpu_attn_force_generic(gpu_attn_ctx *ctx, int stages, int raw_kv);
 
 /* The number of key segments the rule picks for a batch (1 = 2D path). */
 int gpu_attn_plan_segments(const gpu_attn_ctx *ctx, int num_tokens, int num_seqs, int max_seqlen_q,

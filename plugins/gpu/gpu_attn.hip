@@ -61,6 +61,7 @@ struct gpu_attn_ctx {
     attn_launch_plan plan;
     int decode_mma;     /* one-token batches run the matrix-unit decode kernel */
     int generic_stages; /* the portable generic kernel's stages */
+    int generic_raw;    /* ... and whether it reads K/V raw (the plan's generic-raw) */
 };
 
 /* What this build holds beyond the portable kernels (the plans' features,
@@ -278,8 +279,10 @@ extern "C" attn_status gpu_attn_create(gpu_attn_kernel kernel, const attn_shape 
         const int dk = attn_plan_find(&plan, ATTN_ROLE_DECODE);
         c->decode_mma = dk >= 0 && strcmp(plan.kernels[dk].kernel, "decode-mma") == 0;
         for (uint32_t k = 0; k < plan.num_kernels; k++)
-            if (strcmp(plan.kernels[k].kernel, "generic") == 0)
+            if (strncmp(plan.kernels[k].kernel, "generic", 7) == 0) {
                 c->generic_stages = plan.kernels[k].stages;
+                c->generic_raw = strcmp(plan.kernels[k].kernel, "generic-raw") == 0;
+            }
     }
     c->kernel = kernel;
     memcpy(&c->shape, shape, sizeof c->shape < shape->struct_size ? sizeof c->shape
@@ -321,18 +324,20 @@ extern "C" int gpu_attn_force_prefill(gpu_attn_ctx *ctx, int use)
     return ctx->prefill;
 }
 
-extern "C" int gpu_attn_force_generic_stages(gpu_attn_ctx *ctx, int stages)
+extern "C" int gpu_attn_force_generic(gpu_attn_ctx *ctx, int stages, int raw_kv)
 {
     if (!ctx || ctx->generic_stages == 0 || stages < 1 || stages > ATTN_GEN_MAX_STAGES)
-        return ctx ? ctx->generic_stages : 0;
+        return 0;
     const int rows = ctx->kernel == GPU_ATTN_KERNEL_MTP ? 16 : 4;
     const attn_shape *s = &ctx->shape;
-    if (attn_plan_generic_bytes(s->head_dim, attn_shape_head_dim_v(s),
-                                attn_plan_kv_bytes(s->kv_dtype), rows,
-                                stages) > ctx->plan.shared_limit)
-        return ctx->generic_stages;
+    raw_kv = raw_kv && rows == 4 && attn_plan_generic_raw_built(s->head_dim);
+    if (attn_plan_generic_variant_bytes(s->head_dim, attn_shape_head_dim_v(s),
+                                        attn_plan_kv_bytes(s->kv_dtype), rows, stages,
+                                        raw_kv) > ctx->plan.shared_limit)
+        return 0;
     ctx->generic_stages = stages;
-    return stages;
+    ctx->generic_raw = raw_kv;
+    return 1;
 }
 
 extern "C" void gpu_attn_destroy(gpu_attn_ctx *ctx)
@@ -691,6 +696,7 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
     p.window_right = s->window_right;
     p.softcap = s->softcap;
     p.stages = ctx->generic_stages;
+    p.raw_kv = ctx->generic_raw;
     p.shared_limit = ctx->plan.shared_limit;
     p.page_shift = -1;
     for (int sh = 0; sh < 31; sh++)

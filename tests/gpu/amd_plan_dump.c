@@ -42,10 +42,20 @@ int main(void)
                     const int d = head_dims[di];
                     if (rows == 16 && (d != ATTN_MTP_D || kvb != 1))
                         continue;
-                    const int st = attn_plan_generic_stages(d, d, kvb, rows, lim);
-                    snprintf(name, sizeof name, "attn_generic_kernel<%d, %d, %d>", rows, d, kvb);
+                    const int st = attn_plan_generic_stages(d, d, kvb, rows, lim, 0);
+                    snprintf(name, sizeof name, "attn_generic_kernel<%d, %d, %d, false>", rows, d,
+                             kvb);
                     line(lim, name, 32 * ATTN_GEN_WARPS, 0,
                          attn_plan_generic_bytes(d, d, kvb, rows, st ? st : 1), st > 0);
+                    /* the raw-K/V variant: planned where the float tiles do
+                     * not fit */
+                    if (rows != 4 || !attn_plan_generic_raw_built(d))
+                        continue;
+                    const int rst = st ? 0 : attn_plan_generic_stages(d, d, kvb, rows, lim, 1);
+                    snprintf(name, sizeof name, "attn_generic_kernel<%d, %d, %d, true>", rows, d,
+                             kvb);
+                    line(lim, name, 32 * ATTN_GEN_WARPS, 0,
+                         attn_plan_generic_raw_bytes(d, d, kvb, rows, rst ? rst : 1), rst > 0);
                 }
         /* The scalar decode kernel: static LDS only (the cross-warp merge);
          * 8 heads a program only up to D 128. */

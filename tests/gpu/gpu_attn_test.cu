@@ -111,6 +111,7 @@ struct Case {
     float k_descale, v_descale, q_descale;
     int scalar = 0; /* send multi-token batches to the portable generic kernel */
     int stages = 0; /* force the portable kernel's K/V stages (0 = the plan's) */
+    int raw_kv = 0; /* ... and its raw-K/V variant (D 192/256) */
 };
 
 struct Stats {
@@ -390,7 +391,7 @@ static bool run_case(const Case &c, Stats &st, bool verbose)
     }
     gpu_attn_force_segments(ctx, c.nseg);
     if (c.stages)
-        gpu_attn_force_generic_stages(ctx, c.stages);
+        gpu_attn_force_generic(ctx, c.stages, c.raw_kv);
     /* Which kernel runs this batch: the prefill kernel (matrix units) takes
      * multi-token batches of the shapes it supports, unless the case asks
      * for the portable scalar kernel. */
@@ -563,14 +564,15 @@ static bool run_case(const Case &c, Stats &st, bool verbose)
     bool ok = bad == 0 && bad_cpu == 0;
     if (!ok || verbose) {
         printf("%s %s: %s T=%d S=%d hq=%d hkv=%d D=%d page=%d q=%s kv=%s out=%s comp=%s causal=%d "
-               "win=(%d,%d) softcap=%g sinks=%d nseg=%d maxk=%d | max err/allowed %.3g, "
+               "win=(%d,%d) softcap=%g sinks=%d nseg=%d maxk=%d st=%d raw=%d | max err/allowed %.3g, "
                "rel L2 %.3g, bad %ld, cpu-ref bad %ld\n",
                ok ? "ok  " : "FAIL", c.name,
                c.kernel == GPU_ATTN_KERNEL_MTP ? "mtp" : on_prefill ? "prefill" : "generic", T, S,
                c.hq, c.hkv, D, c.page,
                attn_dtype_spelling(c.q_dtype), attn_dtype_spelling(c.kv_dtype),
                attn_dtype_spelling(c.out_dtype), attn_dtype_spelling(c.compute_dtype), c.causal,
-               c.wl, c.wr, c.softcap, c.sinks, nseg_used, maxk, worst, rel, bad, bad_cpu);
+               c.wl, c.wr, c.softcap, c.sinks, nseg_used, maxk, c.stages, c.raw_kv, worst, rel, bad,
+               bad_cpu);
         if (!ok && first_bad != (size_t)-1) {
             size_t tok = first_bad / ((size_t)c.hq * Dv), h = first_bad / Dv % c.hq, d = first_bad % Dv;
             printf("     first bad: token %zu head %zu d %zu: gpu %.6g ref %.6g\n", tok, h, d,
@@ -609,7 +611,9 @@ static Case random_generic(int i)
     /* Multi-token batches: half on the portable kernel, a third of those
      * with one K/V stage (the path of gfx942 at D 128). */
     c.scalar = rng_int(0, 1);
-    c.stages = rng_int(0, 2) == 0 ? 1 : 0;
+    c.stages = pick({0, 1, 2});
+    /* the raw-K/V variant of gfx942 at D 192/256, 1 or 2 stages */
+    c.raw_kv = c.stages && (c.d == 192 || c.d == 256) && rng_int(0, 1);
     int S = pick({1, 1, 2, 3, 5, 8});
     int big = rng_int(0, 3) == 0;
     for (int s = 0; s < S; s++) {
@@ -634,8 +638,10 @@ static Case random_generic(int i)
     c.scalar = rng_int(0, 1);
     /* A third of those with one K/V stage, the path of gfx942 at D 128 and
      * of the MTP shape on gfx950 (where two stages do not fit the LDS). */
-    if (c.scalar && rng_int(0, 2) == 0)
+    if (c.scalar && rng_int(0, 2) == 0) {
         c.stages = 1;
+        c.raw_kv = (c.d == 192 || c.d == 256) && rng_int(0, 1);
+    }
     limit_cost(c);
     return c;
 }

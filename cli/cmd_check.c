@@ -17,7 +17,8 @@ void cli_help_check(FILE *out)
           "diagnostic (file:line, status, message), then loads every declared plugin\n"
           "library and prints OK with its version, plugin ABI and the archs the binary\n"
           "was built for, or FAIL with the reason name and sentence (missing file,\n"
-          "dlopen error, no entry symbol, ABI refused, init failed).\n"
+          "dlopen error, no entry symbol, ABI refused, init failed, crashed or called\n"
+          "exit() while loading: each plugin is loaded in a child process first).\n"
           "\n",
           out);
     cli_help_common(out, CHECK_ACCEPT);
@@ -54,6 +55,10 @@ int cli_cmd_check(int argc, char **argv)
             return cli_usage_error("check: unknown argument '%s'", argv[i]);
     }
 
+    /* Each plugin is loaded in a child process first: one that crashes or
+     * calls exit() while loading is that plugin's FAIL line, not the end of
+     * the check (nor its exit status). */
+    c.probe_out_of_process = 1;
     rc = cli_open_registry(&c, &reg);
     if (rc != CLI_EXIT_OK)
         return rc;

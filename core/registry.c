@@ -13,13 +13,22 @@
 #define ATTNREG_FALLBACK_CONF_DIR "/usr/local/share/attnreg/conf"
 #endif
 
-ATTNREG_API void attn_registry_options_init(attn_registry_options *o)
+ATTNREG_API void attn_registry_options_init_sized(attn_registry_options *o, size_t size)
 {
-    if (!o)
+    if (!o || size < sizeof(uint32_t))
         return;
-    memset(o, 0, sizeof *o);
-    o->struct_size = sizeof *o;
-    o->log_level = -1;
+    attn_registry_options full;
+    memset(&full, 0, sizeof full);
+    full.log_level = -1;
+    uint32_t n = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
+    attn_copy_versioned(o, n, &full, sizeof full);
+    o->struct_size = n;
+}
+
+/* Hosts built before 0.3 call this symbol with a 0.2 struct at least. */
+ATTNREG_API void(attn_registry_options_init)(attn_registry_options *o)
+{
+    attn_registry_options_init_sized(o, ATTN_REGISTRY_OPTIONS_SIZE_0_2);
 }
 
 void attn_registry_add_diag(attn_registry *reg, attn_status status, const char *file, int32_t line,
@@ -122,7 +131,7 @@ ATTNREG_API attn_status attn_registry_open(const attn_registry_options *options,
     attn_registry_options opt;
     attn_registry_options_init(&opt);
     if (options) {
-        if (options->struct_size < offsetof(attn_registry_options, skip_env))
+        if (options->struct_size < ATTN_REGISTRY_OPTIONS_SIZE_0_1)
             return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
                              "options struct_size %u too small; call attn_registry_options_init()",
                              options->struct_size);
@@ -141,7 +150,7 @@ ATTNREG_API attn_status attn_registry_open(const attn_registry_options *options,
     reg->logger.fn = opt.log_fn;
     reg->logger.user = opt.log_user;
     reg->logger.level = ATTN_LOG_WARN;
-    const char *env_log = use_env ? getenv("ATTNREG_LOG") : NULL;
+    const char *env_log = use_env ? attn_env_get("ATTNREG_LOG") : NULL;
     if (opt.log_level >= ATTN_LOG_DEBUG && opt.log_level <= ATTN_LOG_OFF) {
         reg->logger.level = (attn_log_level)opt.log_level;
     } else if (env_log && *env_log) {
@@ -153,10 +162,11 @@ ATTNREG_API attn_status attn_registry_open(const attn_registry_options *options,
     if (use_env)
         attn_env_check_once(&reg->logger);
     reg->strict = opt.strict != 0;
+    reg->probe_out_of_process = opt.probe_out_of_process != 0;
     reg->runnable = opt.runnable != 0;
     const char *forced = opt.forced_backend;
     if (!forced && use_env) {
-        const char *env = getenv("ATTNREG_BACKEND");
+        const char *env = attn_env_get("ATTNREG_BACKEND");
         if (env && *env)
             forced = env;
     }
@@ -165,7 +175,8 @@ ATTNREG_API attn_status attn_registry_open(const attn_registry_options *options,
     for (uint32_t i = 0; i < opt.num_conf_paths && opt.conf_paths; i++)
         if (opt.conf_paths[i] && add_conf_path(reg, opt.conf_paths[i]))
             attn_conf_load_dir(reg, reg->conf_paths[reg->num_conf_paths - 1], 1);
-    const char *env_path = use_env && !opt.skip_env_conf_path ? getenv("ATTNREG_CONF_PATH") : NULL;
+    const char *env_path =
+        use_env && !opt.skip_env_conf_path ? attn_env_get("ATTNREG_CONF_PATH") : NULL;
     if (env_path && *env_path) {
         char *copy = attn_strdup(env_path), *save = NULL;
         for (char *dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save))
@@ -185,7 +196,7 @@ ATTNREG_API attn_status attn_registry_open(const attn_registry_options *options,
     for (uint32_t i = 0; i < opt.num_disabled_backends && opt.disabled_backends; i++)
         if (opt.disabled_backends[i])
             disable_backend(reg, opt.disabled_backends[i], "the disabled_backends option");
-    const char *env_disable = use_env ? getenv("ATTNREG_DISABLE") : NULL;
+    const char *env_disable = use_env ? attn_env_get("ATTNREG_DISABLE") : NULL;
     if (env_disable && *env_disable) {
         char *copy = attn_strdup(env_disable), *save = NULL;
         for (char *n = strtok_r(copy, ", ", &save); n; n = strtok_r(NULL, ", ", &save))

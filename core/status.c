@@ -79,6 +79,7 @@ static const char *const reason_names[ATTN_REASON_COUNT] = {
     [ATTN_REASON_ARCH_NOT_IN_BINARY] = "ARCH_NOT_IN_BINARY",
     [ATTN_REASON_NO_DEVICE] = "NO_DEVICE",
     [ATTN_REASON_OTHER] = "OTHER",
+    [ATTN_REASON_INVALID_REASON] = "INVALID_REASON",
 };
 
 ATTNREG_API const char *attn_reason_name(int32_t reason)

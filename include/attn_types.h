@@ -110,9 +110,13 @@ typedef enum attn_reason {
     /* runnable mode */
     ATTN_REASON_ARCH_NOT_IN_BINARY = 26,
     ATTN_REASON_NO_DEVICE = 27,
-    ATTN_REASON_OTHER = 28
+    ATTN_REASON_OTHER = 28,
+    /* the host's record of a predicate that answered with a code outside
+     * the plugin range (ARCH .. FP8_COMPUTE_MHA_ONLY, OTHER): conf, load and
+     * runnable codes are the host's to give (0.3) */
+    ATTN_REASON_INVALID_REASON = 29
 } attn_reason;
-#define ATTN_REASON_COUNT 29
+#define ATTN_REASON_COUNT 30
 
 /* Longest arch name, including the terminating NUL. */
 #define ATTN_ARCH_MAX 32

@@ -69,6 +69,7 @@ static const char *const expected_reason_names[ATTN_REASON_COUNT] = {
     "ARCH_NOT_IN_BINARY",
     "NO_DEVICE",
     "OTHER",
+    "INVALID_REASON",
 };
 
 START_TEST(status_names_are_the_enumerators)

@@ -64,6 +64,7 @@ ATTNREG_API attn_status attn_backend_create(attn_registry *reg, const attn_selec
                          err[0] ? err : attn_status_message(st));
     }
     b->candidate = c;
+    attn_registry_backend_created(reg);
     attn_log(&reg->logger, ATTN_LOG_DEBUG, "created %s", c->name);
     *out = b;
     return ATTN_OK;
@@ -146,8 +147,10 @@ ATTNREG_API void attn_backend_destroy(attn_backend *b)
 {
     if (!b)
         return;
+    attn_registry *reg = b->candidate->registry;
     b->candidate->desc.destroy(b->impl);
     free(b);
+    attn_registry_backend_destroyed(reg);
 }
 
 ATTNREG_API const char *attn_backend_name(const attn_backend *b)

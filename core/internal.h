@@ -262,8 +262,11 @@ struct attn_registry {
 
     attn_candidate **candidates; /* sorted: priority desc, name asc */
     size_t num_candidates;
+    size_t cap_candidates;
+    strmap candidate_names; /* name -> index while the conf is read (unsorted) */
     fallback_rule *rules;
     size_t num_rules;
+    size_t cap_rules;
 
     conf_diag *diags;
     size_t num_diags;
@@ -273,6 +276,13 @@ struct attn_registry {
     pthread_mutex_t cache_lock; /* serialises inserts; reads take no lock */
     int32_t cache_entries;      /* under cache_lock */
     int32_t cache_full_warned;  /* under cache_lock */
+    strmap interned;            /* strings of uncached decisions; under cache_lock */
+
+    /* Backends alive; a close while there are some is finished by the last
+     * attn_backend_destroy. */
+    pthread_mutex_t life_lock;
+    size_t live_backends;
+    int32_t close_pending;
 };
 
 void attn_registry_add_diag(struct attn_registry *reg, attn_status status, const char *file,
@@ -325,5 +335,9 @@ int attn_process_privileged(void);
 /* select.c: decisions */
 void attn_decision_free(decision *d);
 void attn_cache_free(struct attn_registry *reg);
+/* registry.c: a backend was created / destroyed (the last destroy after a
+ * close frees the registry). */
+void attn_registry_backend_created(struct attn_registry *reg);
+void attn_registry_backend_destroyed(struct attn_registry *reg);
 
 #endif /* ATTNREG_CORE_INTERNAL_H */

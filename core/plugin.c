@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "abi_frozen.h"
 #include "internal.h"
 
 /* The oldest descriptor layout we accept: ABI 1.0 ended before probe_devices. */
@@ -282,12 +283,21 @@ attn_status attn_candidate_probe(attn_candidate *c)
             enum { MAX_DEVICES = 64 };
             char err[256] = "";
             uint32_t count = 0;
+            /* The plugin indexes the array with its own sizeof: hand it the
+             * layout of the ABI it was built for (1.1's, the only one so
+             * far), whatever attn_device_info is in this host's headers. */
+            attn_device_info_1_1 *found = calloc(MAX_DEVICES, sizeof *found);
             c->devices = calloc(MAX_DEVICES, sizeof *c->devices);
-            for (uint32_t i = 0; c->devices && i < MAX_DEVICES; i++)
-                c->devices[i].struct_size = sizeof c->devices[i];
-            c->probe_status = c->devices ? c->desc.probe_devices(&c->ctx, c->devices, MAX_DEVICES,
-                                                                 &count, err, sizeof err)
-                                         : ATTN_ERR_NO_MEMORY;
+            for (uint32_t i = 0; found && i < MAX_DEVICES; i++)
+                found[i].struct_size = sizeof found[i];
+            c->probe_status = c->devices && found
+                                  ? c->desc.probe_devices(&c->ctx, (attn_device_info *)found,
+                                                          MAX_DEVICES, &count, err, sizeof err)
+                                  : ATTN_ERR_NO_MEMORY;
+            for (uint32_t i = 0; c->devices && found && i < MAX_DEVICES; i++)
+                attn_copy_versioned(&c->devices[i], sizeof c->devices[i], &found[i],
+                                    sizeof found[i]);
+            free(found);
             /* Everything the plugin wrote is untrusted: the error text and
              * the device strings end where their buffers end, the count is
              * what the buffer can hold. */

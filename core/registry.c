@@ -143,6 +143,7 @@ ATTNREG_API attn_status attn_registry_open(const attn_registry_options *options,
         return attn_fail(ATTN_ERR_NO_MEMORY, "out of memory");
     pthread_mutex_init(&reg->diag_lock, NULL);
     pthread_mutex_init(&reg->cache_lock, NULL);
+    pthread_mutex_init(&reg->life_lock, NULL);
     for (size_t b = 0; b < ATTN_CACHE_BUCKETS; b++)
         atomic_init(&reg->cache[b], NULL);
 
@@ -190,6 +191,8 @@ ATTNREG_API attn_status attn_registry_open(const attn_registry_options *options,
             attn_conf_load_dir(reg, reg->conf_paths[reg->num_conf_paths - 1], 0);
         free(dir);
     }
+    /* The name index holds pre-sort positions: only conf reading uses it. */
+    strmap_free(&reg->candidate_names, 0);
     if (reg->num_candidates)
         qsort(reg->candidates, reg->num_candidates, sizeof *reg->candidates, compare_candidates);
 
@@ -227,10 +230,46 @@ ATTNREG_API attn_status attn_registry_open(const attn_registry_options *options,
     return ATTN_OK;
 }
 
+static void registry_free(attn_registry *reg);
+
 ATTNREG_API void attn_registry_close(attn_registry *reg)
 {
     if (!reg)
         return;
+    /* Backends still alive keep their plugins loaded: unloading a library
+     * under a live backend would crash its next call. */
+    pthread_mutex_lock(&reg->life_lock);
+    int pending = reg->live_backends > 0;
+    reg->close_pending = pending;
+    pthread_mutex_unlock(&reg->life_lock);
+    if (pending) {
+        attn_log(&reg->logger, ATTN_LOG_DEBUG,
+                 "close with %zu live backends: the registry is freed by the last "
+                 "attn_backend_destroy",
+                 reg->live_backends);
+        return;
+    }
+    registry_free(reg);
+}
+
+void attn_registry_backend_created(attn_registry *reg)
+{
+    pthread_mutex_lock(&reg->life_lock);
+    reg->live_backends++;
+    pthread_mutex_unlock(&reg->life_lock);
+}
+
+void attn_registry_backend_destroyed(attn_registry *reg)
+{
+    pthread_mutex_lock(&reg->life_lock);
+    int last = --reg->live_backends == 0 && reg->close_pending;
+    pthread_mutex_unlock(&reg->life_lock);
+    if (last)
+        registry_free(reg);
+}
+
+static void registry_free(attn_registry *reg)
+{
     attn_cache_free(reg);
     for (size_t i = 0; i < reg->num_candidates; i++) {
         attn_candidate_unload(reg->candidates[i]);
@@ -252,6 +291,7 @@ ATTNREG_API void attn_registry_close(attn_registry *reg)
     free(reg->forced_backend);
     pthread_mutex_destroy(&reg->diag_lock);
     pthread_mutex_destroy(&reg->cache_lock);
+    pthread_mutex_destroy(&reg->life_lock);
     free(reg);
 }
 
@@ -390,10 +430,19 @@ ATTNREG_API attn_status attn_registry_probe_devices(attn_registry *reg, size_t i
         const char *msg = c->probe_message ? c->probe_message : c->load_message;
         return attn_fail(st, "%s", msg ? msg : attn_status_message(st));
     }
+    /* The host's array has the host's stride: devices[0].struct_size (0 =
+     * this library's size), never this library's sizeof. */
+    uint32_t size =
+        capacity && devices[0].struct_size ? devices[0].struct_size : (uint32_t)sizeof *devices;
+    if (capacity && size < offsetof(attn_device_info, compute_units) + sizeof(int32_t))
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                         "attn_registry_probe_devices: device struct_size %u is smaller than the "
+                         "oldest layout",
+                         size);
     for (uint32_t i = 0; i < c->num_devices && i < capacity; i++) {
-        uint32_t size = devices[i].struct_size ? devices[i].struct_size : sizeof devices[i];
-        attn_copy_versioned(&devices[i], size, &c->devices[i], sizeof c->devices[i]);
-        devices[i].struct_size = size;
+        attn_device_info *d = (attn_device_info *)((char *)devices + (size_t)i * size);
+        attn_copy_versioned(d, size, &c->devices[i], sizeof c->devices[i]);
+        d->struct_size = size;
     }
     *count = c->num_devices;
     return ATTN_OK;

@@ -544,8 +544,24 @@ static const cache_node *cache_insert(attn_registry *reg, const attn_shape *key,
     return n;
 }
 
+/* The registry's copy of `s` (taken over or freed), valid until close;
+ * under cache_lock. */
+static char *intern(attn_registry *reg, char *s)
+{
+    static char out_of_memory[] = "(out of memory)";
+    if (!s)
+        return NULL;
+    const strmap_slot *slot;
+    int put = strmap_put(&reg->interned, s, NULL, 0, &slot);
+    if (put == 1)
+        return s;
+    free(s);
+    return put == 0 ? (char *)slot->k1 : out_of_memory;
+}
+
 void attn_cache_free(attn_registry *reg)
 {
+    strmap_free(&reg->interned, 1);
     for (size_t b = 0; b < ATTN_CACHE_BUCKETS; b++) {
         cache_node *n = atomic_load_explicit(&reg->cache[b], memory_order_relaxed);
         while (n) {
@@ -580,18 +596,22 @@ ATTNREG_API attn_status attn_registry_select(attn_registry *reg, const attn_shap
         int inserted;
         n = cache_insert(reg, &key, hash, &ex.result, &inserted);
         if (!n) {
-            /* Not cached (cache full or no memory): the decision moves to a
-             * per-thread slot, so the strings the selection points at stay
-             * valid until this thread's next uncached decision. */
-            static _Thread_local decision overflow;
+            /* Not cached (cache full or no memory): the selection's strings
+             * must still live until the registry is closed, as the header
+             * promises, so they are interned in the registry (one copy per
+             * distinct string; no per-thread state to leak). */
             log_decision(reg, &ex, &ex.result);
-            attn_decision_free(&overflow);
-            overflow = ex.result;
+            decision kept = ex.result;
             memset(&ex.result, 0, sizeof ex.result);
             explanation_free_parts(&ex);
-            fill_selection(&overflow, sel);
-            if (overflow.status != ATTN_OK)
-                return attn_fail(overflow.status, "%s", overflow.message);
+            pthread_mutex_lock(&reg->cache_lock);
+            kept.message = intern(reg, kept.message);
+            kept.fallback_rule = intern(reg, kept.fallback_rule);
+            kept.fallback_message = intern(reg, kept.fallback_message);
+            pthread_mutex_unlock(&reg->cache_lock);
+            fill_selection(&kept, sel);
+            if (kept.status != ATTN_OK)
+                return attn_fail(kept.status, "%s", kept.message);
             return ATTN_OK;
         }
         if (inserted)

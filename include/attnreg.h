@@ -171,6 +171,12 @@ ATTNREG_API void attn_registry_options_init_sized(attn_registry_options *options
  * names file:line). */
 ATTNREG_API attn_status attn_registry_open(const attn_registry_options *options,
                                            attn_registry **registry);
+/* Closes the registry. With backends still alive (created and not yet
+ * destroyed) the plugins stay loaded and the registry's memory is kept until
+ * the last of them is destroyed: those backends keep working, and
+ * attn_backend_destroy of the last one finishes the close (0.3; before, the
+ * plugin was unloaded under them). After close the host uses nothing of the
+ * registry but those backends: not the handle, nor its strings. */
 ATTNREG_API void attn_registry_close(attn_registry *registry);
 
 /* Problems found while reading conf files or loading plugins. */
@@ -267,8 +273,10 @@ ATTNREG_API void attn_selection_init_sized(attn_selection *selection, size_t siz
  * ATTN_ERR_UNSUPPORTED or ATTN_ERR_BACKEND_REJECTED (forced backend).
  * Repeated calls on one shape are answered from a cache (lock-free reads) of
  * up to 65536 distinct shapes; past that bound decisions are computed on
- * every call (still correct) and their strings stay valid until the calling
- * thread's next uncached select. */
+ * every call (still correct). Either way the selection's strings stay valid
+ * until the registry is closed (0.3; past the bound the registry keeps one
+ * copy of each distinct string, so memory grows with the distinct failure
+ * messages of uncached shapes, not with the calls). */
 ATTNREG_API attn_status attn_registry_select(attn_registry *registry, const attn_shape *shape,
                                              attn_selection *selection);
 

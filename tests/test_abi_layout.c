@@ -1,0 +1,2 @@
+#include "attnreg.h"
+int main(void){return 0;}

@@ -168,9 +168,8 @@ static attn_status hostile_probe(const attn_plugin_context *ctx, attn_device_inf
 #endif
 }
 
-ATTN_PLUGIN_DEFINE(.name = HOSTILE_NAME, .version = "6.6.6",
-                   .description = "misbehaves on purpose", .built_archs = hostile_built_archs,
-                   .predicates = hostile_predicates, .num_predicates = 1, .init = hostile_init,
-                   .create = hostile_create, .workspace_size = hostile_workspace_size,
-                   .forward = hostile_forward, .destroy = hostile_destroy,
-                   .probe_devices = hostile_probe)
+ATTN_PLUGIN_DEFINE(.name = HOSTILE_NAME, .version = "6.6.6", .description = "misbehaves on purpose",
+                   .built_archs = hostile_built_archs, .predicates = hostile_predicates,
+                   .num_predicates = 1, .init = hostile_init, .create = hostile_create,
+                   .workspace_size = hostile_workspace_size, .forward = hostile_forward,
+                   .destroy = hostile_destroy, .probe_devices = hostile_probe)

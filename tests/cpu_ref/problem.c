@@ -176,7 +176,8 @@ int attn_oracle_problem_random(attn_oracle_problem *p, const attn_shape *shape_i
         const double cache_bytes = (double)blocks * page * hkv * (d > dv ? d : dv) *
                                    (double)attn_conv_dtype_size(s->kv_dtype) * 2.0;
         if (tokens > INT32_MAX || blocks > INT32_MAX || cache_bytes > ATTN_PROBLEM_MAX_BYTES)
-            return -1 + attn_tool_fail(err, err_size,
+            return -1 +
+                   attn_tool_fail(err, err_size,
                                   "problem too large: %d sequences of up to %d query and %d key "
                                   "tokens (page %d) need %.3g bytes of KV cache (limit %.3g) or "
                                   "overflow 32-bit token and block counts",

@@ -370,10 +370,14 @@ ATTNREG_API attn_status attn_registry_list(const attn_registry *reg, attn_plugin
 {
     if (!reg || !count || (capacity && !infos))
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_registry_list: bad argument");
+    /* The array has the host's stride: infos[0].struct_size (0 = this
+     * library's size), never this library's sizeof. */
+    uint32_t size =
+        capacity && infos[0].struct_size ? infos[0].struct_size : (uint32_t)sizeof *infos;
     for (size_t i = 0; i < capacity && i < reg->num_candidates; i++) {
-        if (infos[i].struct_size == 0)
-            infos[i].struct_size = sizeof infos[i];
-        attn_registry_plugin(reg, i, &infos[i]);
+        attn_plugin_info *info = (attn_plugin_info *)((char *)infos + i * size);
+        info->struct_size = size;
+        attn_registry_plugin(reg, i, info);
     }
     *count = reg->num_candidates;
     return ATTN_OK;

@@ -215,8 +215,9 @@ ATTNREG_API size_t attn_registry_plugin_count(const attn_registry *registry);
 ATTNREG_API attn_status attn_registry_plugin(const attn_registry *registry, size_t index,
                                              attn_plugin_info *out);
 /* Every candidate at once, in priority order: fills up to `capacity` infos
- * (each with struct_size set by the caller, or 0 for the current size) and
- * sets *count to the number registered, which may exceed capacity. */
+ * and sets *count to the number registered, which may exceed capacity. The
+ * array's stride is infos[0].struct_size as the caller set it (its sizeof;
+ * 0 = the library's), and every entry gets that struct_size. */
 ATTNREG_API attn_status attn_registry_list(const attn_registry *registry, attn_plugin_info *infos,
                                            size_t capacity, size_t *count);
 ATTNREG_API int attn_plugin_info_has_arch(const attn_plugin_info *info, const char *arch);

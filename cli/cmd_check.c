@@ -129,6 +129,7 @@ int cli_cmd_check(int argc, char **argv)
             name_w = (int)strlen(info.name);
     }
 
+    size_t seen_diagnostics = num_diagnostics;
     for (size_t k = 0; k < num_plugins; k++) {
         attn_plugin_info info = {.struct_size = sizeof info};
         attn_plugin_load_info load = {.struct_size = sizeof load};
@@ -172,6 +173,15 @@ int cli_cmd_check(int argc, char **argv)
             printf("        %-*s  library %s (%s:%d)\n", name_w, "",
                    info.library ? info.library : "?", info.conf_file ? info.conf_file : "?",
                    (int)info.conf_line);
+        }
+        /* Warnings the load added (a plugin library or folder that others
+         * can write, a device count cut): shown under the plugin's line. */
+        size_t now = attn_registry_diagnostic_count(reg);
+        for (; !c.json && seen_diagnostics < now; seen_diagnostics++) {
+            attn_diagnostic d = {.struct_size = sizeof d};
+            if (attn_registry_diagnostic(reg, seen_diagnostics, &d) == ATTN_OK &&
+                d.status == ATTN_OK)
+                printf("        %-*s  WARN %s\n", name_w, "", d.message ? d.message : "");
         }
     }
 

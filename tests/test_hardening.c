@@ -298,6 +298,37 @@ START_TEST(world_writable_files_are_warned)
     ck_assert_int_eq(folder, 1);
     ck_assert_int_eq(file, 1);
     attn_registry_close(reg);
+
+    /* A plugin library every user can write: loaded, with a warning. */
+    const char *lib = ts_join(dir, "libcopy.so");
+    FILE *in = fopen(ts_fake("good"), "rb"), *out = fopen(lib, "wb");
+    ck_assert(in && out);
+    char chunk[65536];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, in)) > 0)
+        ck_assert_uint_eq(fwrite(chunk, 1, n, out), n);
+    fclose(in);
+    fclose(out);
+    ck_assert_int_eq(chmod(lib, 0777), 0);
+    ts_write_plugin_ini(dir, "p.ini", "fake-good", lib, 10, "fake", NULL);
+    reg = ts_open_dir(dir);
+    size_t before = attn_registry_diagnostic_count(reg);
+    attn_plugin_load_info li;
+    memset(&li, 0, sizeof li);
+    li.struct_size = sizeof li;
+    ck_assert_int_eq(attn_registry_load_plugin(reg, 0, &li), ATTN_OK);
+    /* The library and its folder (the test's 0777 folder). */
+    ck_assert_uint_eq(attn_registry_diagnostic_count(reg), before + 2);
+    attn_diagnostic d = {.struct_size = sizeof d};
+    attn_registry_diagnostic(reg, before, &d);
+    ck_assert_int_eq(d.status, ATTN_OK);
+    ck_assert_msg(strstr(d.message, "plugin library") && strstr(d.message, "every user"), "%s",
+                  d.message);
+    attn_registry_diagnostic(reg, before + 1, &d);
+    ck_assert_int_eq(d.status, ATTN_OK);
+    ck_assert_msg(strstr(d.message, "plugin folder") && strstr(d.message, "every user"), "%s",
+                  d.message);
+    attn_registry_close(reg);
 }
 END_TEST
 

@@ -17,6 +17,11 @@
 
 /* The oldest descriptor layout we accept: ABI 1.0 ended before probe_devices. */
 #define DESCRIPTOR_1_0_SIZE offsetof(attn_plugin_descriptor, probe_devices)
+/* Bounds on what a descriptor may declare. */
+#define DESC_STRING_MAX 256 /* name, version, predicate names, with the NUL */
+#define DESC_TEXT_MAX 4096  /* description */
+#define DESC_MAX_PREDICATES 1024
+#define DESC_MAX_ARCHS 256
 /* Longest log line a plugin can hand the host. */
 #define PLUGIN_LOG_MAX 4096
 
@@ -193,6 +198,26 @@ static int load_now(attn_candidate *c)
     if (!cd->name || !cd->version)
         return load_fail(c, ATTN_ERR_ABI, ATTN_REASON_BAD_DESCRIPTOR,
                          "descriptor lacks a name or a version");
+    /* The descriptor's strings and counts are the plugin's word: each must
+     * end within a bound before the host reads it as a string or an array. */
+    if (strnlen(cd->name, DESC_STRING_MAX) == DESC_STRING_MAX ||
+        strnlen(cd->version, DESC_STRING_MAX) == DESC_STRING_MAX ||
+        (cd->description && strnlen(cd->description, DESC_TEXT_MAX) == DESC_TEXT_MAX))
+        return load_fail(c, ATTN_ERR_ABI, ATTN_REASON_BAD_DESCRIPTOR,
+                         "descriptor name or version longer than %d bytes, or description "
+                         "longer than %d",
+                         DESC_STRING_MAX - 1, DESC_TEXT_MAX - 1);
+    if (cd->num_predicates > DESC_MAX_PREDICATES)
+        return load_fail(c, ATTN_ERR_ABI, ATTN_REASON_BAD_DESCRIPTOR,
+                         "descriptor declares %u predicates, more than %d", cd->num_predicates,
+                         DESC_MAX_PREDICATES);
+    size_t num_built = 0;
+    for (const char *const *a = cd->built_archs; a && *a; a++, num_built++)
+        if (num_built == DESC_MAX_ARCHS || strnlen(*a, ATTN_ARCH_MAX) == ATTN_ARCH_MAX)
+            return load_fail(c, ATTN_ERR_ABI, ATTN_REASON_BAD_DESCRIPTOR,
+                             "built_archs holds more than %d archs or one longer than %d "
+                             "characters (or is not NULL-terminated)",
+                             DESC_MAX_ARCHS, ATTN_ARCH_MAX - 1);
     if (strcmp(cd->name, c->name) != 0)
         return load_fail(c, ATTN_ERR_ABI, ATTN_REASON_BAD_DESCRIPTOR,
                          "the library calls itself '%s' but %s:%d names it '%s'", cd->name,
@@ -204,9 +229,12 @@ static int load_now(attn_candidate *c)
         return load_fail(c, ATTN_ERR_ABI, ATTN_REASON_BAD_DESCRIPTOR,
                          "descriptor declares no capability predicates");
     for (uint32_t i = 0; i < cd->num_predicates; i++)
-        if (!cd->predicates[i].check || !cd->predicates[i].name)
+        if (!cd->predicates[i].check || !cd->predicates[i].name ||
+            strnlen(cd->predicates[i].name, DESC_STRING_MAX) == DESC_STRING_MAX)
             return load_fail(c, ATTN_ERR_ABI, ATTN_REASON_BAD_DESCRIPTOR,
-                             "predicate %u has no name or no check function", i);
+                             "predicate %u has no name (or one longer than %d bytes) or no check "
+                             "function",
+                             i, DESC_STRING_MAX - 1);
 
     strbuf sb = {0};
     for (const char *const *a = cd->built_archs; a && *a; a++)

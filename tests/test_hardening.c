@@ -87,34 +87,32 @@ START_TEST(forward_error_without_nul_is_cut)
 {
     attn_registry *reg = open_hostile("forward_unterminated", 0);
     attn_backend *b = create_ok(reg);
-    char buf[64] = {0};
-    int32_t table[1] = {0}, cu[2] = {0, 1}, used[1] = {1};
-    attn_forward_args a;
-    memset(&a, 0, sizeof a);
-    a.struct_size = sizeof a;
-    a.num_seqs = 1;
-    a.num_tokens = 1;
-    a.q = a.k_cache = a.v_cache = buf;
-    a.out = buf;
-    a.block_table = table;
-    a.cu_seqlens_q = cu;
-    a.seqused_k = used;
-    a.max_seqlen_q = a.max_seqlen_k = 1;
-    ck_assert_int_eq(attn_backend_forward(b, &a), ATTN_ERR_RUNTIME);
+    ts_tiny_batch t;
+    ts_tiny_batch_init(&t);
+    ck_assert_int_eq(attn_backend_forward(b, &t.args), ATTN_ERR_RUNTIME);
     ck_assert_uint_lt(strlen(attn_last_error()), 1024);
     attn_backend_destroy(b);
     attn_registry_close(reg);
 }
 END_TEST
 
+/* Probes hostile plugin `variant` into dev[0..capacity) and expects `want`;
+ * returns the count. */
+static uint32_t probe(const char *variant, attn_device_info *dev, uint32_t capacity,
+                      attn_status want, attn_registry **reg)
+{
+    *reg = open_hostile(variant, 0);
+    memset(dev, 0, capacity * sizeof *dev);
+    uint32_t count = 9;
+    ck_assert_int_eq(attn_registry_probe_devices(*reg, 0, dev, capacity, &count), want);
+    return count;
+}
+
 START_TEST(probe_error_without_nul_is_cut)
 {
-    attn_registry *reg = open_hostile("probe_unterminated", 0);
+    attn_registry *reg;
     attn_device_info dev[2];
-    memset(dev, 0, sizeof dev);
-    uint32_t count = 9;
-    ck_assert_int_eq(attn_registry_probe_devices(reg, 0, dev, 2, &count), ATTN_ERR_NO_DEVICE);
-    ck_assert_uint_eq(count, 0);
+    ck_assert_uint_eq(probe("probe_unterminated", dev, 2, ATTN_ERR_NO_DEVICE, &reg), 0);
     ck_assert_uint_lt(strlen(attn_last_error()), 1024);
     attn_registry_close(reg);
 }
@@ -122,12 +120,9 @@ END_TEST
 
 START_TEST(device_fields_without_nul_are_cut)
 {
-    attn_registry *reg = open_hostile("device_unterminated", 0);
+    attn_registry *reg;
     attn_device_info dev[2];
-    memset(dev, 0, sizeof dev);
-    uint32_t count = 0;
-    ck_assert_int_eq(attn_registry_probe_devices(reg, 0, dev, 2, &count), ATTN_OK);
-    ck_assert_uint_eq(count, 1);
+    ck_assert_uint_eq(probe("device_unterminated", dev, 2, ATTN_OK, &reg), 1);
     ck_assert_uint_lt(strnlen(dev[0].arch, sizeof dev[0].arch), sizeof dev[0].arch);
     ck_assert_uint_lt(strnlen(dev[0].name, sizeof dev[0].name), sizeof dev[0].name);
     attn_registry_close(reg);
@@ -136,12 +131,9 @@ END_TEST
 
 START_TEST(device_count_past_capacity_is_capped)
 {
-    attn_registry *reg = open_hostile("device_count", 0);
+    attn_registry *reg;
     attn_device_info dev[4];
-    memset(dev, 0, sizeof dev);
-    uint32_t count = 0;
-    ck_assert_int_eq(attn_registry_probe_devices(reg, 0, dev, 4, &count), ATTN_OK);
-    ck_assert_uint_le(count, 64);
+    ck_assert_uint_le(probe("device_count", dev, 4, ATTN_OK, &reg), 64);
     attn_diagnostic d;
     ck_assert_int_ge(ts_find_diagnostic(reg, NULL, -1, &d), 0);
     ck_assert_msg(strstr(d.message, "1000000") != NULL, "%s", d.message);
@@ -197,6 +189,33 @@ START_TEST(reasons_outside_the_plugin_range_are_invalid)
 }
 END_TEST
 
+/* Loading hostile plugin `variant` fails with `status`, `reason` and a
+ * message containing `says`, and leaves it unloaded. */
+static void expect_load_failure(const char *variant, int out_of_process, attn_status status,
+                                attn_reason reason, const char *says)
+{
+    attn_registry *reg = open_hostile(variant, out_of_process);
+    attn_plugin_load_info li;
+    memset(&li, 0, sizeof li);
+    li.struct_size = sizeof li;
+    ck_assert_int_eq(attn_registry_load_plugin(reg, 0, &li), status);
+    ck_assert_int_eq(li.reason, reason);
+    ck_assert_msg(strstr(li.message, says) != NULL, "%s", li.message);
+    ck_assert(!ts_is_loaded(hostile_lib(variant)));
+    attn_registry_close(reg);
+}
+
+static const char *const bad_descriptors[] = {"long_version", "predicate_count"};
+static const char *const bad_descriptor_says[] = {"longer than 255 bytes",
+                                                  "declares 100000 predicates"};
+
+START_TEST(descriptor_strings_and_counts_are_bounded)
+{
+    expect_load_failure(bad_descriptors[_i], 0, ATTN_ERR_ABI, ATTN_REASON_BAD_DESCRIPTOR,
+                        bad_descriptor_says[_i]);
+}
+END_TEST
+
 /* ---- plugins that die while loading ------------------------------------ */
 
 static const char *const dying[] = {"ctor_exit", "ctor_abort", "ctor_segv"};
@@ -205,16 +224,7 @@ static const char *const dying_says[] = {"called exit(3) while loading",
 
 START_TEST(plugin_dying_while_loading_fails_out_of_process)
 {
-    attn_registry *reg = open_hostile(dying[_i], 1);
-    attn_plugin_load_info li;
-    memset(&li, 0, sizeof li);
-    li.struct_size = sizeof li;
-    ck_assert_int_eq(attn_registry_load_plugin(reg, 0, &li), ATTN_ERR_LOAD);
-    ck_assert_int_eq(li.reason, ATTN_REASON_LOAD_FAILED);
-    ck_assert_msg(strstr(li.message, dying_says[_i]) != NULL, "%s", li.message);
-    /* Not loaded here either. */
-    ck_assert(!ts_is_loaded(hostile_lib(dying[_i])));
-    attn_registry_close(reg);
+    expect_load_failure(dying[_i], 1, ATTN_ERR_LOAD, ATTN_REASON_LOAD_FAILED, dying_says[_i]);
 }
 END_TEST
 
@@ -592,6 +602,7 @@ static Suite *hardening_suite(void)
     tcase_add_test(tc, device_count_past_capacity_is_capped);
     tcase_add_test(tc, predicate_writing_its_shape_changes_nothing);
     tcase_add_loop_test(tc, reasons_outside_the_plugin_range_are_invalid, 0, 4);
+    tcase_add_loop_test(tc, descriptor_strings_and_counts_are_bounded, 0, 2);
     suite_add_tcase(s, tc);
     tc = tcase_create("dying plugins");
     ts_add_fixtures(tc, 60);

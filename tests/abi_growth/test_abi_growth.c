@@ -140,23 +140,10 @@ START_TEST(selection_fields_do_not_shift)
     size_t bytes = 0;
     ck_assert_int_eq(attn_backend_workspace_size(b, &lim, &bytes), ATTN_OK);
     ck_assert_uint_eq(bytes, 8 * 64);
-    char buf[64] = {0}, ws[1024];
-    int32_t table[1] = {0}, cu[2] = {0, 1}, used[1] = {1};
-    attn_forward_args a;
-    memset(&a, 0, sizeof a);
-    a.struct_size = sizeof a;
-    a.num_seqs = 1;
-    a.num_tokens = 1;
-    a.q = a.k_cache = a.v_cache = buf;
-    a.out = buf;
-    a.block_table = table;
-    a.cu_seqlens_q = cu;
-    a.seqused_k = used;
-    a.max_seqlen_q = a.max_seqlen_k = 1;
-    a.workspace = ws;
-    a.workspace_size = sizeof ws;
-    ck_assert_int_eq(attn_backend_forward(b, &a), ATTN_OK);
-    ck_assert_uint_eq((unsigned char)buf[0], 0xA5);
+    ts_tiny_batch t;
+    ts_tiny_batch_init(&t);
+    ck_assert_int_eq(attn_backend_forward(b, &t.args), ATTN_OK);
+    ck_assert_uint_eq((unsigned char)t.buf[0], 0xA5);
     attn_backend_destroy(b);
     attn_registry_close(reg);
 }

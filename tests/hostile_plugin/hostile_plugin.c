@@ -12,6 +12,8 @@
  *   HOSTILE_DEVICE_COUNT         probe says it found a million devices
  *   HOSTILE_WRITES_SHAPE         a predicate writes through its const shape, then accepts
  *   HOSTILE_REASON=n             a predicate rejects with reason code n
+ *   HOSTILE_LONG_VERSION         a version string of 300 bytes
+ *   HOSTILE_PREDICATE_COUNT      num_predicates says 100000 (the array has 1)
  *   HOSTILE_CTOR_EXIT            the library's constructor calls exit(3)
  *   HOSTILE_CTOR_ABORT           ... calls abort()
  *   HOSTILE_CTOR_SEGV            ... raises SIGSEGV
@@ -168,8 +170,24 @@ static attn_status hostile_probe(const attn_plugin_context *ctx, attn_device_inf
 #endif
 }
 
-ATTN_PLUGIN_DEFINE(.name = HOSTILE_NAME, .version = "6.6.6", .description = "misbehaves on purpose",
-                   .built_archs = hostile_built_archs, .predicates = hostile_predicates,
-                   .num_predicates = 1, .init = hostile_init, .create = hostile_create,
+#if defined(HOSTILE_LONG_VERSION)
+#define HOSTILE_X10 "XXXXXXXXXX"
+#define HOSTILE_X100                                                                               \
+    HOSTILE_X10 HOSTILE_X10 HOSTILE_X10 HOSTILE_X10 HOSTILE_X10 HOSTILE_X10 HOSTILE_X10            \
+        HOSTILE_X10 HOSTILE_X10 HOSTILE_X10
+#define HOSTILE_VERSION HOSTILE_X100 HOSTILE_X100 HOSTILE_X100
+#else
+#define HOSTILE_VERSION "6.6.6"
+#endif
+#if defined(HOSTILE_PREDICATE_COUNT)
+#define HOSTILE_NUM_PREDICATES 100000
+#else
+#define HOSTILE_NUM_PREDICATES 1
+#endif
+
+ATTN_PLUGIN_DEFINE(.name = HOSTILE_NAME, .version = HOSTILE_VERSION,
+                   .description = "misbehaves on purpose", .built_archs = hostile_built_archs,
+                   .predicates = hostile_predicates, .num_predicates = HOSTILE_NUM_PREDICATES,
+                   .init = hostile_init, .create = hostile_create,
                    .workspace_size = hostile_workspace_size, .forward = hostile_forward,
                    .destroy = hostile_destroy, .probe_devices = hostile_probe)

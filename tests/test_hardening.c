@@ -240,31 +240,31 @@ END_TEST
 
 /* ---- files that are not what they seem ---------------------------------- */
 
-START_TEST(fifo_as_library_fails_without_blocking)
+/* A plugin INI naming `library` (not a regular file): the load fails with
+ * ATTN_ERR_LOAD and a message containing `says`, without blocking. */
+static void expect_library_refused(const char *library, const char *says)
 {
-    const char *fifo = ts_join(ts_dir(), "libfifo.so");
-    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
-    ts_write_plugin_ini(ts_dir(), "f.ini", "fake-good", fifo, 10, "fake", NULL);
+    ts_write_plugin_ini(ts_dir(), "f.ini", "fake-good", library, 10, "fake", NULL);
     attn_registry *reg = ts_open_dir(ts_dir());
     attn_plugin_load_info li;
     memset(&li, 0, sizeof li);
     li.struct_size = sizeof li;
     ck_assert_int_eq(attn_registry_load_plugin(reg, 0, &li), ATTN_ERR_LOAD);
-    ck_assert_msg(strstr(li.message, "a FIFO") != NULL, "%s", li.message);
+    ck_assert_msg(strstr(li.message, says) != NULL, "%s", li.message);
     attn_registry_close(reg);
+}
+
+START_TEST(fifo_as_library_fails_without_blocking)
+{
+    const char *fifo = ts_join(ts_dir(), "libfifo.so");
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    expect_library_refused(fifo, "a FIFO");
 }
 END_TEST
 
 START_TEST(device_as_library_fails)
 {
-    ts_write_plugin_ini(ts_dir(), "f.ini", "fake-good", "/dev/zero", 10, "fake", NULL);
-    attn_registry *reg = ts_open_dir(ts_dir());
-    attn_plugin_load_info li;
-    memset(&li, 0, sizeof li);
-    li.struct_size = sizeof li;
-    ck_assert_int_eq(attn_registry_load_plugin(reg, 0, &li), ATTN_ERR_LOAD);
-    ck_assert_msg(strstr(li.message, "character device") != NULL, "%s", li.message);
-    attn_registry_close(reg);
+    expect_library_refused("/dev/zero", "character device");
 }
 END_TEST
 

@@ -18,7 +18,8 @@ for h in $harnesses; do
   cp -n tests/fuzz/corpus/${h%_flags}/* "$work"/ 2>/dev/null || true
   echo "fuzz_$h: ${secs}s"
   ASAN_OPTIONS=detect_leaks=1 build-fuzz/bin/fuzz_$h -max_total_time="$secs" -max_len=65536 \
-    -timeout=10 -rss_limit_mb=2048 -close_fd_mask=3 -print_final_stats=1 "$work" 2>build-fuzz/fuzz_$h.log ||
+    -timeout=10 -rss_limit_mb=2048 -close_fd_mask=3 -print_final_stats=1 \
+    -artifact_prefix=build-fuzz/fuzz_$h- "$work" 2>build-fuzz/fuzz_$h.log ||
     { tail -60 build-fuzz/fuzz_$h.log; echo "fuzz_$h: FINDING (see build-fuzz/fuzz_$h.log)"; exit 1; }
   grep -E '^stat::number_of_executed_units|^stat::new_units_added' build-fuzz/fuzz_$h.log
 done

@@ -111,6 +111,7 @@ struct cli_common {
     int runnable;        /* --runnable: reject candidates that cannot run on this machine */
     int json;            /* --json */
     int log_level;       /* attn_log_level; -1 = ATTNREG_LOG or warn */
+    int probe_out_of_process; /* `check`: load each plugin in a child first */
 };
 
 /* Fills defaults: attn_shape_init's shape, no conf folders, log level -1. */

@@ -21,7 +21,8 @@ void cli_help_check(FILE *out)
           "message), then loads every declared plugin\n"
           "library and prints OK with its version, plugin ABI and the archs the binary\n"
           "was built for, or FAIL with the reason name and sentence (missing file,\n"
-          "dlopen error, no entry symbol, ABI refused, init failed).\n"
+          "dlopen error, no entry symbol, ABI refused, init failed, crashed or called\n"
+          "exit() while loading: each plugin is loaded in a child process first).\n"
           "\n",
           out);
     cli_help_common(out, CHECK_ACCEPT);
@@ -65,6 +66,10 @@ int cli_cmd_check(int argc, char **argv)
             return cli_usage_error("check: unknown argument '%s'", argv[i]);
     }
 
+    /* Each plugin is loaded in a child process first: one that crashes or
+     * calls exit() while loading is that plugin's FAIL line, not the end of
+     * the check (nor its exit status). */
+    c.probe_out_of_process = 1;
     rc = cli_open_registry(&c, &reg);
     if (rc != CLI_EXIT_OK)
         return rc;
@@ -145,6 +150,7 @@ int cli_cmd_check(int argc, char **argv)
             name_w = (int)strlen(info.name);
     }
 
+    size_t seen_diagnostics = num_diagnostics;
     for (size_t k = 0; k < num_plugins; k++) {
         attn_plugin_info info = {.struct_size = sizeof info};
         attn_plugin_load_info load = {.struct_size = sizeof load};
@@ -191,6 +197,15 @@ int cli_cmd_check(int argc, char **argv)
             printf("        %-*s  library %s (%s:%d)\n", name_w, "",
                    info.library ? info.library : "?", info.conf_file ? info.conf_file : "?",
                    (int)info.conf_line);
+        }
+        /* Warnings the load added (a plugin library or folder that others
+         * can write, a device count cut): shown under the plugin's line. */
+        size_t now = attn_registry_diagnostic_count(reg);
+        for (; !c.json && seen_diagnostics < now; seen_diagnostics++) {
+            attn_diagnostic d = {.struct_size = sizeof d};
+            if (attn_registry_diagnostic(reg, seen_diagnostics, &d) == ATTN_OK &&
+                d.status == ATTN_OK)
+                printf("        %-*s  WARN %s\n", name_w, "", d.message ? d.message : "");
         }
     }
 

@@ -189,8 +189,12 @@ int cli_cmd_run(int argc, char **argv)
     READ(v, f.v, "--v-cache [num_blocks of --k-cache]", run_npy_dtype(s->kv_dtype), 4, k.shape[0],
          s->page_size, hkv, dv);
     READ(cu, f.cu_seqlens_q, "--cu-seqlens-q", NPY_DTYPE_I4, 1, -1);
-    if (cu.shape[0] < 1) {
-        rc = mismatch("--cu-seqlens-q has no entries; it needs num_seqs + 1");
+    if (cu.shape[0] < 2) {
+        /* One entry is zero sequences: the library refuses a batch without
+         * sequences, which used to come out as exit 10 "internal error". */
+        rc = mismatch("--cu-seqlens-q has %lld entr%s; it needs num_seqs + 1, with at least one "
+                      "sequence",
+                      (long long)cu.shape[0], cu.shape[0] == 1 ? "y" : "ies");
         goto done;
     }
     const int32_t num_seqs = (int32_t)(cu.shape[0] - 1);

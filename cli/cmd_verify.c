@@ -110,9 +110,13 @@ int cli_cmd_verify(int argc, char **argv)
     opt.strided = strided;
     opt.extra_table_columns = 2;
     opt.extra_blocks = 2;
-    if (attn_oracle_problem_random(&problem, eff, &opt, err, sizeof err) != 0) {
-        fprintf(stderr, "attnreg: verify: %s\n", err);
+    int built = attn_oracle_problem_random(&problem, eff, &opt, err, sizeof err);
+    if (built != 0) {
         attn_registry_close(reg);
+        /* -2: the flags ask for more than verify builds: the user's to fix. */
+        if (built == -2)
+            return cli_usage_error("verify: %s", err);
+        fprintf(stderr, "attnreg: verify: %s\n", err);
         return CLI_EXIT_INTERNAL;
     }
     attn_forward_args host;

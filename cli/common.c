@@ -6,6 +6,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include <errno.h>
+#include <float.h>
 #include <limits.h>
 #include <math.h>
 #include <stdarg.h>
@@ -191,6 +192,14 @@ static int parse_softcap(const char *flag, const char *value, float *out)
     parsed = strtod(value, &end);
     if (errno != 0 || *end != '\0' || !isfinite(parsed) || parsed < 0 || parsed > 1e30)
         goto bad;
+    /* A positive value that float cannot hold (1e-50) would become 0, which
+     * means "no softcap": refuse it rather than turn the cap off silently. */
+    if (parsed > 0 && (float)parsed < FLT_MIN) {
+        cli_usage_error("%s: value '%s' is too small for a float softcap (smallest %g; 0 = no "
+                        "softcap)",
+                        flag, value, (double)FLT_MIN);
+        return -1;
+    }
     *out = (float)parsed;
     return 0;
 bad:
@@ -496,6 +505,7 @@ int cli_open_registry(const struct cli_common *c, attn_registry **reg)
     options.strict = c->strict;
     options.forced_backend = c->backend;
     options.runnable = c->runnable;
+    options.probe_out_of_process = c->probe_out_of_process;
 
     status = attn_registry_open(&options, reg);
     if (status != ATTN_OK) {

@@ -2,6 +2,7 @@
 /*
  * run_support.c — see run_support.h.
  */
+#define _GNU_SOURCE /* secure_getenv */
 #include "run_support.h"
 #include "attn_tool_error.h"
 
@@ -107,7 +108,8 @@ static void *symbol(void *library, const char *name, int *missing)
 
 static int device_index(void)
 {
-    const char *v = getenv("ATTNREG_DEVICE");
+    /* secure_getenv: nothing from the environment in a setuid attnreg. */
+    const char *v = secure_getenv("ATTNREG_DEVICE");
     return v && *v ? atoi(v) : 0;
 }
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "abi_frozen.h"
 #include "internal.h"
 
 struct attn_backend {
@@ -39,7 +40,16 @@ ATTNREG_API attn_status attn_backend_create(attn_registry *reg, const attn_selec
                          "attn_backend_create: the selection comes from another registry");
     if (!attn_candidate_ensure_loaded(c))
         return attn_fail(c->load_status, "%s: %s", c->name, c->load_message);
-    const attn_shape *s = &sel->effective_shape;
+    /* The selection may be of an older layout (its effective_shape then is
+     * too): read the shape by the struct_size the library wrote into it. */
+    attn_shape effective;
+    if (sel->struct_size < sizeof(attn_selection_0_1) ||
+        attn_shape_normalize(&sel->effective_shape, &effective) != ATTN_OK)
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                         "attn_backend_create: selection struct_size %u or its shape's is too "
+                         "small; call attn_selection_init()",
+                         sel->struct_size);
+    const attn_shape *s = &effective;
     char why[512];
     attn_status st = attn_candidate_can_run(c, s->arch, why, sizeof why);
     if (st != ATTN_OK)
@@ -49,14 +59,20 @@ ATTNREG_API attn_status attn_backend_create(attn_registry *reg, const attn_selec
     if (!b)
         return attn_fail(ATTN_ERR_NO_MEMORY, "out of memory");
     char err[512] = "";
-    st = c->desc.create(&c->ctx, s, &b->impl, err, sizeof err);
+    /* The plugin gets its own copy of the shape (a const pointer does not
+     * stop a plugin from writing through it) and its error text is cut at
+     * the buffer's end whether or not it wrote a NUL. */
+    b->shape = *s;
+    attn_shape given = *s;
+    st = c->desc.create(&c->ctx, &given, &b->impl, err, sizeof err);
+    err[sizeof err - 1] = '\0';
     if (st != ATTN_OK) {
         free(b);
         return attn_fail(st, "%s: create failed: %s", c->name,
                          err[0] ? err : attn_status_message(st));
     }
     b->candidate = c;
-    b->shape = *s;
+    attn_registry_backend_created(reg);
     attn_log(&reg->logger, ATTN_LOG_DEBUG, "created %s", c->name);
     *out = b;
     return ATTN_OK;
@@ -108,9 +124,18 @@ ATTNREG_API attn_status attn_backend_workspace_size(const attn_backend *b,
 {
     if (!b || !limits || !bytes)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_backend_workspace_size: NULL argument");
-    if (limits->struct_size < sizeof *limits)
-        return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "batch limits struct_size %u too small",
-                         limits->struct_size);
+    if (limits->struct_size < ATTN_BATCH_LIMITS_SIZE_0_1)
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                         "batch limits struct_size %u is smaller than the oldest layout's %zu",
+                         limits->struct_size, (size_t)ATTN_BATCH_LIMITS_SIZE_0_1);
+    /* Older hosts pass fewer fields: the plugin sees a whole struct of the
+     * library's size, the missing fields zero. */
+    attn_batch_limits full_limits;
+    attn_copy_versioned(&full_limits, sizeof full_limits, limits,
+                        limits->struct_size < sizeof full_limits ? limits->struct_size
+                                                                 : sizeof full_limits);
+    full_limits.struct_size = sizeof full_limits;
+    limits = &full_limits;
     if (limits->max_num_seqs <= 0 || limits->max_num_tokens <= 0)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
                          "batch limits must be positive (max_num_seqs %d, max_num_tokens %d)",
@@ -126,9 +151,16 @@ ATTNREG_API attn_status attn_backend_forward(attn_backend *b, const attn_forward
 {
     if (!b || !args)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_backend_forward: NULL argument");
-    if (args->struct_size < sizeof *args)
-        return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "forward args struct_size %u too small",
-                         args->struct_size);
+    if (args->struct_size < ATTN_FORWARD_ARGS_SIZE_0_1)
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                         "forward args struct_size %u is smaller than the oldest layout's %zu",
+                         args->struct_size, (size_t)ATTN_FORWARD_ARGS_SIZE_0_1);
+    attn_forward_args full_args;
+    if (args->struct_size < sizeof full_args) {
+        attn_copy_versioned(&full_args, sizeof full_args, args, args->struct_size);
+        full_args.struct_size = sizeof full_args;
+        args = &full_args;
+    }
     /* Cheap checks of the call against the shape the backend was built for:
      * a kernel selected for 2-4 query tokens must not be handed 8. */
     const attn_shape *s = &b->shape;
@@ -153,6 +185,7 @@ ATTNREG_API attn_status attn_backend_forward(attn_backend *b, const attn_forward
                          b->candidate->name);
     char err[512] = "";
     attn_status st = b->candidate->desc.forward(b->impl, args, err, sizeof err);
+    err[sizeof err - 1] = '\0';
     if (st != ATTN_OK)
         return attn_fail(st, "%s: forward failed: %s", b->candidate->name,
                          err[0] ? err : attn_status_message(st));
@@ -163,8 +196,10 @@ ATTNREG_API void attn_backend_destroy(attn_backend *b)
 {
     if (!b)
         return;
+    attn_registry *reg = b->candidate->registry;
     b->candidate->desc.destroy(b->impl);
     free(b);
+    attn_registry_backend_destroyed(reg);
 }
 
 ATTNREG_API const char *attn_backend_name(const attn_backend *b)

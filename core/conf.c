@@ -3,6 +3,7 @@
  * naming file:line. A file is first read whole into (section, key, value,
  * line) entries, then interpreted, so that format_version is known before any
  * other key is judged, whatever order the file uses. */
+#define _DEFAULT_SOURCE /* dirfd */
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <ini.h>
 
@@ -26,12 +28,20 @@ typedef struct conf_entry {
     int32_t line;
 } conf_entry;
 
+/* A conf file is at most this big (bytes) and its lines at most this long
+ * (bytes, without the newline): inih would split a longer line and read its
+ * tail as a new line, so such a file is refused with file:line instead. */
+#define CONF_MAX_BYTES (1 << 20)
+#define CONF_MAX_LINE ((1 << 16) - 2)
+
 typedef struct conf_file {
     const char *path;
     conf_entry *entries;
     size_t num_entries;
     size_t cap_entries;
-    FILE *fp;
+    const char *text; /* the whole file, read before parsing */
+    size_t text_len;
+    size_t text_pos;
     int32_t line;     /* the line the reader last returned */
     int32_t mid_line; /* the last read ended inside a line */
     int32_t oom;
@@ -44,13 +54,98 @@ typedef struct conf_file {
 static char *count_lines_reader(char *str, int num, void *stream)
 {
     conf_file *cf = stream;
-    char *r = fgets(str, num, cf->fp);
-    if (r) {
-        if (!cf->mid_line)
-            cf->line++;
-        cf->mid_line = strchr(r, '\n') == NULL;
+    if (num < 2 || cf->text_pos >= cf->text_len)
+        return NULL;
+    /* fgets over the in-memory file: up to a newline or num - 1 bytes. */
+    size_t room = (size_t)num - 1, n = 0;
+    const char *at = cf->text + cf->text_pos;
+    size_t left = cf->text_len - cf->text_pos;
+    while (n < room && n < left) {
+        str[n] = at[n];
+        if (at[n++] == '\n')
+            break;
     }
-    return r;
+    str[n] = '\0';
+    cf->text_pos += n;
+    if (!cf->mid_line)
+        cf->line++;
+    cf->mid_line = str[n - 1] != '\n';
+    return str;
+}
+
+/* Reads the whole file behind fd (at most CONF_MAX_BYTES) and checks what
+ * inih would get wrong silently: a line too long for it, a NUL byte. 0, or
+ * -1 after a diagnostic naming file:line. */
+static int read_conf_text(attn_registry *reg, const char *path, int fd, const struct stat *st,
+                          char **out, size_t *len)
+{
+    *out = NULL;
+    *len = 0;
+    if (st->st_size > CONF_MAX_BYTES) {
+        attn_registry_add_diag(reg, ATTN_ERR_CONF, path, 0, NULL,
+                               "%s: %lld bytes, larger than the %d a conf file may have; file "
+                               "ignored",
+                               path, (long long)st->st_size, CONF_MAX_BYTES);
+        return -1;
+    }
+    char *text = malloc((size_t)st->st_size + 1);
+    if (!text) {
+        attn_registry_add_diag(reg, ATTN_ERR_CONF, path, 0, NULL, "%s: out of memory", path);
+        return -1;
+    }
+    size_t n = 0;
+    /* Bounded by the size fstat gave, plus one byte to see growth. */
+    while (n <= (size_t)st->st_size) {
+        ssize_t r = read(fd, text + n, (size_t)st->st_size + 1 - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0) {
+            attn_registry_add_diag(reg, ATTN_ERR_IO, path, 0, NULL, "%s: read error: %s", path,
+                                   strerror(errno));
+            free(text);
+            return -1;
+        }
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    if (n > (size_t)st->st_size) {
+        attn_registry_add_diag(reg, ATTN_ERR_IO, path, 0, NULL,
+                               "%s: the file grew while it was read; file ignored", path);
+        free(text);
+        return -1;
+    }
+    int32_t line = 1;
+    size_t line_start = 0;
+    for (size_t i = 0; i <= n; i++) {
+        if (i < n && text[i] == '\0') {
+            attn_registry_add_diag(reg, ATTN_ERR_CONF, path, line, NULL,
+                                   "%s:%d: NUL byte in a conf file (the rest of the line would "
+                                   "be ignored); file ignored",
+                                   path, line);
+            free(text);
+            return -1;
+        }
+        if (i == n || text[i] == '\n') {
+            size_t length = i - line_start;
+            if (length > 0 && text[i - 1] == '\r')
+                length--;
+            if (length > CONF_MAX_LINE) {
+                attn_registry_add_diag(reg, ATTN_ERR_CONF, path, line, NULL,
+                                       "%s:%d: line of %zu bytes, longer than the %d a conf "
+                                       "line may have; file ignored",
+                                       path, line, length, CONF_MAX_LINE);
+                free(text);
+                return -1;
+            }
+            line++;
+            line_start = i + 1;
+        }
+    }
+    text[n] = '\0';
+    *out = text;
+    *len = n;
+    return 0;
 }
 
 static int collect_entry(void *user, const char *section, const char *key, const char *value)
@@ -480,10 +575,8 @@ void attn_conf_free_rule(fallback_rule *r)
 
 static attn_candidate *find_candidate(attn_registry *reg, const char *name)
 {
-    for (size_t i = 0; i < reg->num_candidates; i++)
-        if (strcmp(reg->candidates[i]->name, name) == 0)
-            return reg->candidates[i];
-    return NULL;
+    const strmap_slot *slot = strmap_find(&reg->candidate_names, name, NULL);
+    return slot ? reg->candidates[slot->value] : NULL;
 }
 
 /* 1 when two conf file paths name files of one folder. */
@@ -629,12 +722,21 @@ static void interpret_plugin(interp *it, const conf_file *cf)
         attn_conf_free_candidate(c);
         return;
     }
-    attn_candidate **p = realloc(reg->candidates, (reg->num_candidates + 1) * sizeof *p);
-    if (!p) {
+    if (reg->num_candidates == reg->cap_candidates) {
+        size_t cap = reg->cap_candidates ? reg->cap_candidates * 2 : 8;
+        attn_candidate **p = realloc(reg->candidates, cap * sizeof *p);
+        if (!p) {
+            attn_conf_free_candidate(c);
+            return;
+        }
+        reg->candidates = p;
+        reg->cap_candidates = cap;
+    }
+    const strmap_slot *slot;
+    if (strmap_put(&reg->candidate_names, c->name, NULL, reg->num_candidates, &slot) < 0) {
         attn_conf_free_candidate(c);
         return;
     }
-    reg->candidates = p;
     reg->candidates[reg->num_candidates++] = c;
 }
 
@@ -642,6 +744,7 @@ static void interpret_registry(interp *it, const conf_file *cf)
 {
     attn_registry *reg = it->reg;
     size_t first_new = reg->num_rules;
+    strmap names = {0};
     /* A rule is a [fallback:NAME] section; its keys can come in any order. */
     for (size_t i = 0; i < cf->num_entries; i++) {
         const conf_entry *e = &cf->entries[i];
@@ -659,14 +762,22 @@ static void interpret_registry(interp *it, const conf_file *cf)
         }
         const char *name = e->section + 9;
         fallback_rule *r = NULL;
-        for (size_t k = first_new; k < reg->num_rules; k++)
-            if (strcmp(reg->rules[k].name, name) == 0)
-                r = &reg->rules[k];
+        /* Rules of this file by name, in a hash: a file of many rules is
+         * read in linear time. The keys are the entries' section names. */
+        const strmap_slot *slot = strmap_find(&names, name, NULL);
+        if (slot)
+            r = &reg->rules[slot->value];
         if (!r) {
-            fallback_rule *p = realloc(reg->rules, (reg->num_rules + 1) * sizeof *p);
-            if (!p)
-                return;
-            reg->rules = p;
+            if (reg->num_rules == reg->cap_rules) {
+                size_t cap = reg->cap_rules ? reg->cap_rules * 2 : 8;
+                fallback_rule *p = realloc(reg->rules, cap * sizeof *p);
+                if (!p)
+                    break;
+                reg->rules = p;
+                reg->cap_rules = cap;
+            }
+            if (strmap_put(&names, name, NULL, reg->num_rules, &slot) < 0)
+                break;
             r = &reg->rules[reg->num_rules++];
             memset(r, 0, sizeof *r);
             r->name = attn_strdup(name);
@@ -701,6 +812,7 @@ static void interpret_registry(interp *it, const conf_file *cf)
             unknown_key(it, e);
         }
     }
+    strmap_free(&names, 0);
     for (size_t k = first_new; k < reg->num_rules; k++) {
         fallback_rule *r = &reg->rules[k];
         if ((int)r->field < 0 || !r->from || !r->to)
@@ -726,14 +838,24 @@ static void load_file(attn_registry *reg, const char *path)
 {
     conf_file cf = {0};
     cf.path = path;
-    cf.fp = fopen(path, "r");
-    if (!cf.fp) {
-        attn_registry_add_diag(reg, ATTN_ERR_IO, path, 0, NULL, "%s: cannot open: %s", path,
-                               strerror(errno));
+    struct stat st;
+    char why[256];
+    int fd = attn_open_regular(path, &st, why, sizeof why);
+    if (fd < 0) {
+        attn_registry_add_diag(reg, ATTN_ERR_IO, path, 0, NULL, "%s: cannot open: %s", path, why);
         return;
     }
+    char *text = NULL;
+    if (attn_trust_check(reg, &st, path, "conf file", NULL, ATTN_ERR_CONF) < 0 ||
+        read_conf_text(reg, path, fd, &st, &text, &cf.text_len) != 0) {
+        close(fd);
+        return;
+    }
+    close(fd);
+    cf.text = text;
     int rc = parse_with_our_options(&cf);
-    fclose(cf.fp);
+    free(text);
+    cf.text = NULL;
     if (rc != 0 || cf.oom) {
         if (rc > 0)
             attn_registry_add_diag(reg, ATTN_ERR_CONF, path, rc, NULL,
@@ -749,17 +871,23 @@ static void load_file(attn_registry *reg, const char *path)
 
     interp it = {reg, path, 0, 0};
     /* A repeated key is an error, not "last one wins": which of two values
-     * the author meant is not ours to guess. */
-    for (size_t i = 0; i < cf.num_entries; i++)
-        for (size_t j = 0; j < i; j++)
-            if (strcmp(cf.entries[i].section, cf.entries[j].section) == 0 &&
-                strcmp(cf.entries[i].key, cf.entries[j].key) == 0) {
-                CONF_ERROR(&it, cf.entries[i].line,
-                           "%s:%d: key '%s' in [%s] repeats line %d; file ignored", path,
-                           cf.entries[i].line, cf.entries[i].key, cf.entries[i].section,
-                           cf.entries[j].line);
-                break;
-            }
+     * the author meant is not ours to guess. One pass with a hash of
+     * (section, key): linear in the number of keys. */
+    strmap seen = {0};
+    for (size_t i = 0; i < cf.num_entries; i++) {
+        const strmap_slot *slot;
+        int put = strmap_put(&seen, cf.entries[i].section, cf.entries[i].key, i, &slot);
+        if (put < 0) {
+            CONF_ERROR(&it, 0, "%s: out of memory", path);
+            break;
+        }
+        if (put == 0)
+            CONF_ERROR(&it, cf.entries[i].line,
+                       "%s:%d: key '%s' in [%s] repeats line %d; file ignored", path,
+                       cf.entries[i].line, cf.entries[i].key, cf.entries[i].section,
+                       cf.entries[slot->value].line);
+    }
+    strmap_free(&seen, 0);
     if (it.errors) {
         conf_file_free(&cf);
         return;
@@ -832,6 +960,12 @@ void attn_conf_load_dir(attn_registry *reg, const char *dir, int explicit_path)
                      strerror(errno));
         return;
     }
+    struct stat dst;
+    if (fstat(dirfd(d), &dst) == 0 &&
+        attn_trust_check(reg, &dst, dir, "conf folder", NULL, ATTN_ERR_CONF) < 0) {
+        closedir(d);
+        return;
+    }
     /* Sorted, so that the order of rules and of duplicate names does not
      * depend on the file system. */
     char **names = NULL;
@@ -856,8 +990,18 @@ void attn_conf_load_dir(attn_registry *reg, const char *dir, int explicit_path)
     for (size_t i = 0; i < n; i++) {
         char *path = attn_asprintf("%s/%s", dir, names[i]);
         struct stat st;
+        errno = 0;
         if (path && stat(path, &st) == 0 && S_ISREG(st.st_mode))
             load_file(reg, path);
+        else if (path && errno == ELOOP)
+            attn_registry_add_diag(reg, ATTN_OK, path, 0, NULL,
+                                   "warning: %s is a symbolic link loop; skipped", path);
+        else if (path && lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
+            attn_registry_add_diag(reg, ATTN_OK, path, 0, NULL,
+                                   "warning: %s is a symbolic link to nothing; skipped", path);
+        else if (path && lstat(path, &st) == 0)
+            attn_registry_add_diag(reg, ATTN_OK, path, 0, NULL,
+                                   "warning: %s is not a regular file; skipped", path);
         free(path);
         free(names[i]);
     }

@@ -1,11 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* env.c — ATTNREG_* variables nobody reads. A typo (ATTNREG_BACKNED) would
+/* env.c — the one place libattnreg reads ATTNREG_* variables (attn_env_get,
+ * which gives nothing to a privileged process), and ATTNREG_* variables
+ * nobody reads. A typo (ATTNREG_BACKNED) would
  * otherwise be ignored in silence while the user believes a backend is
  * forced; the first registry opened with the environment enabled names it,
  * with the closest variable attnreg knows, once per process. */
+#define _GNU_SOURCE /* secure_getenv */
 #include <ctype.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -23,8 +29,8 @@ static const char *const known[] = {
     "ATTNREG_DISABLE",
     "ATTNREG_LOG",
     "ATTNREG_LOG_FILE",
-    /* the shipped plugins */
-    "ATTNREG_CPU_THREADS",
+    /* the GPU kernels' wgmma switch (read by plugins/gpu, for its tests and
+     * benchmarks; cpu-ref takes its thread count from [params] threads) */
     "ATTNREG_MTP_WGMMA",
     /* the attnreg command (run, verify) */
     "ATTNREG_DEVICE",
@@ -111,7 +117,7 @@ static atomic_int env_checked;
 
 void attn_env_check_once(const attn_logger *logger)
 {
-    if (atomic_exchange(&env_checked, 1))
+    if (atomic_exchange(&env_checked, 1) || attn_process_privileged())
         return;
     for (char **e = environ; e && *e; e++) {
         const char *entry = *e;
@@ -134,8 +140,24 @@ void attn_env_check_once(const attn_logger *logger)
         else
             attn_log(logger, ATTN_LOG_WARN,
                      "environment variable %.*s is not one attnreg reads (it reads "
-                     "ATTNREG_CONF_PATH, ATTNREG_BACKEND, ATTNREG_DISABLE, ATTNREG_LOG, "
-                     "ATTNREG_CPU_THREADS); ignored",
+                     "ATTNREG_CONF_PATH, ATTNREG_BACKEND, ATTNREG_DISABLE, ATTNREG_LOG); "
+                     "ignored",
                      shown, entry);
     }
+}
+
+int attn_process_privileged(void)
+{
+    /* AT_SECURE: setuid/setgid, file capabilities, an LSM transition. The
+     * id comparison covers a process that changed ids itself. */
+    return getauxval(AT_SECURE) != 0 || getuid() != geteuid() || getgid() != getegid();
+}
+
+const char *attn_env_get(const char *name)
+{
+    /* secure_getenv returns NULL when AT_SECURE is set; the id check covers
+     * the rest of attn_process_privileged. */
+    if (attn_process_privileged())
+        return NULL;
+    return secure_getenv(name);
 }

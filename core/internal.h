@@ -59,6 +59,32 @@ attn_invalid(char *msg, size_t size, const char *fmt, ...);
 /* Copy min(dst_size, src_size) bytes of a versioned struct; zero the rest. */
 void attn_copy_versioned(void *dst, uint32_t dst_size, const void *src, size_t src_size);
 
+/* A hash map from a pair of strings (b may be NULL) to an index (strmap.c).
+ * Keys are not copied: they must outlive the map (or be owned by it and
+ * freed with strmap_free(m, 1)). */
+typedef struct strmap_slot {
+    uint64_t hash;
+    const char *k1; /* NULL = empty slot */
+    const char *k2;
+    size_t value;
+} strmap_slot;
+typedef struct strmap {
+    strmap_slot *slots;
+    size_t cap; /* a power of two */
+    size_t len;
+} strmap;
+const strmap_slot *strmap_find(const strmap *m, const char *a, const char *b);
+/* 1 inserted, 0 present already (*found is the existing slot), -1 no memory. */
+int strmap_put(strmap *m, const char *a, const char *b, size_t value, const strmap_slot **found);
+void strmap_free(strmap *m, int free_keys);
+
+/* The reason codes a plugin's predicate may give. */
+static inline int attn_reason_is_plugin(int32_t reason)
+{
+    return (reason >= ATTN_REASON_ARCH && reason <= ATTN_REASON_FP8_COMPUTE_MHA_ONLY) ||
+           reason == ATTN_REASON_OTHER || reason == ATTN_REASON_RESOURCE;
+}
+
 /* ---- logging (log.c) ------------------------------------------------- */
 
 typedef struct attn_logger {
@@ -246,6 +272,7 @@ typedef struct cache_node {
 
 struct attn_registry {
     attn_logger logger;
+    int32_t probe_out_of_process;
     int32_t strict;
     int32_t runnable;
     char *forced_backend;
@@ -255,8 +282,11 @@ struct attn_registry {
 
     attn_candidate **candidates; /* sorted: priority desc, name asc */
     size_t num_candidates;
+    size_t cap_candidates;
+    strmap candidate_names; /* name -> index while the conf is read (unsorted) */
     fallback_rule *rules;
     size_t num_rules;
+    size_t cap_rules;
 
     conf_diag *diags;
     size_t num_diags;
@@ -266,6 +296,13 @@ struct attn_registry {
     pthread_mutex_t cache_lock; /* serialises inserts; reads take no lock */
     int32_t cache_entries;      /* under cache_lock */
     int32_t cache_full_warned;  /* under cache_lock */
+    strmap interned;            /* strings of uncached decisions; under cache_lock */
+
+    /* Backends alive; a close while there are some is finished by the last
+     * attn_backend_destroy. */
+    pthread_mutex_t life_lock;
+    size_t live_backends;
+    int32_t close_pending;
 };
 
 void attn_registry_add_diag(struct attn_registry *reg, attn_status status, const char *file,
@@ -274,6 +311,18 @@ void attn_registry_add_diag(struct attn_registry *reg, attn_status status, const
     __attribute__((format(printf, 6, 7)))
 #endif
     ;
+
+/* fsafe.c: opens `path` read-only when it is a regular file (no FIFO,
+ * device, directory; a FIFO does not block the open) and fills *st; -1 with
+ * a sentence in why otherwise. */
+struct stat;
+int attn_open_regular(const char *path, struct stat *st, char *why, size_t size);
+/* Judges a conf folder, conf file or plugin library by its owner and mode:
+ * 0 fine; writable by others or owned by another user: a warning diagnostic
+ * (1) in a normal process, a refusal with refuse_status (-1) in a privileged
+ * one, where group-writable is refused too. */
+int attn_trust_check(struct attn_registry *reg, const struct stat *st, const char *path,
+                     const char *what, const char *plugin, attn_status refuse_status);
 
 /* conf.c -- read every INI of one folder into the registry. */
 void attn_conf_load_dir(struct attn_registry *reg, const char *dir, int explicit_path);
@@ -298,9 +347,18 @@ attn_status attn_candidate_can_run(attn_candidate *c, const char *arch, char *ms
 
 /* env.c: warns once per process about ATTNREG_* variables nobody reads. */
 void attn_env_check_once(const attn_logger *logger);
+/* env.c: every ATTNREG_* read of the library. NULL when unset or when the
+ * process is privileged (setuid/setgid, capabilities: AT_SECURE), so that a
+ * user cannot steer a privileged host's conf path, backend or log. */
+const char *attn_env_get(const char *name);
+int attn_process_privileged(void);
 
 /* select.c: decisions */
 void attn_decision_free(decision *d);
 void attn_cache_free(struct attn_registry *reg);
+/* registry.c: a backend was created / destroyed (the last destroy after a
+ * close frees the registry). */
+void attn_registry_backend_created(struct attn_registry *reg);
+void attn_registry_backend_destroyed(struct attn_registry *reg);
 
 #endif /* ATTNREG_CORE_INTERNAL_H */

@@ -6,22 +6,35 @@
  * state lock-free. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include "abi_frozen.h"
 #include "internal.h"
 
 /* The oldest descriptor layout we accept: ABI 1.0 ended before probe_devices. */
 #define DESCRIPTOR_1_0_SIZE offsetof(attn_plugin_descriptor, probe_devices)
+/* Bounds on what a descriptor may declare. */
+#define DESC_STRING_MAX 256 /* name, version, predicate names, with the NUL */
+#define DESC_TEXT_MAX 4096  /* description */
+#define DESC_MAX_PREDICATES 1024
+#define DESC_MAX_ARCHS 256
+/* Longest log line a plugin can hand the host. */
+#define PLUGIN_LOG_MAX 4096
 
 static void plugin_log(void *host, int32_t level, const char *message)
 {
     attn_candidate *c = host;
     if (level < ATTN_LOG_DEBUG || level > ATTN_LOG_ERROR)
         level = ATTN_LOG_INFO;
-    attn_log_plugin(&c->registry->logger, (attn_log_level)level, c->name, "%s",
-                    message ? message : "");
+    /* The plugin's text is capped: a message without its NUL must not run
+     * the logger through the plugin's memory. */
+    attn_log_plugin(&c->registry->logger, (attn_log_level)level, c->name, "%.*s",
+                    (int)(message ? strnlen(message, PLUGIN_LOG_MAX) : 0), message ? message : "");
 }
 
 static int copy_arch_limits(attn_candidate *c);
@@ -48,12 +61,101 @@ load_fail(attn_candidate *c, attn_status status, attn_reason reason, const char 
     return 0;
 }
 
+static int load_now(attn_candidate *c);
+
+/* Loads the plugin once in a forked child first (the registry option
+ * probe_out_of_process; `attnreg check` uses it), so that a plugin whose
+ * constructor or init crashes or calls exit() fails as a plugin instead of
+ * taking the host down. 1 when the child finished loading (whether or not
+ * the load succeeded: an ordinary failure repeats, and is reported, in
+ * process); 0 with the sentence in msg when the child died. */
+static int probe_in_child(attn_candidate *c, char *msg, size_t size)
+{
+    int fds[2];
+    if (pipe(fds) != 0) {
+        snprintf(msg, size, "cannot load out of process: pipe: %s", strerror(errno));
+        return 0;
+    }
+    /* Buffered output would otherwise be written twice if the plugin calls
+     * exit() in the child. */
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        snprintf(msg, size, "cannot load out of process: fork: %s", strerror(errno));
+        close(fds[0]);
+        close(fds[1]);
+        return 0;
+    }
+    if (pid == 0) {
+        close(fds[0]);
+        c->registry->logger.level = ATTN_LOG_OFF; /* the parent reports */
+        c->registry->probe_out_of_process = 0;
+        char done = load_now(c) ? 'K' : 'F';
+        ssize_t w = write(fds[1], &done, 1);
+        _exit(w == 1 ? 0 : 1);
+    }
+    close(fds[1]);
+    char done = 0;
+    ssize_t n;
+    do
+        n = read(fds[0], &done, 1);
+    while (n < 0 && errno == EINTR);
+    close(fds[0]);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (n == 1)
+        return 1;
+    if (WIFSIGNALED(status))
+        snprintf(msg, size, "crashed while loading (signal %d, %s)", WTERMSIG(status),
+                 strsignal(WTERMSIG(status)));
+    else if (WIFEXITED(status))
+        snprintf(msg, size, "called exit(%d) while loading", WEXITSTATUS(status));
+    else
+        snprintf(msg, size, "died while loading (wait status %d)", status);
+    return 0;
+}
+
 static int load_now(attn_candidate *c)
 {
     struct stat st;
     if (stat(c->library, &st) != 0)
         return load_fail(c, ATTN_ERR_LOAD, ATTN_REASON_LOAD_FAILED,
                          "library %s cannot be found: %s", c->library, strerror(errno));
+    /* A FIFO named as the library would block dlopen forever, a device
+     * would be read without end: only a regular file is opened. */
+    char why[256];
+    int fd = attn_open_regular(c->library, &st, why, sizeof why);
+    if (fd < 0)
+        return load_fail(c, ATTN_ERR_LOAD, ATTN_REASON_LOAD_FAILED, "library %s: %s", c->library,
+                         why);
+    close(fd);
+    if (attn_trust_check(c->registry, &st, c->library, "plugin library", c->name, ATTN_ERR_LOAD) <
+        0)
+        return load_fail(c, ATTN_ERR_LOAD, ATTN_REASON_LOAD_FAILED,
+                         "library %s is writable by others or not owned by root or this "
+                         "process's user; not loaded in a privileged process",
+                         c->library);
+    const char *slash = strrchr(c->library, '/');
+    if (slash) {
+        char *dir =
+            attn_asprintf("%.*s", slash == c->library ? 1 : (int)(slash - c->library), c->library);
+        struct stat dst;
+        int refused =
+            dir && stat(dir, &dst) == 0 &&
+            attn_trust_check(c->registry, &dst, dir, "plugin folder", c->name, ATTN_ERR_LOAD) < 0;
+        free(dir);
+        if (refused)
+            return load_fail(c, ATTN_ERR_LOAD, ATTN_REASON_LOAD_FAILED,
+                             "the folder of library %s is writable by others or not owned by "
+                             "root or this process's user; not loaded in a privileged process",
+                             c->library);
+    }
+    if (c->registry->probe_out_of_process) {
+        char crash[256];
+        if (!probe_in_child(c, crash, sizeof crash))
+            return load_fail(c, ATTN_ERR_LOAD, ATTN_REASON_LOAD_FAILED, "%s", crash);
+    }
     dlerror();
     /* RTLD_LOCAL: two plugins may define the same internal symbols. */
     c->dl_handle = dlopen(c->library, RTLD_NOW | RTLD_LOCAL);
@@ -99,6 +201,26 @@ static int load_now(attn_candidate *c)
     if (!cd->name || !cd->version)
         return load_fail(c, ATTN_ERR_ABI, ATTN_REASON_BAD_DESCRIPTOR,
                          "descriptor lacks a name or a version");
+    /* The descriptor's strings and counts are the plugin's word: each must
+     * end within a bound before the host reads it as a string or an array. */
+    if (strnlen(cd->name, DESC_STRING_MAX) == DESC_STRING_MAX ||
+        strnlen(cd->version, DESC_STRING_MAX) == DESC_STRING_MAX ||
+        (cd->description && strnlen(cd->description, DESC_TEXT_MAX) == DESC_TEXT_MAX))
+        return load_fail(c, ATTN_ERR_ABI, ATTN_REASON_BAD_DESCRIPTOR,
+                         "descriptor name or version longer than %d bytes, or description "
+                         "longer than %d",
+                         DESC_STRING_MAX - 1, DESC_TEXT_MAX - 1);
+    if (cd->num_predicates > DESC_MAX_PREDICATES)
+        return load_fail(c, ATTN_ERR_ABI, ATTN_REASON_BAD_DESCRIPTOR,
+                         "descriptor declares %u predicates, more than %d", cd->num_predicates,
+                         DESC_MAX_PREDICATES);
+    size_t num_built = 0;
+    for (const char *const *a = cd->built_archs; a && *a; a++, num_built++)
+        if (num_built == DESC_MAX_ARCHS || strnlen(*a, ATTN_ARCH_MAX) == ATTN_ARCH_MAX)
+            return load_fail(c, ATTN_ERR_ABI, ATTN_REASON_BAD_DESCRIPTOR,
+                             "built_archs holds more than %d archs or one longer than %d "
+                             "characters (or is not NULL-terminated)",
+                             DESC_MAX_ARCHS, ATTN_ARCH_MAX - 1);
     if (strcmp(cd->name, c->name) != 0)
         return load_fail(c, ATTN_ERR_ABI, ATTN_REASON_BAD_DESCRIPTOR,
                          "the library calls itself '%s' but %s:%d names it '%s'", cd->name,
@@ -110,9 +232,12 @@ static int load_now(attn_candidate *c)
         return load_fail(c, ATTN_ERR_ABI, ATTN_REASON_BAD_DESCRIPTOR,
                          "descriptor declares no capability predicates");
     for (uint32_t i = 0; i < cd->num_predicates; i++)
-        if (!cd->predicates[i].check || !cd->predicates[i].name)
+        if (!cd->predicates[i].check || !cd->predicates[i].name ||
+            strnlen(cd->predicates[i].name, DESC_STRING_MAX) == DESC_STRING_MAX)
             return load_fail(c, ATTN_ERR_ABI, ATTN_REASON_BAD_DESCRIPTOR,
-                             "predicate %u has no name or no check function", i);
+                             "predicate %u has no name (or one longer than %d bytes) or no check "
+                             "function",
+                             i, DESC_STRING_MAX - 1);
 
     strbuf sb = {0};
     for (const char *const *a = cd->built_archs; a && *a; a++)
@@ -230,13 +355,36 @@ attn_status attn_candidate_probe(attn_candidate *c)
             enum { MAX_DEVICES = 64 };
             char err[256] = "";
             uint32_t count = 0;
+            /* The plugin indexes the array with its own sizeof: hand it the
+             * layout of the ABI it was built for (1.1's, the only one so
+             * far), whatever attn_device_info is in this host's headers. */
+            attn_device_info_1_1 *found = calloc(MAX_DEVICES, sizeof *found);
             c->devices = calloc(MAX_DEVICES, sizeof *c->devices);
-            for (uint32_t i = 0; c->devices && i < MAX_DEVICES; i++)
-                c->devices[i].struct_size = sizeof c->devices[i];
-            c->probe_status = c->devices ? c->desc.probe_devices(&c->ctx, c->devices, MAX_DEVICES,
-                                                                 &count, err, sizeof err)
-                                         : ATTN_ERR_NO_MEMORY;
+            for (uint32_t i = 0; found && i < MAX_DEVICES; i++)
+                found[i].struct_size = sizeof found[i];
+            c->probe_status = c->devices && found
+                                  ? c->desc.probe_devices(&c->ctx, (attn_device_info *)found,
+                                                          MAX_DEVICES, &count, err, sizeof err)
+                                  : ATTN_ERR_NO_MEMORY;
+            for (uint32_t i = 0; c->devices && found && i < MAX_DEVICES; i++)
+                attn_copy_versioned(&c->devices[i], sizeof c->devices[i], &found[i],
+                                    sizeof found[i]);
+            free(found);
+            /* Everything the plugin wrote is untrusted: the error text and
+             * the device strings end where their buffers end, the count is
+             * what the buffer can hold. */
+            err[sizeof err - 1] = '\0';
+            if (count > MAX_DEVICES)
+                attn_registry_add_diag(c->registry, ATTN_OK, c->conf_file, c->name_line, c->name,
+                                       "%s: probe_devices reported %u devices but the host "
+                                       "offered room for %d; the rest are ignored",
+                                       c->name, count, (int)MAX_DEVICES);
             c->num_devices = count > MAX_DEVICES ? MAX_DEVICES : count;
+            for (uint32_t i = 0; c->devices && i < c->num_devices; i++) {
+                c->devices[i].struct_size = sizeof c->devices[i];
+                c->devices[i].arch[sizeof c->devices[i].arch - 1] = '\0';
+                c->devices[i].name[sizeof c->devices[i].name - 1] = '\0';
+            }
             if (c->probe_status == ATTN_OK && c->num_devices == 0) {
                 c->probe_status = ATTN_ERR_NO_DEVICE;
                 if (!err[0])

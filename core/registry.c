@@ -19,13 +19,22 @@
 /* Numbers registries in log lines (reg=N), in opening order. */
 static atomic_uint registries_opened;
 
-ATTNREG_API void attn_registry_options_init(attn_registry_options *o)
+ATTNREG_API void attn_registry_options_init_sized(attn_registry_options *o, size_t size)
 {
-    if (!o)
+    if (!o || size < sizeof(uint32_t))
         return;
-    memset(o, 0, sizeof *o);
-    o->struct_size = sizeof *o;
-    o->log_level = -1;
+    attn_registry_options full;
+    memset(&full, 0, sizeof full);
+    full.log_level = -1;
+    uint32_t n = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
+    attn_copy_versioned(o, n, &full, sizeof full);
+    o->struct_size = n;
+}
+
+/* Hosts built before 0.3 call this symbol with a 0.2 struct at least. */
+ATTNREG_API void(attn_registry_options_init)(attn_registry_options *o)
+{
+    attn_registry_options_init_sized(o, ATTN_REGISTRY_OPTIONS_SIZE_0_2);
 }
 
 void attn_registry_add_diag(attn_registry *reg, attn_status status, const char *file, int32_t line,
@@ -158,7 +167,7 @@ ATTNREG_API attn_status attn_registry_open(const attn_registry_options *options,
     attn_registry_options opt;
     attn_registry_options_init(&opt);
     if (options) {
-        if (options->struct_size < offsetof(attn_registry_options, skip_env))
+        if (options->struct_size < ATTN_REGISTRY_OPTIONS_SIZE_0_1)
             return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
                              "options struct_size %u too small; call attn_registry_options_init()",
                              options->struct_size);
@@ -170,6 +179,7 @@ ATTNREG_API attn_status attn_registry_open(const attn_registry_options *options,
         return attn_fail(ATTN_ERR_NO_MEMORY, "out of memory");
     pthread_mutex_init(&reg->diag_lock, NULL);
     pthread_mutex_init(&reg->cache_lock, NULL);
+    pthread_mutex_init(&reg->life_lock, NULL);
     for (size_t b = 0; b < ATTN_CACHE_BUCKETS; b++)
         atomic_init(&reg->cache[b], NULL);
 
@@ -178,7 +188,7 @@ ATTNREG_API attn_status attn_registry_open(const attn_registry_options *options,
     reg->logger.user = opt.log_user;
     reg->logger.level = ATTN_LOG_WARN;
     reg->logger.id = (unsigned)atomic_fetch_add(&registries_opened, 1) + 1;
-    const char *log_file = use_env && !opt.log_fn ? getenv("ATTNREG_LOG_FILE") : NULL;
+    const char *log_file = use_env && !opt.log_fn ? attn_env_get("ATTNREG_LOG_FILE") : NULL;
     if (log_file && *log_file) {
         /* Appending, so several processes (and registries) can share one
          * file; each line is written whole and flushed. */
@@ -188,7 +198,7 @@ ATTNREG_API attn_status attn_registry_open(const attn_registry_options *options,
                      "ATTNREG_LOG_FILE=%s cannot be opened for appending: %s; logging to stderr",
                      log_file, strerror(errno));
     }
-    const char *env_log = use_env ? getenv("ATTNREG_LOG") : NULL;
+    const char *env_log = use_env ? attn_env_get("ATTNREG_LOG") : NULL;
     if (opt.log_level >= ATTN_LOG_DEBUG && opt.log_level <= ATTN_LOG_OFF) {
         reg->logger.level = (attn_log_level)opt.log_level;
     } else if (env_log && *env_log) {
@@ -200,10 +210,11 @@ ATTNREG_API attn_status attn_registry_open(const attn_registry_options *options,
     if (use_env)
         attn_env_check_once(&reg->logger);
     reg->strict = opt.strict != 0;
+    reg->probe_out_of_process = opt.probe_out_of_process != 0;
     reg->runnable = opt.runnable != 0;
     const char *forced = opt.forced_backend;
     if (!forced && use_env) {
-        const char *env = getenv("ATTNREG_BACKEND");
+        const char *env = attn_env_get("ATTNREG_BACKEND");
         if (env && *env)
             forced = env;
     }
@@ -215,7 +226,8 @@ ATTNREG_API attn_status attn_registry_open(const attn_registry_options *options,
     for (uint32_t i = 0; i < opt.num_conf_paths && opt.conf_paths; i++)
         if (opt.conf_paths[i] && add_conf_path(reg, opt.conf_paths[i], "option"))
             attn_conf_load_dir(reg, reg->conf_paths[reg->num_conf_paths - 1], 1);
-    const char *env_path = use_env && !opt.skip_env_conf_path ? getenv("ATTNREG_CONF_PATH") : NULL;
+    const char *env_path =
+        use_env && !opt.skip_env_conf_path ? attn_env_get("ATTNREG_CONF_PATH") : NULL;
     if (env_path && *env_path) {
         char *copy = attn_strdup(env_path), *save = NULL;
         for (char *dir = strtok_r(copy, ":", &save); dir; dir = strtok_r(NULL, ":", &save))
@@ -233,13 +245,15 @@ ATTNREG_API attn_status attn_registry_open(const attn_registry_options *options,
             attn_conf_load_dir(reg, reg->conf_paths[reg->num_conf_paths - 1], 0);
         free(dir);
     }
+    /* The name index holds pre-sort positions: only conf reading uses it. */
+    strmap_free(&reg->candidate_names, 0);
     if (reg->num_candidates)
         qsort(reg->candidates, reg->num_candidates, sizeof *reg->candidates, compare_candidates);
 
     for (uint32_t i = 0; i < opt.num_disabled_backends && opt.disabled_backends; i++)
         if (opt.disabled_backends[i])
             disable_backend(reg, opt.disabled_backends[i], "the disabled_backends option");
-    const char *env_disable = use_env ? getenv("ATTNREG_DISABLE") : NULL;
+    const char *env_disable = use_env ? attn_env_get("ATTNREG_DISABLE") : NULL;
     if (env_disable && *env_disable) {
         char *copy = attn_strdup(env_disable), *save = NULL;
         for (char *n = strtok_r(copy, ", ", &save); n; n = strtok_r(NULL, ", ", &save))
@@ -270,10 +284,46 @@ ATTNREG_API attn_status attn_registry_open(const attn_registry_options *options,
     return ATTN_OK;
 }
 
+static void registry_free(attn_registry *reg);
+
 ATTNREG_API void attn_registry_close(attn_registry *reg)
 {
     if (!reg)
         return;
+    /* Backends still alive keep their plugins loaded: unloading a library
+     * under a live backend would crash its next call. */
+    pthread_mutex_lock(&reg->life_lock);
+    int pending = reg->live_backends > 0;
+    reg->close_pending = pending;
+    pthread_mutex_unlock(&reg->life_lock);
+    if (pending) {
+        attn_log(&reg->logger, ATTN_LOG_DEBUG,
+                 "close with %zu live backends: the registry is freed by the last "
+                 "attn_backend_destroy",
+                 reg->live_backends);
+        return;
+    }
+    registry_free(reg);
+}
+
+void attn_registry_backend_created(attn_registry *reg)
+{
+    pthread_mutex_lock(&reg->life_lock);
+    reg->live_backends++;
+    pthread_mutex_unlock(&reg->life_lock);
+}
+
+void attn_registry_backend_destroyed(attn_registry *reg)
+{
+    pthread_mutex_lock(&reg->life_lock);
+    int last = --reg->live_backends == 0 && reg->close_pending;
+    pthread_mutex_unlock(&reg->life_lock);
+    if (last)
+        registry_free(reg);
+}
+
+static void registry_free(attn_registry *reg)
+{
     attn_cache_free(reg);
     for (size_t i = 0; i < reg->num_candidates; i++) {
         attn_candidate_unload(reg->candidates[i]);
@@ -298,6 +348,7 @@ ATTNREG_API void attn_registry_close(attn_registry *reg)
         fclose(reg->logger.file);
     pthread_mutex_destroy(&reg->diag_lock);
     pthread_mutex_destroy(&reg->cache_lock);
+    pthread_mutex_destroy(&reg->life_lock);
     free(reg);
 }
 
@@ -381,10 +432,14 @@ ATTNREG_API attn_status attn_registry_list(const attn_registry *reg, attn_plugin
 {
     if (!reg || !count || (capacity && !infos))
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_registry_list: bad argument");
+    /* The array has the host's stride: infos[0].struct_size (0 = this
+     * library's size), never this library's sizeof. */
+    uint32_t size =
+        capacity && infos[0].struct_size ? infos[0].struct_size : (uint32_t)sizeof *infos;
     for (size_t i = 0; i < capacity && i < reg->num_candidates; i++) {
-        if (infos[i].struct_size == 0)
-            infos[i].struct_size = sizeof infos[i];
-        attn_registry_plugin(reg, i, &infos[i]);
+        attn_plugin_info *info = (attn_plugin_info *)((char *)infos + i * size);
+        info->struct_size = size;
+        attn_registry_plugin(reg, i, info);
     }
     *count = reg->num_candidates;
     return ATTN_OK;
@@ -444,10 +499,19 @@ ATTNREG_API attn_status attn_registry_probe_devices(attn_registry *reg, size_t i
         const char *msg = c->probe_message ? c->probe_message : c->load_message;
         return attn_fail(st, "%s", msg ? msg : attn_status_message(st));
     }
+    /* The host's array has the host's stride: devices[0].struct_size (0 =
+     * this library's size), never this library's sizeof. */
+    uint32_t size =
+        capacity && devices[0].struct_size ? devices[0].struct_size : (uint32_t)sizeof *devices;
+    if (capacity && size < offsetof(attn_device_info, compute_units) + sizeof(int32_t))
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                         "attn_registry_probe_devices: device struct_size %u is smaller than the "
+                         "oldest layout",
+                         size);
     for (uint32_t i = 0; i < c->num_devices && i < capacity; i++) {
-        uint32_t size = devices[i].struct_size ? devices[i].struct_size : sizeof devices[i];
-        attn_copy_versioned(&devices[i], size, &c->devices[i], sizeof c->devices[i]);
-        devices[i].struct_size = size;
+        attn_device_info *d = (attn_device_info *)((char *)devices + (size_t)i * size);
+        attn_copy_versioned(d, size, &c->devices[i], sizeof c->devices[i]);
+        d->struct_size = size;
     }
     *count = c->num_devices;
     return ATTN_OK;

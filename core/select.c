@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "abi_frozen.h"
 #include "internal.h"
 
 /* ---- records ----------------------------------------------------------- */
@@ -142,15 +143,21 @@ static int check_plugin_layer(attn_candidate *c, const attn_shape *s, verdict_re
         attn_verdict v;
         memset(&v, 0, sizeof v);
         v.struct_size = sizeof v;
-        if (p->check(&c->ctx, s, &v))
+        /* Each predicate sees a private copy: one that writes through its
+         * const pointer cannot change the shape the host is told about, or
+         * what the next predicate sees. */
+        attn_shape given = *s;
+        if (p->check(&c->ctx, &given, &v))
             continue;
         /* A plugin that rejects without saying why still gets a record that
          * names the predicate, so the trail is never blank. */
         v.message[sizeof v.message - 1] = '\0';
-        int32_t reason = v.reason > ATTN_REASON_NONE && v.reason < ATTN_REASON_COUNT
-                             ? v.reason
-                             : ATTN_REASON_OTHER;
-        return reject(r, reason, p->name, NULL, 0, "%s",
+        if (!attn_reason_is_plugin(v.reason))
+            return reject(r, ATTN_REASON_INVALID_REASON, p->name, NULL, 0,
+                          "plugin returned an invalid reason %d (%s) from predicate %s: %s",
+                          (int)v.reason, attn_reason_name(v.reason), p->name,
+                          v.message[0] ? v.message : "rejected without a reason");
+        return reject(r, v.reason, p->name, NULL, 0, "%s",
                       v.message[0] ? v.message : "rejected without a reason");
     }
     return 1;
@@ -383,7 +390,8 @@ static void explanation_free_parts(attn_explanation *ex)
 
 static void fill_selection(const decision *d, attn_selection *out)
 {
-    if (out->struct_size == sizeof *out) {
+    const uint32_t size = out->struct_size;
+    if (size == sizeof *out) {
         out->backend_name = d->winner ? d->winner->name : NULL;
         out->candidate = d->winner;
         out->effective_shape = d->effective;
@@ -396,9 +404,29 @@ static void fill_selection(const decision *d, attn_selection *out)
         out->graph_capturable = d->winner && d->winner->desc.graph_capturable ? 1 : 0;
         return;
     }
+    if (size <= sizeof(attn_selection_0_1) && size < sizeof *out) {
+        /* A host built against 0.1's layout: its effective_shape is 0.1's
+         * attn_shape and the fields after it sit where 0.1 put them. */
+        attn_selection_0_1 old;
+        memset(&old, 0, sizeof old);
+        old.struct_size = size;
+        old.backend_name = d->winner ? d->winner->name : NULL;
+        old.candidate = d->winner;
+        attn_copy_versioned(&old.effective_shape, sizeof old.effective_shape, &d->effective,
+                            sizeof d->effective);
+        old.effective_shape.struct_size = sizeof old.effective_shape;
+        old.fallback_applied = d->fallback_applied;
+        old.fallback_rule = d->fallback_rule;
+        old.fallback_backend = d->fallback_backend;
+        old.fallback_reason = d->fallback_reason;
+        old.fallback_message = d->fallback_message;
+        old.message = d->message ? d->message : "";
+        attn_copy_versioned(out, size, &old, sizeof old);
+        return;
+    }
     attn_selection full;
     memset(&full, 0, sizeof full);
-    full.struct_size = out->struct_size;
+    full.struct_size = size;
     full.backend_name = d->winner ? d->winner->name : NULL;
     full.candidate = d->winner;
     full.effective_shape = d->effective;
@@ -409,19 +437,26 @@ static void fill_selection(const decision *d, attn_selection *out)
     full.fallback_message = d->fallback_message;
     full.message = d->message ? d->message : "";
     full.graph_capturable = d->winner && d->winner->desc.graph_capturable ? 1 : 0;
-    attn_copy_versioned(out, out->struct_size, &full, sizeof full);
+    attn_copy_versioned(out, size, &full, sizeof full);
 }
 
-/* The smallest selection a host may pass: up to and including `message`. */
-#define SELECTION_MIN_SIZE (offsetof(attn_selection, message) + sizeof(const char *))
+/* The smallest selection a host may pass: 0.1's whole layout. */
+#define SELECTION_MIN_SIZE sizeof(attn_selection_0_1)
 
-ATTNREG_API void attn_selection_init(attn_selection *sel)
+ATTNREG_API void attn_selection_init_sized(attn_selection *sel, size_t size)
 {
-    if (!sel)
+    if (!sel || size < sizeof(uint32_t))
         return;
-    memset(sel, 0, sizeof *sel);
-    sel->struct_size = sizeof *sel;
-    sel->message = "";
+    decision none;
+    memset(&none, 0, sizeof none);
+    sel->struct_size = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
+    fill_selection(&none, sel);
+}
+
+/* Hosts built before 0.3 call this symbol with a 0.1 selection at least. */
+ATTNREG_API void(attn_selection_init)(attn_selection *sel)
+{
+    attn_selection_init_sized(sel, sizeof(attn_selection_0_1));
 }
 
 /* `d` is passed apart from `ex` because the cache took ex->result over. */
@@ -512,8 +547,24 @@ static const cache_node *cache_insert(attn_registry *reg, const attn_shape *key,
     return n;
 }
 
+/* The registry's copy of `s` (taken over or freed), valid until close;
+ * under cache_lock. */
+static char *intern(attn_registry *reg, char *s)
+{
+    static char out_of_memory[] = "(out of memory)";
+    if (!s)
+        return NULL;
+    const strmap_slot *slot;
+    int put = strmap_put(&reg->interned, s, NULL, 0, &slot);
+    if (put == 1)
+        return s;
+    free(s);
+    return put == 0 ? (char *)slot->k1 : out_of_memory;
+}
+
 void attn_cache_free(attn_registry *reg)
 {
+    strmap_free(&reg->interned, 1);
     for (size_t b = 0; b < ATTN_CACHE_BUCKETS; b++) {
         cache_node *n = atomic_load_explicit(&reg->cache[b], memory_order_relaxed);
         while (n) {
@@ -548,18 +599,22 @@ ATTNREG_API attn_status attn_registry_select(attn_registry *reg, const attn_shap
         int inserted;
         n = cache_insert(reg, &key, hash, &ex.result, &inserted);
         if (!n) {
-            /* Not cached (cache full or no memory): the decision moves to a
-             * per-thread slot, so the strings the selection points at stay
-             * valid until this thread's next uncached decision. */
-            static _Thread_local decision overflow;
+            /* Not cached (cache full or no memory): the selection's strings
+             * must still live until the registry is closed, as the header
+             * promises, so they are interned in the registry (one copy per
+             * distinct string; no per-thread state to leak). */
             log_decision(reg, &ex, &ex.result);
-            attn_decision_free(&overflow);
-            overflow = ex.result;
+            decision kept = ex.result;
             memset(&ex.result, 0, sizeof ex.result);
             explanation_free_parts(&ex);
-            fill_selection(&overflow, sel);
-            if (overflow.status != ATTN_OK)
-                return attn_fail(overflow.status, "%s", overflow.message);
+            pthread_mutex_lock(&reg->cache_lock);
+            kept.message = intern(reg, kept.message);
+            kept.fallback_rule = intern(reg, kept.fallback_rule);
+            kept.fallback_message = intern(reg, kept.fallback_message);
+            pthread_mutex_unlock(&reg->cache_lock);
+            fill_selection(&kept, sel);
+            if (kept.status != ATTN_OK)
+                return attn_fail(kept.status, "%s", kept.message);
             return ATTN_OK;
         }
         if (inserted)

@@ -8,12 +8,25 @@
 #include "internal.h"
 
 /* The oldest attn_shape a host can pass: everything up to has_sinks. */
-#define SHAPE_MIN_SIZE (offsetof(attn_shape, has_sinks) + sizeof(int32_t))
+#define SHAPE_MIN_SIZE ATTN_SHAPE_SIZE_0_1
 
-ATTNREG_API void attn_shape_init(attn_shape *s)
+ATTNREG_API void attn_shape_init_sized(attn_shape *s, size_t size)
 {
-    if (s)
-        attn_shape_defaults(s);
+    if (!s || size < sizeof(uint32_t))
+        return;
+    attn_shape full;
+    attn_shape_defaults(&full);
+    /* A host newer than the library: its extra fields are zeroed (zero is
+     * every appended field's "absent"); an older one gets its prefix. */
+    attn_copy_versioned(s, size > UINT32_MAX ? UINT32_MAX : (uint32_t)size, &full, sizeof full);
+    s->struct_size = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
+}
+
+/* Hosts built before 0.3 call this symbol: they hold at least the 0.1
+ * layout, so that much is written and no more. */
+ATTNREG_API void(attn_shape_init)(attn_shape *s)
+{
+    attn_shape_init_sized(s, ATTN_SHAPE_SIZE_0_1);
 }
 
 attn_status attn_shape_normalize(const attn_shape *in, attn_shape *out)
@@ -28,7 +41,7 @@ attn_status attn_shape_normalize(const attn_shape *in, attn_shape *out)
     if (in->struct_size >= sizeof *in) {
         memcpy(out, in, sizeof *out);
     } else {
-        attn_shape_init(out);
+        attn_shape_defaults(out);
         attn_copy_versioned(out, sizeof *out, in, in->struct_size);
     }
     out->struct_size = sizeof *out;

@@ -112,11 +112,15 @@ typedef enum attn_reason {
     ATTN_REASON_ARCH_NOT_IN_BINARY = 26,
     ATTN_REASON_NO_DEVICE = 27,
     ATTN_REASON_OTHER = 28,
-    /* capability (appended) */
-    ATTN_REASON_RESOURCE = 29 /* no launch plan of the kernels fits the arch's limits
-                                 (shared memory / LDS, threads, registers) */
+    /* the host's record of a predicate that answered with a code outside
+     * the plugin range (ARCH .. FP8_COMPUTE_MHA_ONLY, OTHER, RESOURCE): conf,
+     * load and runnable codes are the host's to give (0.3) */
+    ATTN_REASON_INVALID_REASON = 29,
+    /* capability (appended, 0.3): no launch plan of the kernels fits the
+     * arch's limits (shared memory / LDS, threads, registers) */
+    ATTN_REASON_RESOURCE = 30
 } attn_reason;
-#define ATTN_REASON_COUNT 30
+#define ATTN_REASON_COUNT 31
 
 /* Longest arch name, including the terminating NUL. */
 #define ATTN_ARCH_MAX 32

@@ -57,6 +57,16 @@
  *        <sysconfdir>/attnreg/conf.d before the shipped folder; a plugin
  *        name in an earlier folder overrides a later one (an info line, not
  *        a diagnostic); ATTNREG_LOG_FILE sends the default log to a file.
+ *        Hardening: attn_shape_init_sized,
+ *        attn_selection_init_sized, attn_registry_options_init_sized (the
+ *        _init names became macros that pass the caller's sizeof; the old
+ *        functions stay and write only their first layout);
+ *        attn_registry_options.probe_out_of_process; named oldest sizes
+ *        (ATTN_*_SIZE_*); ATTN_REASON_INVALID_REASON; selection strings
+ *        stay valid until close past the decision cache; closing a
+ *        registry with live backends defers the unload to the last
+ *        attn_backend_destroy. The library reads no ATTNREG_* variable in a
+ *        privileged process.
  */
 #ifndef ATTNREG_H
 #define ATTNREG_H
@@ -76,6 +86,18 @@ extern "C" {
 #define ATTNREG_VERSION_MAJOR 0
 #define ATTNREG_VERSION_MINOR 3
 #define ATTNREG_VERSION_PATCH 0
+
+/* The oldest struct_size the library accepts for each versioned struct a
+ * host passes in (0.3 names them; the values are those of the first
+ * published layouts and never change). An older size is refused with
+ * ATTN_ERR_INVALID_ARGUMENT; any size from these up is accepted, the fields
+ * past it taking their defaults. attn_selection's oldest layout is 0.1's
+ * (today's); attn_layer and attn_model: see attn_layer_init. */
+#define ATTN_SHAPE_SIZE_0_1 (offsetof(attn_shape, has_sinks) + sizeof(int32_t))
+#define ATTN_FORWARD_ARGS_SIZE_0_1 (offsetof(attn_forward_args, stream) + sizeof(void *))
+#define ATTN_BATCH_LIMITS_SIZE_0_1 (offsetof(attn_batch_limits, max_num_tokens) + sizeof(int32_t))
+#define ATTN_REGISTRY_OPTIONS_SIZE_0_1 offsetof(attn_registry_options, skip_env)
+#define ATTN_REGISTRY_OPTIONS_SIZE_0_2 offsetof(attn_registry_options, probe_out_of_process)
 
 typedef struct attn_registry attn_registry;       /* opaque */
 typedef struct attn_backend attn_backend;         /* opaque: a constructed backend */
@@ -106,6 +128,13 @@ ATTNREG_API const char *attn_last_error(void);
 /* Defaults: arch "cpu", 1 query head, MHA, head_dim 128, all dtypes bf16,
  * page 16, q len 1, kv len 1, causal, no window, no softcap, no sinks. */
 ATTNREG_API void attn_shape_init(attn_shape *shape);
+/* 0.3: the same into the caller's `size` bytes, never more (struct_size =
+ * size). attn_shape_init(s) is a macro for attn_shape_init_sized(s,
+ * sizeof *s), so a host built against these headers passes its own size; the
+ * function of that name, kept for hosts built before 0.3, writes only the
+ * 0.1 layout (ATTN_SHAPE_SIZE_0_1 bytes). */
+ATTNREG_API void attn_shape_init_sized(attn_shape *shape, size_t size);
+#define attn_shape_init(shape) attn_shape_init_sized((shape), sizeof *(shape))
 /* 1 and an empty `message` when the shape is valid; otherwise 0 and the
  * reason, e.g. "requires num_heads (32) to be a multiple of num_kv_heads (5)". */
 ATTNREG_API int attn_shape_validate(const attn_shape *shape, char *message, size_t message_size);
@@ -136,9 +165,21 @@ typedef struct attn_registry_options {
     int32_t runnable;           /* 1 = reject candidates that cannot run here */
     int32_t fail_on_conf_error; /* 1 = open fails on any conf error */
     int32_t skip_env;           /* 1 = ignore every ATTNREG_* variable */
+    /* 0.3. 1 = load each plugin first in a forked child (once, when it is
+     * first needed), so that one that crashes or calls exit() while loading
+     * fails with ATTN_ERR_LOAD ("crashed while loading (signal 11, ...)",
+     * "called exit(3) while loading") instead of ending the host; it is then
+     * loaded in process. For hosts that load plugins before starting
+     * threads: the child runs the loader after fork(). */
+    int32_t probe_out_of_process;
 } attn_registry_options;
 
 ATTNREG_API void attn_registry_options_init(attn_registry_options *options);
+/* 0.3: into the caller's `size` bytes only; attn_registry_options_init(o) is
+ * a macro for it with sizeof *o (the function writes the 0.2 layout). */
+ATTNREG_API void attn_registry_options_init_sized(attn_registry_options *options, size_t size);
+#define attn_registry_options_init(options)                                                        \
+    attn_registry_options_init_sized((options), sizeof *(options))
 
 /* Reads every conf file; loads no plugin library. Conf errors are logged and
  * kept as diagnostics, and the offending file is skipped (or, with
@@ -146,6 +187,12 @@ ATTNREG_API void attn_registry_options_init(attn_registry_options *options);
  * names file:line). */
 ATTNREG_API attn_status attn_registry_open(const attn_registry_options *options,
                                            attn_registry **registry);
+/* Closes the registry. With backends still alive (created and not yet
+ * destroyed) the plugins stay loaded and the registry's memory is kept until
+ * the last of them is destroyed: those backends keep working, and
+ * attn_backend_destroy of the last one finishes the close (0.3; before, the
+ * plugin was unloaded under them). After close the host uses nothing of the
+ * registry but those backends: not the handle, nor its strings. */
 ATTNREG_API void attn_registry_close(attn_registry *registry);
 
 /* Problems found while reading conf files or loading plugins. */
@@ -184,8 +231,9 @@ ATTNREG_API size_t attn_registry_plugin_count(const attn_registry *registry);
 ATTNREG_API attn_status attn_registry_plugin(const attn_registry *registry, size_t index,
                                              attn_plugin_info *out);
 /* Every candidate at once, in priority order: fills up to `capacity` infos
- * (each with struct_size set by the caller, or 0 for the current size) and
- * sets *count to the number registered, which may exceed capacity. */
+ * and sets *count to the number registered, which may exceed capacity. The
+ * array's stride is infos[0].struct_size as the caller set it (its sizeof;
+ * 0 = the library's), and every entry gets that struct_size. */
 ATTNREG_API attn_status attn_registry_list(const attn_registry *registry, attn_plugin_info *infos,
                                            size_t capacity, size_t *count);
 ATTNREG_API int attn_plugin_info_has_arch(const attn_plugin_info *info, const char *arch);
@@ -239,13 +287,22 @@ typedef struct attn_selection {
 } attn_selection;
 
 ATTNREG_API void attn_selection_init(attn_selection *selection);
+/* 0.3: into the caller's `size` bytes only; attn_selection_init(s) is a
+ * macro for it with sizeof *s (the function writes the 0.1 layout). A
+ * selection embeds an attn_shape: the library writes the layout that the
+ * selection's struct_size names (today's, or 0.1's for an older host), so
+ * the fields after effective_shape never shift under a host. */
+ATTNREG_API void attn_selection_init_sized(attn_selection *selection, size_t size);
+#define attn_selection_init(selection) attn_selection_init_sized((selection), sizeof *(selection))
 
 /* Select a backend for `shape`. ATTN_OK, ATTN_ERR_INVALID_SHAPE,
  * ATTN_ERR_UNSUPPORTED or ATTN_ERR_BACKEND_REJECTED (forced backend).
  * Repeated calls on one shape are answered from a cache (lock-free reads) of
  * up to 65536 distinct shapes; past that bound decisions are computed on
- * every call (still correct) and their strings stay valid until the calling
- * thread's next uncached select. */
+ * every call (still correct). Either way the selection's strings stay valid
+ * until the registry is closed (0.3; past the bound the registry keeps one
+ * copy of each distinct string, so memory grows with the distinct failure
+ * messages of uncached shapes, not with the calls). */
 ATTNREG_API attn_status attn_registry_select(attn_registry *registry, const attn_shape *shape,
                                              attn_selection *selection);
 

@@ -31,7 +31,7 @@ START_TEST(unknown_variables_warned_once)
     ck_assert_int_eq(setenv("ATTNREG_BACKNED", "cpu-ref", 1), 0);
     ck_assert_int_eq(setenv("attnreg_log", "debug", 1), 0);
     ck_assert_int_eq(setenv("ATTNREG_ZZZQQQ", "1", 1), 0);
-    ck_assert_int_eq(setenv("ATTNREG_CPU_THREADS", "2", 1), 0); /* known: no warning */
+    ck_assert_int_eq(setenv("ATTNREG_MTP_WGMMA", "1", 1), 0); /* known: no warning */
 
     /* Ignoring the environment ignores its typos too. */
     attn_registry_close(open_env(1));
@@ -49,7 +49,7 @@ START_TEST(unknown_variables_warned_once)
     ck_assert_msg(
         ts_log_count(ATTN_LOG_WARN, "ATTNREG_ZZZQQQ is not one attnreg reads (it reads", NULL) == 1,
         "log:\n%s", ts_log_dump());
-    ck_assert_int_eq(ts_log_count(-1, "ATTNREG_CPU_THREADS is not", NULL), 0);
+    ck_assert_int_eq(ts_log_count(-1, "ATTNREG_MTP_WGMMA is not", NULL), 0);
 
     /* Once per process: a second registry says nothing more. */
     attn_registry_close(open_env(0));

@@ -70,6 +70,7 @@ static const char *const expected_reason_names[ATTN_REASON_COUNT] = {
     "ARCH_NOT_IN_BINARY",
     "NO_DEVICE",
     "OTHER",
+    "INVALID_REASON",
     "RESOURCE",
 };
 

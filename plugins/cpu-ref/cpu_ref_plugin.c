@@ -323,9 +323,11 @@ static attn_status cpu_ref_probe(const attn_plugin_context *ctx, attn_device_inf
 
 /* ---- construction ------------------------------------------------------- */
 
-/* Threads: [params] threads (0 = automatic), else ATTNREG_CPU_THREADS, else
- * the number of online CPUs. A value that is not a number is an error, not a
- * silent default. */
+/* Threads: [params] threads (0 = automatic: the number of online CPUs). A
+ * value that is not a number is an error, not a silent default. The
+ * environment is not read: settings come from the host (the INI), so a
+ * host's skip_env and a privileged host's refusal of the environment cover
+ * this plugin too. */
 static int choose_threads(const attn_plugin_context *ctx, int *threads, char *err, size_t err_size)
 {
     long n = 0;
@@ -334,17 +336,6 @@ static int choose_threads(const attn_plugin_context *ctx, int *threads, char *er
         set_error(err, err_size, "cpu-ref: [params] threads = \"%s\" is not an integer in 0..%d",
                   param, CPU_REF_MAX_THREADS);
         return -1;
-    }
-    if (n == 0) {
-        const char *env = getenv("ATTNREG_CPU_THREADS");
-        if (env && *env) {
-            if (parse_int(env, 0, CPU_REF_MAX_THREADS, &n) != 0) {
-                set_error(err, err_size,
-                          "cpu-ref: ATTNREG_CPU_THREADS=\"%s\" is not an integer in 0..%d", env,
-                          CPU_REF_MAX_THREADS);
-                return -1;
-            }
-        }
     }
     *threads = n > 0 ? (int)n : online_cpus();
     return 0;

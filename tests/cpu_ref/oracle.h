@@ -120,6 +120,9 @@ typedef struct attn_oracle_problem {
     float v_descale;
 } attn_oracle_problem;
 
+/* The most KV-cache bytes a random problem may need; larger ones (and ones
+ * whose token or block counts overflow int32) are refused with -2. */
+#define ATTN_PROBLEM_MAX_BYTES (8.0 * 1024 * 1024 * 1024)
 int attn_oracle_problem_random(attn_oracle_problem *problem, const attn_shape *shape,
                                const attn_oracle_problem_options *options, char *err,
                                size_t err_size);

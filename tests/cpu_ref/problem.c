@@ -165,6 +165,26 @@ int attn_oracle_problem_random(attn_oracle_problem *p, const attn_shape *shape_i
         s->max_q_len < 1 || s->max_kv_len < 0 || !attn_conv_dtype_size(s->q_dtype) ||
         !attn_conv_dtype_size(s->kv_dtype) || !attn_conv_dtype_size(s->out_dtype))
         return attn_tool_fail(err, err_size, "problem: unusable shape or options");
+    /* The worst case in 64 bits first (issue 11: --max-kv-len, --page-size
+     * and --seqs near their limits overflowed int32 arithmetic below): token
+     * counts and block indices must fit int32, the caches a sane size. */
+    {
+        const int64_t pages_per_seq = ((int64_t)s->max_kv_len + page - 1) / page;
+        const int64_t tokens = (int64_t)o->num_seqs * s->max_q_len;
+        const int64_t blocks = (int64_t)o->num_seqs * pages_per_seq +
+                               (o->extra_blocks > 0 ? o->extra_blocks : 0) +
+                               (o->extra_table_columns > 0 ? o->extra_table_columns : 0) + 1000;
+        const double cache_bytes = (double)blocks * page * hkv * (d > dv ? d : dv) *
+                                   (double)attn_conv_dtype_size(s->kv_dtype) * 2.0;
+        if (tokens > INT32_MAX || blocks > INT32_MAX || cache_bytes > ATTN_PROBLEM_MAX_BYTES)
+            return -1 +
+                   attn_tool_fail(err, err_size,
+                                  "problem too large: %d sequences of up to %d query and %d key "
+                                  "tokens (page %d) need %.3g bytes of KV cache (limit %.3g) or "
+                                  "overflow 32-bit token and block counts",
+                                  o->num_seqs, s->max_q_len, s->max_kv_len, page, cache_bytes,
+                                  (double)ATTN_PROBLEM_MAX_BYTES);
+    }
     uint64_t rng = o->seed;
 
     /* Lengths. Keys include the new tokens (kv_len >= q_len) unless short
@@ -195,7 +215,7 @@ int attn_oracle_problem_random(attn_oracle_problem *p, const attn_shape *shape_i
             p->max_seqlen_q = q_len;
         if (kv_len > p->max_seqlen_k)
             p->max_seqlen_k = kv_len;
-        int32_t pages = (kv_len + page - 1) / page;
+        int32_t pages = (int32_t)(((int64_t)kv_len + page - 1) / page);
         total_pages += pages;
         if (pages > widest)
             widest = pages;
@@ -224,7 +244,7 @@ int attn_oracle_problem_random(attn_oracle_problem *p, const attn_shape *shape_i
     }
     int32_t next_block = 0;
     for (int32_t i = 0; i < o->num_seqs; i++) {
-        int32_t pages = (p->seqused_k[i] + page - 1) / page;
+        int32_t pages = (int32_t)(((int64_t)p->seqused_k[i] + page - 1) / page);
         for (int32_t c = 0; c < p->block_table_stride; c++)
             p->block_table[(size_t)i * p->block_table_stride + c] =
                 c < pages ? order[next_block++] : p->num_blocks + 1000 + c;

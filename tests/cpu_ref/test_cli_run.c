@@ -200,6 +200,16 @@ START_TEST(test_inconsistent_inputs)
     attn_oracle_problem_options o = {.num_seqs = 2, .seed = 9};
     char err[512], messages[2048];
     ck_assert_int_eq(attn_oracle_problem_random(&p, &s, &o, err, sizeof err), 0);
+    /* Zero sequences (--cu-seqlens-q = [0], empty --q): a usage error, not
+     * exit 10 "internal error" (issue 11). */
+    int32_t seqs = p.num_seqs, tokens = p.num_tokens;
+    p.num_seqs = 0;
+    p.num_tokens = 0;
+    write_problem(&p);
+    ck_assert_int_eq(run_attnreg(&p, "", messages, sizeof messages), 2);
+    ck_assert_msg(strstr(messages, "at least one sequence"), "%s", messages);
+    p.num_seqs = seqs;
+    p.num_tokens = tokens;
     write_problem(&p);
     /* Wrong head_dim on the command line: --q's last dimension is named. */
     p.shape.head_dim = 32;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "npy.h"
@@ -191,6 +192,18 @@ START_TEST(test_malformed_files)
     fclose(f);
     expect_error(path_of("cut.npy"), "truncated .npy header");
     expect_error(path_of("missing.npy"), "No such file");
+    /* Issue 11: a FIFO hung the reader forever, a character device was read
+     * without end (2 GB and growing); a directory is refused as well. */
+    ck_assert_int_eq(mkfifo(path_of("fifo.npy"), 0600), 0);
+    expect_error(path_of("fifo.npy"), "not a regular file");
+    expect_error("/dev/zero", "not a regular file");
+    expect_error(dir, "not a regular file");
+    /* The data size comes from the header: a header declaring more than
+     * the file holds is refused before the data is read. */
+    expect_error(write_raw("huge.npy", 1,
+                           "{'descr': '<f4', 'fortran_order': False, 'shape': (100000, 100000), }",
+                           8),
+                 "truncated data");
 }
 END_TEST
 

@@ -420,6 +420,27 @@ attn_verdict_record ts_record_for(attn_registry *reg, const attn_shape *shape, c
     return r;
 }
 
+/* ---- a forward call ------------------------------------------------- */
+
+void ts_tiny_batch_init(ts_tiny_batch *t)
+{
+    memset(t, 0, sizeof *t);
+    t->cu[1] = 1;
+    t->used[0] = 1;
+    attn_forward_args *a = &t->args;
+    a->struct_size = sizeof *a;
+    a->num_seqs = 1;
+    a->num_tokens = 1;
+    a->q = a->k_cache = a->v_cache = t->buf;
+    a->out = t->buf;
+    a->block_table = t->table;
+    a->cu_seqlens_q = t->cu;
+    a->seqused_k = t->used;
+    a->max_seqlen_q = a->max_seqlen_k = 1;
+    a->workspace = t->workspace;
+    a->workspace_size = sizeof t->workspace;
+}
+
 /* ---- log capture ---------------------------------------------------- */
 
 #define TS_LOG_MAX 512

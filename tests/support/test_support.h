@@ -125,6 +125,18 @@ int ts_find_record(const attn_explanation *ex, int pass, const char *backend,
  * test if there is none). */
 attn_verdict_record ts_record_for(attn_registry *reg, const attn_shape *shape, const char *backend);
 
+/* ---- a forward call ------------------------------------------------- */
+
+/* One sequence of one token, with non-NULL dummy buffers: what the
+ * registry's argument checks let through to a plugin's forward. */
+typedef struct ts_tiny_batch {
+    char buf[64];
+    char workspace[1024];
+    int32_t table[1], cu[2], used[1];
+    attn_forward_args args;
+} ts_tiny_batch;
+void ts_tiny_batch_init(ts_tiny_batch *t);
+
 /* ---- log capture ---------------------------------------------------- */
 
 /* The log callback every hermetic registry uses; `user` is ignored. */

@@ -11,10 +11,13 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 size_t npy_dtype_size(npy_dtype dtype)
 {
@@ -221,10 +224,44 @@ static int parse_header(const char *text, size_t length, const char *name, npy_a
     return 0;
 }
 
+/* Parses the preamble and header of an image of `size` bytes (the header
+ * must be whole in it): fills array (no data) and *data_start. */
+static int parse_preamble(const unsigned char *b, size_t size, const char *name, npy_array *array,
+                          size_t *data_start, size_t *want, char *err, size_t err_size);
+
+int npy_parse_header(const void *bytes, size_t size, const char *name, npy_array *array,
+                     size_t *data_bytes, char *err, size_t err_size)
+{
+    size_t start;
+    return parse_preamble(bytes, size, name, array, &start, data_bytes, err, err_size);
+}
+
 int npy_parse(const void *bytes, size_t size, const char *name, npy_array *array, char *err,
               size_t err_size)
 {
     const unsigned char *b = bytes;
+    size_t start, want;
+    if (parse_preamble(b, size, name, array, &start, &want, err, err_size) != 0)
+        return -1;
+    size_t have = size - start;
+    if (have < want)
+        return attn_tool_fail(err, err_size,
+                              "%s: truncated data: the shape needs %zu bytes, the file has %zu",
+                              name, want, have);
+    if (have > want)
+        return attn_tool_fail(err, err_size,
+                              "%s: %zu bytes of data after the %zu the shape describes", name,
+                              have - want, want);
+    array->data = malloc(want ? want : 1);
+    if (!array->data)
+        return attn_tool_fail(err, err_size, "%s: out of memory", name);
+    memcpy(array->data, b + start, want);
+    return 0;
+}
+
+static int parse_preamble(const unsigned char *b, size_t size, const char *name, npy_array *array,
+                          size_t *data_start, size_t *want_out, char *err, size_t err_size)
+{
     memset(array, 0, sizeof *array);
     if (size < 10 || memcmp(b, "\x93NUMPY", 6) != 0)
         return attn_tool_fail(err, err_size, "%s: not a .npy file (no \\x93NUMPY magic)", name);
@@ -256,56 +293,119 @@ int npy_parse(const void *bytes, size_t size, const char *name, npy_array *array
         count *= (size_t)array->shape[i];
     }
     array->count = count;
-    size_t want = count * npy_dtype_size(array->dtype);
-    size_t have = size - header_start - header_len;
-    if (have < want)
-        return attn_tool_fail(err, err_size,
-                              "%s: truncated data: the shape needs %zu bytes, the file has %zu",
-                              name, want, have);
-    if (have > want)
-        return attn_tool_fail(err, err_size,
-                              "%s: %zu bytes of data after the %zu the shape describes", name,
-                              have - want, want);
-    array->data = malloc(want ? want : 1);
-    if (!array->data)
-        return attn_tool_fail(err, err_size, "%s: out of memory", name);
-    memcpy(array->data, b + header_start + header_len, want);
+    *want_out = count * npy_dtype_size(array->dtype);
+    *data_start = header_start + header_len;
     return 0;
 }
+
+/* read() until `size` bytes or end of file; the count read, or -1. */
+static ssize_t read_full(int fd, unsigned char *buf, size_t size)
+{
+    size_t n = 0;
+    while (n < size) {
+        ssize_t r = read(fd, buf + n, size - n);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            break;
+        n += (size_t)r;
+    }
+    return (ssize_t)n;
+}
+
+/* Longest .npy header read (NumPy writes well under 1 KiB). */
+#define NPY_MAX_HEADER (1 << 20)
 
 int npy_read(const char *path, npy_array *array, char *err, size_t err_size)
 {
     memset(array, 0, sizeof *array);
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    /* O_NONBLOCK: a FIFO would block the open; fstat then refuses anything
+     * but a regular file (a device would be read without end). */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0)
         return attn_tool_fail(err, err_size, "%s: %s", path, strerror(errno));
-    unsigned char *bytes = NULL;
-    size_t size = 0, capacity = 0;
-    for (;;) {
-        if (size == capacity) {
-            capacity = capacity ? capacity * 2 : 1 << 16;
-            unsigned char *grown = realloc(bytes, capacity);
-            if (!grown) {
-                free(bytes);
-                fclose(f);
-                return attn_tool_fail(err, err_size, "%s: out of memory", path);
-            }
-            bytes = grown;
-        }
-        size_t n = fread(bytes + size, 1, capacity - size, f);
-        size += n;
-        if (n == 0)
-            break;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return attn_tool_fail(err, err_size, "%s: not a regular file (a .npy input must be one)",
+                              path);
     }
-    int read_error = ferror(f);
-    fclose(f);
-    if (read_error) {
+    /* The preamble and header first, then exactly the data the header
+     * declares: the file's size must agree before anything big is read. */
+    unsigned char pre[12];
+    ssize_t got = read_full(fd, pre, sizeof pre);
+    size_t header_end = 0;
+    if (got >= 10 && memcmp(pre, "\x93NUMPY", 6) == 0) {
+        if (pre[6] == 1)
+            header_end = 10 + ((size_t)pre[8] | (size_t)pre[9] << 8);
+        else if (got == 12)
+            header_end = 12 + ((size_t)pre[8] | (size_t)pre[9] << 8 | (size_t)pre[10] << 16 |
+                               (size_t)pre[11] << 24);
+    }
+    if (got < 0 || header_end == 0 || header_end > NPY_MAX_HEADER ||
+        (off_t)header_end > st.st_size) {
+        close(fd);
+        if (got < 0)
+            return attn_tool_fail(err, err_size, "%s: read error: %s", path, strerror(errno));
+        /* Let the parser say what is wrong with what there is. */
+        return npy_parse(pre, got > 0 ? (size_t)got : 0, path, array, err, err_size) == 0
+                   ? attn_tool_fail(err, err_size, "%s: .npy header longer than %d bytes", path,
+                                    NPY_MAX_HEADER)
+                   : -1;
+    }
+    size_t total = (size_t)st.st_size;
+    unsigned char *bytes = malloc(header_end);
+    if (!bytes) {
+        close(fd);
+        return attn_tool_fail(err, err_size, "%s: out of memory", path);
+    }
+    memcpy(bytes, pre, (size_t)got);
+    if (read_full(fd, bytes + got, header_end - (size_t)got) !=
+        (ssize_t)(header_end - (size_t)got)) {
         free(bytes);
+        close(fd);
         return attn_tool_fail(err, err_size, "%s: read error", path);
     }
-    int rc = npy_parse(bytes, size, path, array, err, err_size);
+    /* The header parsed on its own, with the data size the file claims. */
+    npy_array head;
+    char inner[512];
+    size_t want = 0;
+    int rc = npy_parse_header(bytes, header_end, path, &head, &want, inner, sizeof inner);
+    if (rc != 0) {
+        free(bytes);
+        close(fd);
+        return attn_tool_fail(err, err_size, "%s", inner);
+    }
+    if (total - header_end != want) {
+        free(bytes);
+        close(fd);
+        if (total - header_end < want)
+            return attn_tool_fail(err, err_size,
+                                  "%s: truncated data: the shape needs %zu bytes, the file has %zu",
+                                  path, want, total - header_end);
+        return attn_tool_fail(err, err_size,
+                              "%s: %zu bytes of data after the %zu the shape describes", path,
+                              total - header_end - want, want);
+    }
+    *array = head;
+    array->data = malloc(want ? want : 1);
+    if (!array->data) {
+        free(bytes);
+        close(fd);
+        return attn_tool_fail(err, err_size, "%s: out of memory", path);
+    }
+    ssize_t data = read_full(fd, array->data, want);
+    unsigned char extra;
+    ssize_t more = data == (ssize_t)want ? read_full(fd, &extra, 1) : 0;
     free(bytes);
-    return rc;
+    close(fd);
+    if (data != (ssize_t)want || more != 0) {
+        npy_free(array);
+        return attn_tool_fail(err, err_size, "%s: the file changed while it was read", path);
+    }
+    return 0;
 }
 
 static void format_shape(const int64_t *shape, int ndim, char *out, size_t size)

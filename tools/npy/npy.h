@@ -56,6 +56,10 @@ int npy_read_expect(const char *path, const char *what, npy_dtype dtype, int ndi
 
 /* Parses an in-memory .npy image (the file's bytes); `name` is used in
  * messages. */
+/* The preamble and header only (bytes holds at least them): fills array
+ * without data and *data_bytes with the data size the header declares. */
+int npy_parse_header(const void *bytes, size_t size, const char *name, npy_array *array,
+                     size_t *data_bytes, char *err, size_t err_size);
 int npy_parse(const void *bytes, size_t size, const char *name, npy_array *array, char *err,
               size_t err_size);
 

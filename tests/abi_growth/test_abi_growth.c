@@ -1,0 +1,203 @@
+/*
+ * test_abi_growth.c — a host built against today's headers, run (by ctest,
+ * through LD_LIBRARY_PATH) against a libattnreg built from a copy of the
+ * headers where every versioned struct gained a field at its end
+ * (grow_headers.py): what the next minor version may do. It must get no
+ * byte written past its structs, fields where it expects them, and its
+ * struct_size accepted. The fake plugins it loads are built against today's
+ * headers too: old plugins under a newer host.
+ */
+#define _GNU_SOURCE /* dladdr */
+
+#include <check.h>
+#include <dlfcn.h>
+#include <string.h>
+
+#include "attnreg.h"
+#include "support/test_support.h"
+
+enum { CANARY = 64 };
+
+/* A host struct (or array of n) with guard bytes after it. */
+#define GUARDED_N(type, n)                                                                         \
+    struct {                                                                                       \
+        type v[n];                                                                                 \
+        unsigned char guard[CANARY];                                                               \
+    }
+#define GUARDED(type)                                                                              \
+    struct {                                                                                       \
+        type v;                                                                                    \
+        unsigned char guard[CANARY];                                                               \
+    }
+
+static void arm(void *guard)
+{
+    memset(guard, 0xAB, CANARY);
+}
+
+static void check_guard(const unsigned char *guard, const char *what)
+{
+    for (int i = 0; i < CANARY; i++)
+        ck_assert_msg(guard[i] == 0xAB, "%s: byte %d past the host's struct written", what, i);
+}
+
+START_TEST(runs_on_the_grown_library)
+{
+    Dl_info info;
+    ck_assert(dladdr((void *)attn_registry_open, &info) && info.dli_fname);
+    ck_assert_msg(strstr(info.dli_fname, "abi_growth") != NULL,
+                  "libattnreg came from %s, not the grown build: the test would prove nothing",
+                  info.dli_fname);
+}
+END_TEST
+
+START_TEST(init_writes_only_the_hosts_struct)
+{
+    GUARDED(attn_shape) s;
+    arm(s.guard);
+    attn_shape_init(&s.v);
+    check_guard(s.guard, "attn_shape_init");
+    ck_assert_uint_eq(s.v.struct_size, sizeof s.v);
+    ck_assert_int_eq(s.v.head_dim, 128);
+    arm(s.guard);
+    (attn_shape_init)(&s.v);
+    check_guard(s.guard, "attn_shape_init (the old symbol)");
+
+    GUARDED(attn_selection) sel;
+    arm(sel.guard);
+    attn_selection_init(&sel.v);
+    check_guard(sel.guard, "attn_selection_init");
+    ck_assert_str_eq(sel.v.message, "");
+    arm(sel.guard);
+    (attn_selection_init)(&sel.v);
+    check_guard(sel.guard, "attn_selection_init (the old symbol)");
+    ck_assert_str_eq(sel.v.message, "");
+
+    GUARDED(attn_registry_options) o;
+    arm(o.guard);
+    attn_registry_options_init(&o.v);
+    check_guard(o.guard, "attn_registry_options_init");
+    ck_assert_int_eq(o.v.log_level, -1);
+    arm(o.guard);
+    (attn_registry_options_init)(&o.v);
+    check_guard(o.guard, "attn_registry_options_init (the old symbol)");
+}
+END_TEST
+
+static attn_registry *open_fallback(void)
+{
+    ts_write_plugin_ini(ts_dir(), "g.ini", "fake-good", ts_fake("good"), 10, "fake",
+                        "[params]\nfp8_mha_only = 1\n");
+    ts_write_fp8_fallback_ini(ts_dir());
+    return ts_open_dir(ts_dir());
+}
+
+START_TEST(selection_fields_do_not_shift)
+{
+    attn_registry *reg = open_fallback();
+    attn_shape s;
+    ts_fake_shape(&s);
+    s.num_q_heads = 8;
+    s.num_kv_heads = 2;
+    s.compute_dtype = ATTN_DTYPE_FP8_E4M3FN;
+    GUARDED(attn_selection) sel;
+    attn_selection_init(&sel.v);
+    arm(sel.guard);
+    ck_assert_int_eq(attn_registry_select(reg, &s, &sel.v), ATTN_OK);
+    check_guard(sel.guard, "attn_registry_select");
+    ck_assert_str_eq(sel.v.backend_name, "fake-good");
+    ck_assert_int_eq(sel.v.effective_shape.num_q_heads, 8);
+    ck_assert_int_eq(sel.v.effective_shape.compute_dtype, ATTN_DTYPE_BF16);
+    ck_assert_int_eq(sel.v.fallback_applied, 1);
+    ck_assert_str_eq(sel.v.fallback_rule, "compute_dtype fp8_e4m3fn -> bf16");
+    ck_assert_str_eq(sel.v.fallback_backend, "fake-good");
+    ck_assert_int_eq(sel.v.fallback_reason, ATTN_REASON_FP8_COMPUTE_MHA_ONLY);
+    ck_assert_ptr_nonnull(strstr(sel.v.fallback_message, "MHA-only"));
+    ck_assert_str_eq(sel.v.message, "");
+
+    /* The same through an explanation. */
+    attn_explanation *ex = NULL;
+    ck_assert_int_eq(attn_registry_explain(reg, &s, &ex), ATTN_OK);
+    arm(sel.guard);
+    ck_assert_int_eq(attn_explanation_selection(ex, &sel.v), ATTN_OK);
+    check_guard(sel.guard, "attn_explanation_selection");
+    ck_assert_str_eq(sel.v.fallback_rule, "compute_dtype fp8_e4m3fn -> bf16");
+    GUARDED(attn_verdict_record) r;
+    r.v.struct_size = sizeof r.v;
+    arm(r.guard);
+    ck_assert_int_eq(attn_explanation_record(ex, 0, &r.v), ATTN_OK);
+    check_guard(r.guard, "attn_explanation_record");
+    ck_assert_str_eq(r.v.backend, "fake-good");
+    ck_assert_int_eq(r.v.priority, 10);
+    attn_explanation_free(ex);
+
+    /* And a backend made from the host's selection, run with the host's
+     * structs (an old plugin under a newer host). */
+    attn_backend *b = NULL;
+    ck_assert_int_eq(attn_backend_create(reg, &sel.v, &b), ATTN_OK);
+    ck_assert_int_eq(attn_backend_shape(b)->compute_dtype, ATTN_DTYPE_BF16);
+    attn_batch_limits lim = {sizeof lim, 2, 8};
+    size_t bytes = 0;
+    ck_assert_int_eq(attn_backend_workspace_size(b, &lim, &bytes), ATTN_OK);
+    ck_assert_uint_eq(bytes, 8 * 64);
+    ts_tiny_batch t;
+    ts_tiny_batch_init(&t);
+    ck_assert_int_eq(attn_backend_forward(b, &t.args), ATTN_OK);
+    ck_assert_uint_eq((unsigned char)t.buf[0], 0xA5);
+    attn_backend_destroy(b);
+    attn_registry_close(reg);
+}
+END_TEST
+
+START_TEST(listing_and_probing_use_the_hosts_stride)
+{
+    ts_write_plugin_ini(ts_dir(), "a.ini", "fake-alpha", ts_fake("alpha"), 20, "fake", NULL);
+    ts_write_plugin_ini(ts_dir(), "b.ini", "fake-beta", ts_fake("beta"), 10, "fake", NULL);
+    attn_registry *reg = ts_open_dir(ts_dir());
+    GUARDED_N(attn_plugin_info, 2) infos;
+    memset(&infos.v, 0, sizeof infos.v);
+    infos.v[0].struct_size = sizeof infos.v[0];
+    arm(infos.guard);
+    size_t count = 0;
+    ck_assert_int_eq(attn_registry_list(reg, infos.v, 2, &count), ATTN_OK);
+    check_guard(infos.guard, "attn_registry_list");
+    ck_assert_uint_eq(count, 2);
+    ck_assert_str_eq(infos.v[0].name, "fake-alpha");
+    ck_assert_str_eq(infos.v[1].name, "fake-beta");
+    ck_assert_int_eq(infos.v[1].priority, 10);
+
+    GUARDED(attn_plugin_load_info) li;
+    memset(&li.v, 0, sizeof li.v);
+    li.v.struct_size = sizeof li.v;
+    arm(li.guard);
+    ck_assert_int_eq(attn_registry_load_plugin(reg, 0, &li.v), ATTN_OK);
+    check_guard(li.guard, "attn_registry_load_plugin");
+    ck_assert_str_eq(li.v.version, "1.2.3");
+    ck_assert_uint_eq(li.v.num_predicates, 2);
+
+    GUARDED_N(attn_device_info, 2) dev;
+    memset(&dev.v, 0, sizeof dev.v);
+    dev.v[0].struct_size = sizeof dev.v[0];
+    arm(dev.guard);
+    uint32_t n = 0;
+    ck_assert_int_eq(attn_registry_probe_devices(reg, 0, dev.v, 2, &n), ATTN_OK);
+    check_guard(dev.guard, "attn_registry_probe_devices");
+    ck_assert_uint_eq(n, 1);
+    ck_assert_str_eq(dev.v[0].name, "Fake Device 0");
+    ck_assert_int_eq(dev.v[0].compute_units, 4);
+    attn_registry_close(reg);
+}
+END_TEST
+
+int main(void)
+{
+    Suite *s = suite_create("abi_growth");
+    TCase *tc = tcase_create("old host, grown library");
+    ts_add_fixtures(tc, 60);
+    tcase_add_test(tc, runs_on_the_grown_library);
+    tcase_add_test(tc, init_writes_only_the_hosts_struct);
+    tcase_add_test(tc, selection_fields_do_not_shift);
+    tcase_add_test(tc, listing_and_probing_use_the_hosts_stride);
+    suite_add_tcase(s, tc);
+    return ts_run(s);
+}

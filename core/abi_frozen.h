@@ -36,6 +36,21 @@ typedef struct attn_selection_0_1 {
     const char *message;
 } attn_selection_0_1;
 
+/* attn_selection as published in 0.3: 0.1's and graph_capturable. */
+typedef struct attn_selection_0_3 {
+    uint32_t struct_size;
+    const char *backend_name;
+    const attn_candidate *candidate;
+    attn_shape_0_1 effective_shape;
+    int32_t fallback_applied;
+    const char *fallback_rule;
+    const char *fallback_backend;
+    int32_t fallback_reason;
+    const char *fallback_message;
+    const char *message;
+    int32_t graph_capturable;
+} attn_selection_0_3;
+
 /* attn_device_info as published with plugin ABI 1.1: the stride of the
  * array a plugin fills, whatever the host's own attn_device_info is. */
 typedef struct attn_device_info_1_1 {
@@ -51,7 +66,9 @@ typedef struct attn_device_info_1_1 {
  * there today's layout and the frozen one differ by design. */
 #ifndef ATTNREG_ABI_GROWTH_BUILD
 _Static_assert(sizeof(attn_shape_0_1) == sizeof(attn_shape), "attn_shape_0_1 is frozen");
-_Static_assert(sizeof(attn_selection_0_1) == sizeof(attn_selection), "selection_0_1 is frozen");
+_Static_assert(sizeof(attn_selection_0_3) == sizeof(attn_selection), "selection_0_3 is frozen");
+_Static_assert(offsetof(attn_selection_0_3, message) == offsetof(attn_selection_0_1, message),
+               "0.3 appends to 0.1");
 _Static_assert(offsetof(attn_selection_0_1, message) == offsetof(attn_selection, message),
                "selection_0_1 is frozen");
 _Static_assert(sizeof(attn_device_info_1_1) == sizeof(attn_device_info), "device_info is frozen");

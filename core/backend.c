@@ -100,7 +100,13 @@ ATTNREG_API attn_status attn_registry_describe_plan(attn_registry *reg, const at
         return attn_fail(ATTN_ERR_NOT_FOUND, "%s describes no launch plans", c->name);
     /* The plugin writes into the host's full-size copy, on a private copy of
      * the shape; names are terminated and the count bounded here. */
-    attn_shape shape = sel->effective_shape;
+    attn_shape shape;
+    if (sel->struct_size < sizeof(attn_selection_0_1) ||
+        attn_shape_normalize(&sel->effective_shape, &shape) != ATTN_OK)
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                         "attn_registry_describe_plan: selection struct_size %u or its shape's "
+                         "is too small; call attn_selection_init()",
+                         sel->struct_size);
     attn_launch_plan full;
     memset(&full, 0, sizeof full);
     full.struct_size = sizeof full;

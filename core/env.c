@@ -29,8 +29,9 @@ static const char *const known[] = {
     "ATTNREG_DISABLE",
     "ATTNREG_LOG",
     "ATTNREG_LOG_FILE",
-    /* the GPU kernels' wgmma switch (read by plugins/gpu, for its tests and
-     * benchmarks; cpu-ref takes its thread count from [params] threads) */
+    /* the MTP variant switch of the GPU test and bench programs (the library
+     * reads none: the plugin takes [params] mtp_variant; cpu-ref its thread
+     * count from [params] threads) */
     "ATTNREG_MTP_WGMMA",
     /* the attnreg command (run, verify) */
     "ATTNREG_DEVICE",

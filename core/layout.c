@@ -90,6 +90,7 @@ static const layout_field registry_options_fields[] = {
     F(attn_registry_options, runnable),
     F(attn_registry_options, fail_on_conf_error),
     F(attn_registry_options, skip_env),
+    F(attn_registry_options, probe_out_of_process),
 };
 
 static const layout_field diagnostic_fields[] = {

@@ -404,10 +404,11 @@ static void fill_selection(const decision *d, attn_selection *out)
         out->graph_capturable = d->winner && d->winner->desc.graph_capturable ? 1 : 0;
         return;
     }
-    if (size <= sizeof(attn_selection_0_1) && size < sizeof *out) {
-        /* A host built against 0.1's layout: its effective_shape is 0.1's
-         * attn_shape and the fields after it sit where 0.1 put them. */
-        attn_selection_0_1 old;
+    if (size <= sizeof(attn_selection_0_3) && size < sizeof *out) {
+        /* A host built against 0.1's or 0.3's layout (0.1's is a prefix of
+         * 0.3's): its effective_shape is 0.1's attn_shape and the fields
+         * after it sit where those versions put them. */
+        attn_selection_0_3 old;
         memset(&old, 0, sizeof old);
         old.struct_size = size;
         old.backend_name = d->winner ? d->winner->name : NULL;
@@ -421,6 +422,7 @@ static void fill_selection(const decision *d, attn_selection *out)
         old.fallback_reason = d->fallback_reason;
         old.fallback_message = d->fallback_message;
         old.message = d->message ? d->message : "";
+        old.graph_capturable = d->winner && d->winner->desc.graph_capturable ? 1 : 0;
         attn_copy_versioned(out, size, &old, sizeof old);
         return;
     }

@@ -117,7 +117,7 @@ START_TEST(public_structs_keep_their_layout)
     OFF(attn_plugin_info, conf_file, 40);
     OFF(attn_plugin_info, conf_line, 48);
     OFF(attn_plugin_info, candidate, 56);
-    SIZE(attn_plugin_load_info, 64);
+    SIZE(attn_plugin_load_info, 80);
     OFF(attn_plugin_load_info, struct_size, 0);
     OFF(attn_plugin_load_info, status, 4);
     OFF(attn_plugin_load_info, reason, 8);
@@ -128,7 +128,10 @@ START_TEST(public_structs_keep_their_layout)
     OFF(attn_plugin_load_info, abi_major, 48);
     OFF(attn_plugin_load_info, abi_minor, 52);
     OFF(attn_plugin_load_info, num_predicates, 56);
-    SIZE(attn_selection, 168);
+    OFF(attn_plugin_load_info, arch_limits, 64); /* 0.3 */
+    OFF(attn_plugin_load_info, num_arch_limits, 72);
+    OFF(attn_plugin_load_info, graph_capturable, 76);
+    SIZE(attn_selection, 176);
     OFF(attn_selection, struct_size, 0);
     OFF(attn_selection, backend_name, 8);
     OFF(attn_selection, candidate, 16);
@@ -139,6 +142,29 @@ START_TEST(public_structs_keep_their_layout)
     OFF(attn_selection, fallback_reason, 144);
     OFF(attn_selection, fallback_message, 152);
     OFF(attn_selection, message, 160);
+    OFF(attn_selection, graph_capturable, 168); /* 0.3 */
+    SIZE(attn_arch_limits, 52);
+    OFF(attn_arch_limits, struct_size, 0);
+    OFF(attn_arch_limits, arch, 4);
+    OFF(attn_arch_limits, shared_bytes_per_block, 36);
+    OFF(attn_arch_limits, wave_size, 40);
+    OFF(attn_arch_limits, max_threads_per_block, 44);
+    OFF(attn_arch_limits, max_registers_per_thread, 48);
+    SIZE(attn_kernel_plan, 84);
+    OFF(attn_kernel_plan, kernel, 0);
+    OFF(attn_kernel_plan, role, 32);
+    OFF(attn_kernel_plan, threads, 64);
+    OFF(attn_kernel_plan, rows, 68);
+    OFF(attn_kernel_plan, keys, 72);
+    OFF(attn_kernel_plan, stages, 76);
+    OFF(attn_kernel_plan, shared_bytes, 80);
+    SIZE(attn_launch_plan, 384);
+    OFF(attn_launch_plan, struct_size, 0);
+    OFF(attn_launch_plan, arch, 4);
+    OFF(attn_launch_plan, shared_limit, 36);
+    OFF(attn_launch_plan, wave_size, 40);
+    OFF(attn_launch_plan, num_kernels, 44);
+    OFF(attn_launch_plan, kernels, 48);
     SIZE(attn_verdict_record, 72);
     OFF(attn_verdict_record, struct_size, 0);
     OFF(attn_verdict_record, pass, 4);
@@ -225,7 +251,7 @@ START_TEST(public_structs_keep_their_layout)
     SIZE(attn_predicate, 16);
     OFF(attn_predicate, name, 0);
     OFF(attn_predicate, check, 8);
-    SIZE(attn_plugin_descriptor, 120);
+    SIZE(attn_plugin_descriptor, 152);
     OFF(attn_plugin_descriptor, struct_size, 0);
     OFF(attn_plugin_descriptor, abi_major, 4);
     OFF(attn_plugin_descriptor, abi_minor, 8);
@@ -242,6 +268,10 @@ START_TEST(public_structs_keep_their_layout)
     OFF(attn_plugin_descriptor, forward, 96);
     OFF(attn_plugin_descriptor, destroy, 104);
     OFF(attn_plugin_descriptor, probe_devices, 112);
+    OFF(attn_plugin_descriptor, graph_capturable, 120); /* ABI 1.2 */
+    OFF(attn_plugin_descriptor, describe_plan, 128);
+    OFF(attn_plugin_descriptor, arch_limits, 136);
+    OFF(attn_plugin_descriptor, num_arch_limits, 144);
 #endif
 }
 END_TEST

@@ -265,6 +265,9 @@ static Result run_batch(const char *family, gpu_attn_kernel kernel, int hq, int 
         fprintf(stderr, "create: %s\n", err);
         exit(1);
     }
+    /* the bench's switch for the MTP variant (the library reads none) */
+    if (kernel == GPU_ATTN_KERNEL_MTP && getenv("ATTNREG_MTP_WGMMA"))
+        gpu_attn_force_mtp_variant(ctx, atoi(getenv("ATTNREG_MTP_WGMMA")) ? 1 : 0);
     const int prefill = q_len > 1 && gpu_attn_force_prefill(ctx, !scalar);
     attn_batch_limits lim = {sizeof lim, batch, T};
     size_t ws = 0;

@@ -71,6 +71,13 @@ int gpu_attn_force_prefill(gpu_attn_ctx *ctx, int use);
  * kernel or the program would exceed the arch's shared memory. */
 int gpu_attn_force_generic(gpu_attn_ctx *ctx, int stages, int raw_kv);
 
+/* The MTP kernel's variant (the plugin's [params] mtp_variant, the bench's
+ * and the tests' ATTNREG_MTP_WGMMA): 0 = mma.sync for every q_len, 1 =
+ * wgmma for every q_len, 2 = the rule (wgmma for 3-4 query tokens). Where
+ * the build or the device has no wgmma variant, mma.sync stays. Returns the
+ * variant in use, -1 for a context that is not the MTP kernel's. */
+int gpu_attn_force_mtp_variant(gpu_attn_ctx *ctx, int variant);
+
 /* The number of key segments the rule picks for a batch (1 = 2D path). */
 int gpu_attn_plan_segments(const gpu_attn_ctx *ctx, int num_tokens, int num_seqs, int max_seqlen_q,
                            int max_seqlen_k);

@@ -55,6 +55,7 @@ struct gpu_attn_ctx {
     int cus;
     int forced_nseg;
     int mtp_wgmma; /* attn_kparams.mtp_wgmma */
+    int mtp_wgmma_capable; /* the build and the device have the wgmma variant */
     int prefill;   /* batches with q_len > 1 run the prefill kernel (attn_prefill.hip) */
     /* The launch plan of the shape on the device's arch: the same function
      * (attn_launch_plan.h) the plugin's predicate accepted the shape with. */
@@ -294,14 +295,14 @@ extern "C" attn_status gpu_attn_create(gpu_attn_kernel kernel, const attn_shape 
      * sm_90a code and the device is sm_90, for batches with 3-4 query tokens
      * per sequence: its 64 rows are all used there, and on the H200 it is
      * 1.25x faster than the mma.sync variant, which stays faster at q_len
-     * <= 2 (32 rows; bench/RESULTS.md). ATTNREG_MTP_WGMMA=0 keeps mma.sync
-     * for every q_len, =1 takes wgmma for every q_len (for comparisons in
-     * the bench and the tests). */
+     * <= 2 (32 rows; bench/RESULTS.md). gpu_attn_force_mtp_variant (the
+     * plugin's [params] mtp_variant, the bench's and the tests' switch)
+     * picks one variant for every q_len. The library reads no environment
+     * here: a host's skip_env covers its plugins too. */
     if (kernel == GPU_ATTN_KERNEL_MTP && attn_mtp_has_wgmma() && prop.major == 9 &&
-        prop.minor == 0) {
-        const char *w = getenv("ATTNREG_MTP_WGMMA");
-        c->mtp_wgmma = w && strcmp(w, "0") == 0 ? 0 : w && strcmp(w, "1") == 0 ? 1 : 2;
-    }
+        prop.minor == 0)
+        c->mtp_wgmma = 2;
+    c->mtp_wgmma_capable = c->mtp_wgmma != 0;
     /* The prefill kernel is wgmma code: it runs where the build has sm_90a
      * code and the device is sm_90, for the shapes it takes. */
     c->prefill = kernel == GPU_ATTN_KERNEL_GENERIC && prop.major == 9 && prop.minor == 0 &&
@@ -313,6 +314,14 @@ extern "C" attn_status gpu_attn_create(gpu_attn_kernel kernel, const attn_shape 
                                         is_fp8(shape->compute_dtype));
     *out = c;
     return ATTN_OK;
+}
+
+extern "C" int gpu_attn_force_mtp_variant(gpu_attn_ctx *ctx, int variant)
+{
+    if (!ctx || ctx->kernel != GPU_ATTN_KERNEL_MTP || variant < 0 || variant > 2)
+        return -1;
+    ctx->mtp_wgmma = ctx->mtp_wgmma_capable ? variant : 0;
+    return ctx->mtp_wgmma;
 }
 
 extern "C" int gpu_attn_force_prefill(gpu_attn_ctx *ctx, int use)
@@ -793,12 +802,28 @@ ATTN_HIDDEN attn_status aiter_generic_kernels_create(const attn_plugin_context *
     return gpu_attn_create(GPU_ATTN_KERNEL_GENERIC, shape, (gpu_attn_ctx **)backend, err,
                            err_size);
 }
+/* [params] mtp_variant = auto | mma | wgmma: the MTP kernel's variant for
+ * every q_len (auto: the rule in gpu_attn_create), for comparisons. */
 ATTN_HIDDEN attn_status aiter_mtp_kernels_create(const attn_plugin_context *ctx,
                                                  const attn_shape *shape, void **backend, char *err,
                                                  size_t err_size)
 {
-    (void)ctx;
-    return gpu_attn_create(GPU_ATTN_KERNEL_MTP, shape, (gpu_attn_ctx **)backend, err, err_size);
+    const char *v = ctx ? attn_param_get(ctx, "mtp_variant") : NULL;
+    int variant = 2;
+    if (v && strcmp(v, "mma") == 0)
+        variant = 0;
+    else if (v && strcmp(v, "wgmma") == 0)
+        variant = 1;
+    else if (v && strcmp(v, "auto") != 0) {
+        set_err(err, err_size, "[params] mtp_variant '%.64s' not in {auto, mma, wgmma} (%s)", v,
+                ctx->conf_file ? ctx->conf_file : "its INI");
+        return ATTN_ERR_CREATE_FAILED;
+    }
+    attn_status st =
+        gpu_attn_create(GPU_ATTN_KERNEL_MTP, shape, (gpu_attn_ctx **)backend, err, err_size);
+    if (st == ATTN_OK)
+        gpu_attn_force_mtp_variant((gpu_attn_ctx *)*backend, variant);
+    return st;
 }
 ATTN_HIDDEN attn_status aiter_generic_kernels_workspace_size(void *backend,
                                                              const attn_batch_limits *limits,

@@ -478,7 +478,7 @@ class Registry(_Closable):
 
     def __init__(self, conf_paths=(), use_env=True, default_conf=True, strict=False,
                  runnable=False, backend=None, disabled=(), log_level="warn", log=None,
-                 fail_on_conf_error=False):
+                 fail_on_conf_error=False, probe_out_of_process=False):
         if isinstance(conf_paths, str):
             conf_paths = (conf_paths,)
         if isinstance(disabled, str):
@@ -527,6 +527,9 @@ class Registry(_Closable):
         opt.num_disabled_backends = len(self._disabled)
         opt.runnable = int(bool(runnable))
         opt.fail_on_conf_error = int(bool(fail_on_conf_error))
+        # load each plugin in a child process first (a plugin that crashes or
+        # exits while loading is reported instead of taking the host down)
+        opt.probe_out_of_process = int(bool(probe_out_of_process))
         self._lock = threading.Lock()
         self._users = 0        # open Backends
         self._closing = False  # close() was called; the handle goes when the last user does

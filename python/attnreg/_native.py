@@ -89,7 +89,8 @@ class RegistryOptions(ctypes.Structure):
                 ("skip_default_conf", c_i32), ("log_fn", LOG_FN), ("log_user", c_vp),
                 ("log_level", c_i32), ("strict", c_i32), ("forced_backend", c_cp),
                 ("disabled_backends", ctypes.POINTER(c_cp)), ("num_disabled_backends", c_u32),
-                ("runnable", c_i32), ("fail_on_conf_error", c_i32), ("skip_env", c_i32)]
+                ("runnable", c_i32), ("fail_on_conf_error", c_i32), ("skip_env", c_i32),
+                ("probe_out_of_process", c_i32)]
 
 
 class Diagnostic(ctypes.Structure):

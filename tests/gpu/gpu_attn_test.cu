@@ -390,6 +390,9 @@ static bool run_case(const Case &c, Stats &st, bool verbose)
         return false;
     }
     gpu_attn_force_segments(ctx, c.nseg);
+    /* the test's own switch for the MTP variant (the library reads none) */
+    if (c.kernel == GPU_ATTN_KERNEL_MTP && getenv("ATTNREG_MTP_WGMMA"))
+        gpu_attn_force_mtp_variant(ctx, atoi(getenv("ATTNREG_MTP_WGMMA")) ? 1 : 0);
     if (c.stages)
         gpu_attn_force_generic(ctx, c.stages, c.raw_kv);
     /* Which kernel runs this batch: the prefill kernel (matrix units) takes

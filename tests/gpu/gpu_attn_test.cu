@@ -176,6 +176,9 @@ static void load_cpu_ref(const char *path)
 }
 
 static int cpu_ref_checked = 0;
+/* Multi-token cases the portable kernel ran with a forced program: one K/V
+ * stage, and the raw-K/V variant (the programs of gfx942). */
+static int forced_one_stage = 0, forced_raw_kv = 0;
 
 /* Keep the float64 reference affordable (~1e8 multiply-adds a case): drop
  * sequences, then shorten the longest contexts. */
@@ -393,13 +396,16 @@ static bool run_case(const Case &c, Stats &st, bool verbose)
     /* the test's own switch for the MTP variant (the library reads none) */
     if (c.kernel == GPU_ATTN_KERNEL_MTP && getenv("ATTNREG_MTP_WGMMA"))
         gpu_attn_force_mtp_variant(ctx, atoi(getenv("ATTNREG_MTP_WGMMA")) ? 1 : 0);
-    if (c.stages)
-        gpu_attn_force_generic(ctx, c.stages, c.raw_kv);
+    const int forced = c.stages ? gpu_attn_force_generic(ctx, c.stages, c.raw_kv) : 0;
     /* Which kernel runs this batch: the prefill kernel (matrix units) takes
      * multi-token batches of the shapes it supports, unless the case asks
      * for the portable scalar kernel. */
     const bool on_prefill = c.kernel == GPU_ATTN_KERNEL_GENERIC && maxq > 1 &&
                             gpu_attn_force_prefill(ctx, !c.scalar);
+    if (forced && c.kernel == GPU_ATTN_KERNEL_GENERIC && maxq > 1 && !on_prefill) {
+        forced_one_stage += c.stages == 1;
+        forced_raw_kv += c.raw_kv;
+    }
     attn_batch_limits lim = {sizeof lim, S, T};
     size_t ws = 0;
     gpu_attn_workspace_size(ctx, &lim, &ws);
@@ -966,6 +972,9 @@ int main(int argc, char **argv)
            mix.run, mix.failed, mix.worst_ratio);
     printf("cpu-ref cross-check: %s (%d configurations compared with cpu-ref)\n",
            cpu_ref ? "on" : "off", cpu_ref_checked);
+    printf("portable kernel, forced programs: %d multi-token cases on one K/V stage, %d on raw "
+           "K/V\n",
+           forced_one_stage, forced_raw_kv);
     return gen.failed || mtp.failed || dec.failed || dmma.failed || pre.failed || chk.failed ||
                    mix.failed
                ? 1

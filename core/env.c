@@ -29,6 +29,7 @@ static const char *const known[] = {
     "ATTNREG_DISABLE",
     "ATTNREG_LOG",
     "ATTNREG_LOG_FILE",
+    "ATTNREG_PROBE_TIMEOUT",
     /* the MTP variant switch of the GPU test and bench programs (the library
      * reads none: the plugin takes [params] mtp_variant; cpu-ref its thread
      * count from [params] threads) */

@@ -85,6 +85,9 @@ static inline int attn_reason_is_plugin(int32_t reason)
            reason == ATTN_REASON_OTHER || reason == ATTN_REASON_RESOURCE;
 }
 
+/* Seconds a plugin may take to load in the probing child (plugin.c). */
+#define ATTN_PROBE_TIMEOUT_DEFAULT_S 30
+
 /* ---- logging (log.c) ------------------------------------------------- */
 
 typedef struct attn_logger {
@@ -273,6 +276,7 @@ typedef struct cache_node {
 struct attn_registry {
     attn_logger logger;
     int32_t probe_out_of_process;
+    int32_t probe_timeout_s; /* how long a probing child may take (ATTNREG_PROBE_TIMEOUT) */
     int32_t strict;
     int32_t runnable;
     char *forced_backend;

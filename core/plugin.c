@@ -6,6 +6,8 @@
  * state lock-free. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,16 +98,33 @@ static int probe_in_child(attn_candidate *c, char *msg, size_t size)
     }
     close(fds[1]);
     char done = 0;
-    ssize_t n;
+    ssize_t n = -1;
+    /* Wait for the child's byte (or its end) at most probe_timeout_s: a
+     * constructor that never returns is killed, not waited for. */
+    const int timeout_s = c->registry->probe_timeout_s > 0 ? c->registry->probe_timeout_s
+                                                           : ATTN_PROBE_TIMEOUT_DEFAULT_S;
+    struct pollfd pfd = {fds[0], POLLIN, 0};
+    int ready;
     do
-        n = read(fds[0], &done, 1);
-    while (n < 0 && errno == EINTR);
+        ready = poll(&pfd, 1, timeout_s * 1000);
+    while (ready < 0 && errno == EINTR);
+    if (ready > 0) {
+        do
+            n = read(fds[0], &done, 1);
+        while (n < 0 && errno == EINTR);
+    }
     close(fds[0]);
+    if (ready == 0)
+        kill(pid, SIGKILL);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
     if (n == 1)
         return 1;
+    if (ready == 0) {
+        snprintf(msg, size, "did not finish loading within %d s (killed)", timeout_s);
+        return 0;
+    }
     if (WIFSIGNALED(status))
         snprintf(msg, size, "crashed while loading (signal %d, %s)", WTERMSIG(status),
                  strsignal(WTERMSIG(status)));

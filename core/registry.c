@@ -211,6 +211,22 @@ ATTNREG_API attn_status attn_registry_open(const attn_registry_options *options,
         attn_env_check_once(&reg->logger);
     reg->strict = opt.strict != 0;
     reg->probe_out_of_process = opt.probe_out_of_process != 0;
+    /* A plugin whose constructor never returns would hang the probe: the
+     * child is killed after this many seconds. */
+    reg->probe_timeout_s = ATTN_PROBE_TIMEOUT_DEFAULT_S;
+    const char *env_probe = use_env ? attn_env_get("ATTNREG_PROBE_TIMEOUT") : NULL;
+    if (env_probe && *env_probe) {
+        char *end = NULL;
+        errno = 0;
+        long v = strtol(env_probe, &end, 10);
+        if (errno || end == env_probe || *end || v < 1 || v > 3600)
+            attn_log(&reg->logger, ATTN_LOG_WARN,
+                     "ATTNREG_PROBE_TIMEOUT=%.64s is not a number of seconds in [1, 3600]; using "
+                     "%d",
+                     env_probe, ATTN_PROBE_TIMEOUT_DEFAULT_S);
+        else
+            reg->probe_timeout_s = (int32_t)v;
+    }
     reg->runnable = opt.runnable != 0;
     const char *forced = opt.forced_backend;
     if (!forced && use_env) {

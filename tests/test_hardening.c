@@ -228,6 +228,35 @@ START_TEST(plugin_dying_while_loading_fails_out_of_process)
 }
 END_TEST
 
+/* A constructor that never returns: the probing child is killed after
+ * ATTNREG_PROBE_TIMEOUT seconds and the plugin fails as a plugin. */
+START_TEST(plugin_hanging_while_loading_is_killed)
+{
+    ck_assert_int_eq(setenv("ATTNREG_PROBE_TIMEOUT", "1", 1), 0);
+    ts_write_plugin_ini(ts_dir(), "h.ini", "hostile-ctor-hang", hostile_lib("ctor_hang"), 10,
+                        "hostile", NULL);
+    const char *dirs[1] = {ts_dir()};
+    attn_registry_options opt;
+    ts_options(&opt, dirs, 1);
+    opt.skip_env = 0; /* ATTNREG_PROBE_TIMEOUT */
+    opt.probe_out_of_process = 1;
+    attn_registry *reg = NULL;
+    ck_assert_int_eq(attn_registry_open(&opt, &reg), ATTN_OK);
+    attn_plugin_load_info li;
+    memset(&li, 0, sizeof li);
+    li.struct_size = sizeof li;
+    ck_assert_int_eq(attn_registry_load_plugin(reg, 0, &li), ATTN_ERR_LOAD);
+    ck_assert_msg(strstr(li.message, "did not finish loading within 1 s (killed)"), "%s",
+                  li.message);
+    attn_registry_close(reg);
+    /* a value that is not a number of seconds: a warning, the default stays */
+    ck_assert_int_eq(setenv("ATTNREG_PROBE_TIMEOUT", "soon", 1), 0);
+    ck_assert_int_eq(attn_registry_open(&opt, &reg), ATTN_OK);
+    ck_assert_int_eq(ts_log_count(ATTN_LOG_WARN, "ATTNREG_PROBE_TIMEOUT=soon is not", NULL), 1);
+    attn_registry_close(reg);
+}
+END_TEST
+
 START_TEST(out_of_process_probe_then_loads_in_process)
 {
     attn_registry *reg = open_hostile("polite", 1);
@@ -608,6 +637,7 @@ static Suite *hardening_suite(void)
     ts_add_fixtures(tc, 60);
     tcase_add_loop_test(tc, plugin_dying_while_loading_fails_out_of_process, 0, 3);
     tcase_add_test(tc, out_of_process_probe_then_loads_in_process);
+    tcase_add_test(tc, plugin_hanging_while_loading_is_killed);
     suite_add_tcase(s, tc);
     tc = tcase_create("files");
     ts_add_fixtures(tc, 60);

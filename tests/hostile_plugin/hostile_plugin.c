@@ -17,6 +17,7 @@
  *   HOSTILE_CTOR_EXIT            the library's constructor calls exit(3)
  *   HOSTILE_CTOR_ABORT           ... calls abort()
  *   HOSTILE_CTOR_SEGV            ... raises SIGSEGV
+ *   HOSTILE_CTOR_HANG            ... never returns
  *   HOSTILE_CTOR_MARKER          ... creates the file named by $HOSTILE_MARKER
  *                                (the setuid test: it must never run)
  */
@@ -24,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "attn_plugin.h"
 
@@ -32,7 +34,7 @@
 #endif
 
 #if defined(HOSTILE_CTOR_EXIT) || defined(HOSTILE_CTOR_ABORT) || defined(HOSTILE_CTOR_SEGV) ||     \
-    defined(HOSTILE_CTOR_MARKER)
+    defined(HOSTILE_CTOR_MARKER) || defined(HOSTILE_CTOR_HANG)
 __attribute__((constructor)) static void hostile_constructor(void)
 {
 #if defined(HOSTILE_CTOR_EXIT)
@@ -41,6 +43,9 @@ __attribute__((constructor)) static void hostile_constructor(void)
     abort();
 #elif defined(HOSTILE_CTOR_SEGV)
     raise(SIGSEGV);
+#elif defined(HOSTILE_CTOR_HANG)
+    for (;;)
+        pause();
 #else
     const char *marker = getenv("HOSTILE_MARKER");
     if (marker && *marker) {

@@ -27,9 +27,6 @@
 
 static const char *const aiter_generic_archs[] = {"gfx942", "gfx950", "sm_90", NULL};
 
-/* The head sizes the kernels are instantiated for. */
-static const int32_t aiter_generic_head_dims[] = {64, 80, 96, 128, 192, 256};
-
 /* The page sizes engines use: 1 (SGLang's token-granular KV cache; the
  * kernels gather every key through the block table) and every multiple of
  * 16 up to 1024 (vLLM; a 16-key half tile then never straddles two pages, so
@@ -62,8 +59,7 @@ static int aiter_generic_check_head_dim(const attn_plugin_context *ctx, const at
 {
     (void)ctx;
     return attn_pred_require_int_in(verdict, ATTN_REASON_HEAD_DIM, "head_dim", shape->head_dim,
-                                    aiter_generic_head_dims,
-                                    ATTN_PRED_COUNT(aiter_generic_head_dims));
+                                    attn_gpu_head_dims, ATTN_PRED_COUNT(attn_gpu_head_dims));
 }
 
 /* K and V share one tile layout in the kernels, so V must be as wide as K. */

@@ -196,9 +196,17 @@ static inline int attn_plan_kv_bytes(int32_t dtype)
 {
     return dtype == ATTN_DTYPE_F32 ? 4 : attn_plan_is_fp8(dtype) ? 1 : 2;
 }
+/* The head sizes the GPU kernels are instantiated for (D == Dv): the list
+ * aiter-generic's predicate accepts and the launchers dispatch on. */
+static const int32_t attn_gpu_head_dims[] = {64, 80, 96, 128, 192, 256};
+#define ATTN_GPU_HEAD_DIMS_COUNT (sizeof attn_gpu_head_dims / sizeof attn_gpu_head_dims[0])
 static inline int attn_plan_head_dim_built(int d)
 {
-    return d == 64 || d == 80 || d == 96 || d == 128 || d == 192 || d == 256;
+    size_t i;
+    for (i = 0; i < ATTN_GPU_HEAD_DIMS_COUNT; i++)
+        if (attn_gpu_head_dims[i] == d)
+            return 1;
+    return 0;
 }
 
 /* The prefill kernel takes D == Dv in the built list, Q bf16/f16 with a

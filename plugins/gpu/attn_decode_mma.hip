@@ -144,7 +144,7 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
     const int pshift = __ffs(p.page) - 1;
     const uint8_t *kc = (const uint8_t *)p.k_cache, *vc = (const uint8_t *)p.v_cache;
 
-    /* The page size is a multiple of 16 (attn_decode_mma_supported), so a
+    /* The page size is a multiple of 16 (attn_plan_decode_mma_takes), so a
      * tile lies in one page: one block-table entry per tile, and the tile's
      * rows sit at a fixed stride, so a copy costs an add, not a lookup and a
      * 64-bit multiply. */
@@ -454,24 +454,6 @@ static hipError_t launch_dmma_d(const attn_kparams *p, hipStream_t stream)
 }
 
 #endif /* ATTN_PLATFORM_CUDA */
-
-int attn_decode_mma_supported(int d, int dv, int q_dtype, int kv_dtype, int q_quant, int page)
-{
-#if defined(ATTN_PLATFORM_CUDA)
-    const bool sized = d == dv && (d == 64 || d == 80 || d == 96 || d == 128 || d == 192 || d == 256);
-    const bool typed = q_dtype == kv_dtype && (kv_dtype == ATTN_DTYPE_BF16 || kv_dtype == ATTN_DTYPE_F16);
-    return sized && typed && !q_quant && page > 0 && page % DMMA_TILE == 0;
-#else
-    /* No matrix-unit path was written for AMD: the scalar decode kernel runs. */
-    (void)page;
-    (void)d;
-    (void)dv;
-    (void)q_dtype;
-    (void)kv_dtype;
-    (void)q_quant;
-    return 0;
-#endif
-}
 
 /* Programs of this kernel one multiprocessor holds at once: the shared
  * memory the carveout leaves them (132 KB on sm_90, 1 KB of it reserved per

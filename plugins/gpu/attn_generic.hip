@@ -545,9 +545,7 @@ static hipError_t launch_generic_d(const attn_kparams *p, hipStream_t stream)
 
 int attn_generic_supports(int d, int dv, int kv_dtype)
 {
-    if (d != dv || kv_bytes_of(kv_dtype) > 2)
-        return 0;
-    return d == 64 || d == 80 || d == 96 || d == 128 || d == 192 || d == 256;
+    return d == dv && kv_bytes_of(kv_dtype) <= 2 && attn_plan_head_dim_built(d);
 }
 
 hipError_t attn_launch_generic(const attn_kparams *p, int max_tile_q, hipStream_t stream,

@@ -58,8 +58,8 @@
 #include "gpu_attn_internal.h"
 
 /* The program plan of one head size and cache type (KV8: an fp8 cache): the
- * single source of the tile sizes, stages, threads and shared memory that the
- * kernel, the launcher and the host's plan query (attn_prefill_plan) use. */
+ * tile sizes, stages, threads and shared memory of attn_launch_plan.h's
+ * prefill layout, which the predicates and the launcher read too. */
 template <int D, bool KV8 = false>
 struct prefill_cfg {
     /* The sizes the predicates checked: attn_launch_plan.h's layout. */
@@ -732,68 +732,6 @@ static hipError_t launch_prefill_d(const attn_kparams *p, hipStream_t stream)
 }
 
 #endif /* ATTN_PLATFORM_CUDA */
-
-/* The head sizes and cache types come from the plan table: a shape is
- * supported exactly when attn_prefill_plan_for has a plan for it. */
-int attn_prefill_supported(int d, int dv, int q_dtype, int kv_dtype, int q_quant)
-{
-#if defined(ATTN_PLATFORM_CUDA) && defined(ATTNREG_CUDA_SM90A)
-    const int kv8 = kv_dtype == ATTN_DTYPE_FP8_E4M3FN || kv_dtype == ATTN_DTYPE_FP8_E4M3FNUZ;
-    attn_prefill_plan plan;
-    if (d != dv || q_quant || (q_dtype != ATTN_DTYPE_BF16 && q_dtype != ATTN_DTYPE_F16) ||
-        (q_dtype != kv_dtype && !kv8))
-        return 0;
-    return attn_prefill_plan_for(d, kv_dtype, &plan);
-#else
-    (void)d;
-    (void)dv;
-    (void)q_dtype;
-    (void)kv_dtype;
-    (void)q_quant;
-    return 0;
-#endif
-}
-
-template <int D, bool KV8>
-static void plan_of(attn_prefill_plan *out)
-{
-    using C = prefill_cfg<D, KV8>;
-    out->rows = C::BM;
-    out->keys = C::BN;
-    out->stages = C::STAGES;
-    out->threads = C::THREADS;
-    out->padded_head_dim = C::DP;
-    out->shared_bytes = C::SMEM;
-}
-
-int attn_prefill_plan_for(int d, int kv_dtype, attn_prefill_plan *out)
-{
-    const bool kv8 = kv_dtype == ATTN_DTYPE_FP8_E4M3FN || kv_dtype == ATTN_DTYPE_FP8_E4M3FNUZ;
-    switch (d) {
-    case 64:
-        kv8 ? plan_of<64, true>(out) : plan_of<64, false>(out);
-        return 1;
-    case 80:
-        kv8 ? plan_of<80, true>(out) : plan_of<80, false>(out);
-        return 1;
-    case 96:
-        kv8 ? plan_of<96, true>(out) : plan_of<96, false>(out);
-        return 1;
-    case 128:
-        kv8 ? plan_of<128, true>(out) : plan_of<128, false>(out);
-        return 1;
-    case 192:
-        if (kv8)
-            return 0;
-        plan_of<192, false>(out);
-        return 1;
-    case 256:
-        kv8 ? plan_of<256, true>(out) : plan_of<256, false>(out);
-        return 1;
-    default:
-        return 0;
-    }
-}
 
 hipError_t attn_launch_prefill(const attn_kparams *p, hipStream_t stream)
 {

@@ -303,15 +303,12 @@ extern "C" attn_status gpu_attn_create(gpu_attn_kernel kernel, const attn_shape 
         prop.minor == 0)
         c->mtp_wgmma = 2;
     c->mtp_wgmma_capable = c->mtp_wgmma != 0;
-    /* The prefill kernel is wgmma code: it runs where the build has sm_90a
-     * code and the device is sm_90, for the shapes it takes. */
+    /* The prefill kernel is wgmma code: the plan takes it where the build has
+     * sm_90a code (its features) for the shapes it takes; the device must be
+     * sm_90 itself, not only named so. */
+    const int multi = attn_plan_find(&plan, ATTN_ROLE_MULTI);
     c->prefill = kernel == GPU_ATTN_KERNEL_GENERIC && prop.major == 9 && prop.minor == 0 &&
-                 attn_plan_find(&plan, ATTN_ROLE_MULTI) >= 0 &&
-                 strcmp(plan.kernels[attn_plan_find(&plan, ATTN_ROLE_MULTI)].kernel,
-                        "prefill-wgmma") == 0 &&
-                 attn_prefill_supported(shape->head_dim, attn_shape_head_dim_v(shape),
-                                        shape->q_dtype, shape->kv_dtype,
-                                        is_fp8(shape->compute_dtype));
+                 multi >= 0 && strcmp(plan.kernels[multi].kernel, "prefill-wgmma") == 0;
     *out = c;
     return ATTN_OK;
 }
@@ -429,21 +426,18 @@ static int prefill_nseg(const gpu_attn_ctx *c, int T, int S, int maxq, int maxk)
     long work = grid_work(c, T, S, maxq, bq, hs);
     if (2 * work > c->cus)
         return 1;
-    attn_prefill_plan plan;
-    if (!attn_prefill_plan_for(c->shape.head_dim, c->shape.kv_dtype, &plan))
+    const int k = attn_plan_find(&c->plan, ATTN_ROLE_MULTI);
+    if (k < 0)
         return 1;
-    return split_segments(work, c->cus, maxk, 4 * plan.keys);
+    return split_segments(work, c->cus, maxk, 4 * c->plan.kernels[k].keys);
 }
 
 /* Whether this shape's decode batches run on the matrix-unit decode kernel
- * (attn_decode_mma.hip): NVIDIA, Q and cache of one 16-bit type, D == Dv,
- * page size a multiple of 16. */
+ * (attn_decode_mma.hip): the launch plan's choice (attn_plan_decode_mma_takes:
+ * NVIDIA, Q and cache of one 16-bit type, D == Dv, pages of a multiple of 16). */
 static int decode_uses_mma(const gpu_attn_ctx *c)
 {
-    const attn_shape *s = &c->shape;
-    return c->decode_mma &&
-           attn_decode_mma_supported(s->head_dim, attn_shape_head_dim_v(s), s->q_dtype,
-                                     s->kv_dtype, is_fp8(s->compute_dtype), s->page_size);
+    return c->decode_mma;
 }
 
 /* Segment rule of the matrix-unit decode kernel. Its programs are single

@@ -419,33 +419,20 @@ int attn_generic_supports(int d, int dv, int kv_dtype);
  * heads_per_tile, head_splits and nseg set). */
 int attn_decode_heads_per_program(int group, int d);
 hipError_t attn_launch_decode(const attn_kparams *p, hipStream_t stream);
-/* The matrix-unit decode kernel (attn_decode_mma.hip, NVIDIA only): whether
- * it takes a shape, how many of its one-warp programs a compute unit holds
- * for head size d, and the launch (heads_per_tile 16, head_splits and nseg
- * set by the caller). */
-int attn_decode_mma_supported(int d, int dv, int q_dtype, int kv_dtype, int q_quant, int page);
+/* The matrix-unit decode kernel (attn_decode_mma.hip, NVIDIA only): how many
+ * of its one-warp programs a compute unit holds for head size d, and the
+ * launch (heads_per_tile 16, head_splits and nseg set by the caller). Which
+ * shapes it takes is the launch plan's (attn_plan_decode_mma_takes). */
 int attn_decode_mma_programs_per_cu(int d);
 hipError_t attn_launch_decode_mma(const attn_kparams *p, hipStream_t stream);
 
 /* Shared memory one block may opt in to on sm_90 (H100/H200): 227 KB. */
 #define ATTN_SM90_SMEM_PER_BLOCK (227 * 1024)
 
-/* The prefill kernel (attn_prefill.hip, NVIDIA sm_90a builds only): whether
- * it takes a shape (D == Dv in the plugin's list; Q bf16/f16 and the cache
- * of Q's type, or an e4m3 cache at D != 192; no FP8 compute), its program
- * plan for head size d and cache type (the one table
- * the kernel and the launcher are built from), and the launch (which
- * expects block_q, heads_per_tile, head_splits, nseg and page_shift set). */
-typedef struct attn_prefill_plan {
-    int rows;            /* query rows (tokens x heads) per program */
-    int keys;            /* keys per K/V tile */
-    int stages;          /* K/V tiles in flight (shared-memory ring) */
-    int threads;         /* 1 producer + 2 consumer warpgroups */
-    int padded_head_dim; /* head dim in shared memory (a multiple of 64) */
-    int shared_bytes;    /* dynamic shared memory per program */
-} attn_prefill_plan;
-int attn_prefill_supported(int d, int dv, int q_dtype, int kv_dtype, int q_quant);
-int attn_prefill_plan_for(int d, int kv_dtype, attn_prefill_plan *out);
+/* The prefill kernel (attn_prefill.hip, NVIDIA sm_90a builds only): the
+ * launch (which expects block_q, heads_per_tile, head_splits, nseg and
+ * page_shift set). Which shapes it takes and its program are the launch
+ * plan's (attn_plan_prefill_takes, attn_plan_prefill_layout). */
 hipError_t attn_launch_prefill(const attn_kparams *p, hipStream_t stream);
 
 #endif /* ATTN_GPU_ATTN_INTERNAL_H */

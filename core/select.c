@@ -388,20 +388,27 @@ static void explanation_free_parts(attn_explanation *ex)
     attn_decision_free(&ex->result);
 }
 
+/* The decision's fields that every published selection layout has, set by
+ * name: the layouts differ only in where the embedded shape ends. */
+#define SET_SELECTION_FIELDS(sel, d)                                                               \
+    do {                                                                                           \
+        (sel).backend_name = (d)->winner ? (d)->winner->name : NULL;                               \
+        (sel).candidate = (d)->winner;                                                             \
+        (sel).fallback_applied = (d)->fallback_applied;                                            \
+        (sel).fallback_rule = (d)->fallback_rule;                                                  \
+        (sel).fallback_backend = (d)->fallback_backend;                                            \
+        (sel).fallback_reason = (d)->fallback_reason;                                              \
+        (sel).fallback_message = (d)->fallback_message;                                            \
+        (sel).message = (d)->message ? (d)->message : "";                                          \
+        (sel).graph_capturable = (d)->winner && (d)->winner->desc.graph_capturable ? 1 : 0;        \
+    } while (0)
+
 static void fill_selection(const decision *d, attn_selection *out)
 {
     const uint32_t size = out->struct_size;
-    if (size == sizeof *out) {
-        out->backend_name = d->winner ? d->winner->name : NULL;
-        out->candidate = d->winner;
+    if (size == sizeof *out) { /* today's host: in place (the cached-select path) */
+        SET_SELECTION_FIELDS(*out, d);
         out->effective_shape = d->effective;
-        out->fallback_applied = d->fallback_applied;
-        out->fallback_rule = d->fallback_rule;
-        out->fallback_backend = d->fallback_backend;
-        out->fallback_reason = d->fallback_reason;
-        out->fallback_message = d->fallback_message;
-        out->message = d->message ? d->message : "";
-        out->graph_capturable = d->winner && d->winner->desc.graph_capturable ? 1 : 0;
         return;
     }
     if (size <= sizeof(attn_selection_0_3) && size < sizeof *out) {
@@ -411,36 +418,22 @@ static void fill_selection(const decision *d, attn_selection *out)
         attn_selection_0_3 old;
         memset(&old, 0, sizeof old);
         old.struct_size = size;
-        old.backend_name = d->winner ? d->winner->name : NULL;
-        old.candidate = d->winner;
+        SET_SELECTION_FIELDS(old, d);
         attn_copy_versioned(&old.effective_shape, sizeof old.effective_shape, &d->effective,
                             sizeof d->effective);
         old.effective_shape.struct_size = sizeof old.effective_shape;
-        old.fallback_applied = d->fallback_applied;
-        old.fallback_rule = d->fallback_rule;
-        old.fallback_backend = d->fallback_backend;
-        old.fallback_reason = d->fallback_reason;
-        old.fallback_message = d->fallback_message;
-        old.message = d->message ? d->message : "";
-        old.graph_capturable = d->winner && d->winner->desc.graph_capturable ? 1 : 0;
         attn_copy_versioned(out, size, &old, sizeof old);
         return;
     }
     attn_selection full;
     memset(&full, 0, sizeof full);
     full.struct_size = size;
-    full.backend_name = d->winner ? d->winner->name : NULL;
-    full.candidate = d->winner;
+    SET_SELECTION_FIELDS(full, d);
     full.effective_shape = d->effective;
-    full.fallback_applied = d->fallback_applied;
-    full.fallback_rule = d->fallback_rule;
-    full.fallback_backend = d->fallback_backend;
-    full.fallback_reason = d->fallback_reason;
-    full.fallback_message = d->fallback_message;
-    full.message = d->message ? d->message : "";
-    full.graph_capturable = d->winner && d->winner->desc.graph_capturable ? 1 : 0;
     attn_copy_versioned(out, size, &full, sizeof full);
 }
+
+#undef SET_SELECTION_FIELDS
 
 /* The smallest selection a host may pass: 0.1's whole layout. */
 #define SELECTION_MIN_SIZE sizeof(attn_selection_0_1)

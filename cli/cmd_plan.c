@@ -8,11 +8,11 @@
  * (layer group, phase) on the per-rank shape. The exit code is what
  * `select` would return for the first entry that has no backend.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
-#include "hf_config.h"
 
 #define PLAN_ACCEPT                                                                                \
     (CLI_ACCEPT_TARGET | CLI_ACCEPT_CONF | CLI_ACCEPT_SELECT | CLI_ACCEPT_JSON | CLI_ACCEPT_LOG)
@@ -52,17 +52,25 @@ void cli_help_plan(FILE *out)
           out);
     cli_help_common(out, PLAN_ACCEPT);
     fputs("\n"
-          "What is read from config.json: num_attention_heads, num_key_value_heads\n"
-          "(absent = MHA), head_dim (absent = hidden_size / num_attention_heads),\n"
-          "num_hidden_layers, layer_types (full_attention, sliding_attention; any other\n"
-          "type is a layer the registry does not plan), sliding_window (W keys, the query\n"
-          "itself included, is the window W-1,0), use_sliding_window, max_window_layers,\n"
-          "full_attention_interval, sliding_window_pattern, attn_logit_softcapping,\n"
-          "max_position_embeddings, model_type (sinks for gpt_oss; the layer pattern of\n"
-          "gemma2 and gemma3 when layer_types is absent). The config's dtype is not read:\n"
-          "pass --q-dtype. Multi-head latent attention (kv_lora_rank, DeepSeek-V2/V3) and\n"
-          "chunked attention (attention_chunk_size, Llama 4) are refused: no backend here\n"
-          "handles them.\n"
+          "What is read from config.json (libattnreg's reader, attn_hf_config_read):\n"
+          "num_attention_heads (or n_head, n_heads), num_key_value_heads (or\n"
+          "num_kv_heads, n_head_kv, multi_query; absent = MHA), head_dim (absent =\n"
+          "hidden_size, n_embd or d_model / the heads), num_hidden_layers (or n_layer,\n"
+          "n_layers, num_layers), layer_types (full_attention, sliding_attention; any\n"
+          "other type is a layer the registry does not plan; it wins over the pattern\n"
+          "keys), sliding_window (W keys, the query itself included, is the window\n"
+          "W-1,0), use_sliding_window, max_window_layers, full_attention_interval,\n"
+          "sliding_window_pattern (n, or letters such as LLLG), attn_logit_softcapping,\n"
+          "query_pre_attn_scalar and attention_multiplier (the softmax scale, else\n"
+          "head_dim^-1/2), max_position_embeddings (or n_positions, max_seq_len,\n"
+          "seq_length), model_type (sinks for gpt_oss; the layer pattern of gemma2 and\n"
+          "gemma3 when layer_types is absent). A note says when another family's key\n"
+          "was read. The config's dtype is not read: pass --q-dtype. Refused, naming\n"
+          "the key, because no backend here computes them: multi-head latent attention\n"
+          "(kv_lora_rank), block-sparse attention (blocksparse_*, Phi-3-small), chunked\n"
+          "attention (attention_chunk_size), ALiBi (alibi, attn_config.alibi, bloom).\n"
+          "The model's heads and --tp are checked before a missing max model length\n"
+          "is asked for.\n"
           "\n"
           "Exit codes (as select): 0 every attention entry has a backend; 2 usage error,\n"
           "or a config.json that is not JSON or has a key of the wrong type or range;\n"
@@ -216,16 +224,31 @@ static const char *plural(int32_t n)
     return n == 1 ? "" : "s";
 }
 
-static void print_header(const char *path, const hf_config *cfg, const attn_model *m)
+/* The config's notes and header numbers, from libattnreg's reader. */
+struct config_view {
+    const attn_hf_config *cfg;
+    attn_hf_config_info info;
+};
+
+/* The softmax scale every attention entry gets (the plan's entries carry
+ * it; the header shows it once). */
+static double model_scale(const attn_model *m)
 {
+    return m->scale > 0.0f ? (double)m->scale : 1.0 / sqrt((double)m->head_dim);
+}
+
+static void print_header(const char *path, const struct config_view *v, const attn_model *m)
+{
+    const char *model_type = v->info.model_type ? v->info.model_type : "";
     printf("model: %s", path);
-    if (cfg->model_type[0] || cfg->from_text_config)
-        printf(" (%s%s%s)", cfg->model_type,
-               cfg->model_type[0] && cfg->from_text_config ? ", " : "",
-               cfg->from_text_config ? "text_config" : "");
+    if (model_type[0] || v->info.from_text_config)
+        printf(" (%s%s%s)", model_type, model_type[0] && v->info.from_text_config ? ", " : "",
+               v->info.from_text_config ? "text_config" : "");
     printf(": %d layer%s, %d query head%s, %d KV head%s, head_dim %d", m->num_layers,
            plural(m->num_layers), m->num_q_heads, plural(m->num_q_heads), m->num_kv_heads,
            plural(m->num_kv_heads), m->head_dim);
+    if (m->head_dim > 0)
+        printf(", scale %.6g", model_scale(m));
     if (m->softcap > 0.0f)
         printf(", softcap %g", (double)m->softcap);
     if (m->has_sinks)
@@ -234,8 +257,8 @@ static void print_header(const char *path, const hf_config *cfg, const attn_mode
     printf("target: arch %s, q %s, kv %s, compute %s, out %s, page %d\n", m->arch,
            attn_dtype_name(m->q_dtype), attn_dtype_name(m->kv_dtype),
            attn_dtype_name(m->compute_dtype), attn_dtype_name(m->out_dtype), m->page_size);
-    for (size_t k = 0; k < cfg->num_notes; k++)
-        printf("note: %s\n", cfg->notes[k]);
+    for (size_t k = 0; k < v->info.num_notes; k++)
+        printf("note: %s\n", attn_hf_config_note(v->cfg, k));
 }
 
 static void print_text(const attn_plan *plan, const attn_plan_summary *sum)
@@ -291,6 +314,10 @@ static void json_int_or_null(struct cli_json *j, const char *key, int present, l
         cli_json_string_member(j, key, NULL);
 }
 
+/* One entry, in the key names of shapes and selections (select --json).
+ * The names of attnreg 0.3 (q_heads, kv_heads, q_len, kv_len, window,
+ * sinks, fallback) are written too, for one minor version: the schema marks
+ * them deprecated. */
 static void json_entry(struct cli_json *j, const attn_plan_entry *e)
 {
     const attn_shape *s = e->shape;
@@ -304,13 +331,37 @@ static void json_entry(struct cli_json *j, const attn_plan_entry *e)
     cli_json_string_member(j, "layer_type", e->layer_type);
     cli_json_string_member(j, "kind", attn_layer_kind_name(e->layer_kind));
     cli_json_string_member(j, "phase", attn_phase_name(e->phase));
-    json_int_or_null(j, "q_heads", s != NULL, s ? s->num_q_heads : 0);
-    json_int_or_null(j, "kv_heads", s != NULL, s ? s->num_kv_heads : 0);
+    json_int_or_null(j, "num_q_heads", s != NULL, s ? s->num_q_heads : 0);
+    json_int_or_null(j, "num_kv_heads", s != NULL, s ? s->num_kv_heads : 0);
     json_int_or_null(j, "head_dim", s != NULL, s ? s->head_dim : 0);
     json_int_or_null(j, "head_dim_v", s != NULL,
                      s && s->head_dim_v ? s->head_dim_v
                      : s                ? s->head_dim
                                         : 0);
+    json_int_or_null(j, "max_q_len", s != NULL, s ? s->max_q_len : 0);
+    json_int_or_null(j, "max_kv_len", s != NULL, s ? s->max_kv_len : 0);
+    json_int_or_null(j, "window_left", s != NULL, s ? s->window_left : 0);
+    json_int_or_null(j, "window_right", s != NULL, s ? s->window_right : 0);
+    if (s) {
+        cli_json_double_member(j, "softcap", s->softcap);
+        cli_json_bool_member(j, "has_sinks", s->has_sinks);
+        cli_json_double_member(j, "scale", e->scale);
+    } else {
+        cli_json_string_member(j, "softcap", NULL);
+        cli_json_string_member(j, "has_sinks", NULL);
+        cli_json_string_member(j, "scale", NULL);
+    }
+    cli_json_string_member(j, "backend", sel ? sel->backend_name : NULL);
+    cli_json_string_member(j, "fallback_rule", applied ? sel->fallback_rule : NULL);
+    cli_json_string_member(j, "fallback_backend", applied ? sel->fallback_backend : NULL);
+    cli_json_string_member(j, "fallback_reason",
+                           applied ? attn_reason_name(sel->fallback_reason) : NULL);
+    cli_json_string_member(j, "fallback_message", applied ? sel->fallback_message : NULL);
+    cli_json_string_member(j, "status", sel ? attn_status_name(e->status) : "NOT_ATTENTION");
+    cli_json_string_member(j, "message", e->message);
+    /* deprecated (0.3 names) */
+    json_int_or_null(j, "q_heads", s != NULL, s ? s->num_q_heads : 0);
+    json_int_or_null(j, "kv_heads", s != NULL, s ? s->num_kv_heads : 0);
     json_int_or_null(j, "q_len", s != NULL, s ? s->max_q_len : 0);
     json_int_or_null(j, "kv_len", s != NULL, s ? s->max_kv_len : 0);
     if (s) {
@@ -318,26 +369,17 @@ static void json_entry(struct cli_json *j, const attn_plan_entry *e)
         cli_json_int_member(j, NULL, s->window_left);
         cli_json_int_member(j, NULL, s->window_right);
         cli_json_end_array(j);
-        cli_json_double_member(j, "softcap", s->softcap);
         cli_json_bool_member(j, "sinks", s->has_sinks);
     } else {
         cli_json_string_member(j, "window", NULL);
-        cli_json_string_member(j, "softcap", NULL);
         cli_json_string_member(j, "sinks", NULL);
     }
-    cli_json_string_member(j, "backend", sel ? sel->backend_name : NULL);
     cli_json_string_member(j, "fallback", applied ? sel->fallback_rule : NULL);
-    cli_json_string_member(j, "fallback_backend", applied ? sel->fallback_backend : NULL);
-    cli_json_string_member(j, "fallback_reason",
-                           applied ? attn_reason_name(sel->fallback_reason) : NULL);
-    cli_json_string_member(j, "fallback_message", applied ? sel->fallback_message : NULL);
-    cli_json_string_member(j, "status", sel ? attn_status_name(e->status) : "NOT_ATTENTION");
-    cli_json_string_member(j, "message", e->message);
     cli_json_end_object(j);
 }
 
 /* The whole answer; plan NULL when the config refused planning (MLA). */
-static void print_json(const char *path, const hf_config *cfg, const attn_model *m,
+static void print_json(const char *path, const struct config_view *v, const attn_model *m,
                        const attn_plan *plan, attn_status status, const char *message)
 {
     struct cli_json j;
@@ -351,18 +393,27 @@ static void print_json(const char *path, const hf_config *cfg, const attn_model 
     cli_json_int_member(&j, "exit_code", cli_exit_from_status(status));
     cli_json_string_member(&j, "message", message ? message : "");
     cli_json_string_member(&j, "config", path);
-    if (cfg && m) {
+    if (v && m) {
+        const char *model_type = v->info.model_type ? v->info.model_type : "";
         cli_json_begin_object(&j, "model");
-        cli_json_string_member(&j, "model_type", cfg->model_type[0] ? cfg->model_type : NULL);
-        cli_json_bool_member(&j, "from_text_config", cfg->from_text_config);
+        cli_json_string_member(&j, "model_type", model_type[0] ? model_type : NULL);
+        cli_json_bool_member(&j, "from_text_config", v->info.from_text_config);
         cli_json_int_member(&j, "num_layers", m->num_layers);
-        cli_json_int_member(&j, "num_attention_heads", m->num_q_heads);
-        cli_json_int_member(&j, "num_key_value_heads", m->num_kv_heads);
+        cli_json_int_member(&j, "num_q_heads", m->num_q_heads);
+        cli_json_int_member(&j, "num_kv_heads", m->num_kv_heads);
         cli_json_int_member(&j, "head_dim", m->head_dim);
         cli_json_double_member(&j, "softcap", m->softcap);
+        cli_json_bool_member(&j, "has_sinks", m->has_sinks);
+        if (m->head_dim > 0)
+            cli_json_double_member(&j, "scale", model_scale(m));
+        else
+            cli_json_string_member(&j, "scale", NULL);
+        json_int_or_null(&j, "max_position_embeddings", v->info.max_position_embeddings > 0,
+                         v->info.max_position_embeddings);
+        /* deprecated (0.3 names) */
+        cli_json_int_member(&j, "num_attention_heads", m->num_q_heads);
+        cli_json_int_member(&j, "num_key_value_heads", m->num_kv_heads);
         cli_json_bool_member(&j, "sinks", m->has_sinks);
-        json_int_or_null(&j, "max_position_embeddings", cfg->max_position_embeddings > 0,
-                         cfg->max_position_embeddings);
         cli_json_end_object(&j);
         cli_json_begin_object(&j, "target");
         cli_json_string_member(&j, "arch", m->arch);
@@ -382,20 +433,24 @@ static void print_json(const char *path, const hf_config *cfg, const attn_model 
     }
     if (planned) {
         cli_json_begin_object(&j, "per_rank");
-        cli_json_int_member(&j, "q_heads", sum.rank_q_heads);
-        cli_json_int_member(&j, "kv_heads", sum.rank_kv_heads);
+        cli_json_int_member(&j, "num_q_heads", sum.rank_q_heads);
+        cli_json_int_member(&j, "num_kv_heads", sum.rank_kv_heads);
         cli_json_bool_member(&j, "kv_heads_replicated", sum.kv_heads_replicated);
         cli_json_int_member(&j, "prefill_q_len", sum.prefill_q_len);
         cli_json_int_member(&j, "decode_q_len", sum.decode_q_len);
         json_int_or_null(&j, "verify_q_len", sum.verify_q_len > 0, sum.verify_q_len);
+        cli_json_int_member(&j, "max_kv_len", sum.max_kv_len);
+        /* deprecated (0.3 names) */
+        cli_json_int_member(&j, "q_heads", sum.rank_q_heads);
+        cli_json_int_member(&j, "kv_heads", sum.rank_kv_heads);
         cli_json_int_member(&j, "kv_len", sum.max_kv_len);
         cli_json_end_object(&j);
     } else {
         cli_json_string_member(&j, "per_rank", NULL);
     }
     cli_json_begin_array(&j, "notes");
-    for (size_t k = 0; cfg && k < cfg->num_notes; k++)
-        cli_json_string_member(&j, NULL, cfg->notes[k]);
+    for (size_t k = 0; v && k < v->info.num_notes; k++)
+        cli_json_string_member(&j, NULL, attn_hf_config_note(v->cfg, k));
     cli_json_end_array(&j);
     cli_json_begin_array(&j, "entries");
     for (size_t k = 0; planned && k < sum.num_entries; k++) {
@@ -413,17 +468,19 @@ static void print_json(const char *path, const hf_config *cfg, const attn_model 
 
 /* A config the reader refused: I/O (exit 9), malformed (exit 2, a usage
  * error: the input is wrong) or a model no backend handles (exit 4). */
-static int report_config_error(hf_config_status st, const char *path, const char *err, int json)
+static int report_config_error(attn_status st, const char *path, const char *err, int json)
 {
-    if (st == HF_CONFIG_UNSUPPORTED) {
+    if (st == ATTN_ERR_UNSUPPORTED) {
         if (json)
             print_json(path, NULL, NULL, NULL, ATTN_ERR_UNSUPPORTED, err);
         return cli_report_failure(ATTN_ERR_UNSUPPORTED, err);
     }
+    if (st == ATTN_ERR_NO_MEMORY)
+        return cli_report_failure(st, err);
     fprintf(stderr, "attnreg: %s\n", err);
-    cli_json_error(st == HF_CONFIG_IO ? "ATTN_ERR_IO" : "USAGE", err,
-                   st == HF_CONFIG_IO ? CLI_EXIT_IO : CLI_EXIT_USAGE);
-    return st == HF_CONFIG_IO ? CLI_EXIT_IO : CLI_EXIT_USAGE;
+    cli_json_error(st == ATTN_ERR_IO ? "ATTN_ERR_IO" : "USAGE", err,
+                   st == ATTN_ERR_IO ? CLI_EXIT_IO : CLI_EXIT_USAGE);
+    return st == ATTN_ERR_IO ? CLI_EXIT_IO : CLI_EXIT_USAGE;
 }
 
 int cli_cmd_plan(int argc, char **argv)
@@ -454,11 +511,13 @@ int cli_cmd_plan(int argc, char **argv)
         return cli_usage_error("plan: --hf-config FILE is required");
     cli_common_finish(&c);
 
-    hf_config cfg;
-    char err[1024];
-    hf_config_status hst = hf_config_read(a.config, &cfg, err, sizeof err);
-    if (hst != HF_CONFIG_OK)
-        return report_config_error(hst, a.config, err, c.json);
+    struct config_view v = {NULL, {.struct_size = sizeof v.info}};
+    attn_hf_config *cfg = NULL;
+    attn_status hst = attn_hf_config_read(a.config, &cfg);
+    if (hst != ATTN_OK)
+        return report_config_error(hst, a.config, attn_last_error(), c.json);
+    v.cfg = cfg;
+    attn_hf_config_describe(cfg, &v.info);
 
     attn_model m;
     attn_model_init(&m, sizeof m);
@@ -468,22 +527,33 @@ int cli_cmd_plan(int argc, char **argv)
     m.compute_dtype = c.shape.compute_dtype;
     m.out_dtype = c.shape.out_dtype;
     m.page_size = c.shape.page_size;
-    hf_config_apply(&cfg, &m);
     m.tp_size = a.tp;
-    if (a.max_model_len >= 0)
-        m.max_model_len = a.max_model_len;
-    else if (cfg.max_position_embeddings == 0) {
-        hf_config_free(&cfg);
-        return cli_usage_error("plan: %s has no max_position_embeddings: pass --max-model-len N",
-                               a.config);
-    }
+    m.max_model_len = a.max_model_len >= 0 ? a.max_model_len : 0;
     m.max_prefill_tokens = a.max_prefill_tokens;
     m.spec_tokens = a.spec_tokens;
+    /* apply checks the model's own numbers (heads, tp, layers): an invalid
+     * model is reported by the plan below, whose validation starts with the
+     * same checks, so a config without max_position_embeddings that is
+     * invalid anyway says so in one run instead of asking for a length. */
+    attn_status ast = attn_hf_config_apply(cfg, &m);
+    if (ast != ATTN_OK && ast != ATTN_ERR_INVALID_SHAPE) {
+        int rc = cli_report_failure(ast, attn_last_error());
+        attn_hf_config_free(cfg);
+        return rc;
+    }
+    if (a.max_model_len >= 0)
+        m.max_model_len = a.max_model_len; /* --max-model-len 0 is the library's to refuse */
+    else if (ast == ATTN_OK && m.max_model_len == 0) {
+        attn_hf_config_free(cfg);
+        return cli_usage_error("plan: %s has no max_position_embeddings (nor n_positions, "
+                               "max_seq_len, seq_length): pass --max-model-len N",
+                               a.config);
+    }
 
     attn_registry *reg;
     int rc = cli_open_registry(&c, &reg);
     if (rc != CLI_EXIT_OK) {
-        hf_config_free(&cfg);
+        attn_hf_config_free(cfg);
         return rc;
     }
     attn_plan *plan = NULL;
@@ -498,15 +568,15 @@ int cli_cmd_plan(int argc, char **argv)
         message = attn_last_error();
 
     if (c.json) {
-        print_json(a.config, &cfg, &m, plan, status, message);
+        print_json(a.config, &v, &m, plan, status, message);
     } else {
-        print_header(a.config, &cfg, &m);
+        print_header(a.config, &v, &m);
         if (plan)
             print_text(plan, &sum);
     }
     rc = status == ATTN_OK ? CLI_EXIT_OK : cli_report_failure(status, message);
     attn_plan_free(plan);
     attn_registry_close(reg);
-    hf_config_free(&cfg);
+    attn_hf_config_free(cfg);
     return rc;
 }

@@ -56,6 +56,13 @@ __attribute__((format(printf, 3, 4)))
 int
 attn_invalid(char *msg, size_t size, const char *fmt, ...);
 
+/* The checks of attn_registry_plan that depend on the model alone (heads,
+ * head size, scale, tensor parallelism, layer count), not on its
+ * capacities: 1 = valid, else 0 with the reason in msg (plan.c). */
+int attn_model_check_own(const attn_model *model, char *msg, size_t size);
+/* The oldest attn_model layout a host can pass: everything of version 0.2. */
+#define ATTN_MODEL_MIN_SIZE (offsetof(attn_model, spec_tokens) + sizeof(int32_t))
+
 /* Copy min(dst_size, src_size) bytes of a versioned struct; zero the rest. */
 void attn_copy_versioned(void *dst, uint32_t dst_size, const void *src, size_t src_size);
 

@@ -167,7 +167,7 @@ static const layout_field model_fields[] = {
     F(attn_model, has_sinks),     F(attn_model, q_dtype),       F(attn_model, kv_dtype),
     F(attn_model, compute_dtype), F(attn_model, out_dtype),     F(attn_model, page_size),
     F(attn_model, tp_size),       F(attn_model, max_model_len), F(attn_model, max_prefill_tokens),
-    F(attn_model, spec_tokens),
+    F(attn_model, spec_tokens),   F(attn_model, scale),
 };
 
 static const layout_field plan_summary_fields[] = {
@@ -190,7 +190,13 @@ static const layout_field plan_entry_fields[] = {
     F(attn_plan_entry, struct_size), F(attn_plan_entry, phase),  F(attn_plan_entry, layer_kind),
     F(attn_plan_entry, layer_type),  F(attn_plan_entry, layers), F(attn_plan_entry, num_layers),
     F(attn_plan_entry, status),      F(attn_plan_entry, shape),  F(attn_plan_entry, selection),
-    F(attn_plan_entry, message),
+    F(attn_plan_entry, message),     F(attn_plan_entry, scale),
+};
+
+static const layout_field hf_config_info_fields[] = {
+    F(attn_hf_config_info, struct_size),      F(attn_hf_config_info, model_type),
+    F(attn_hf_config_info, from_text_config), F(attn_hf_config_info, max_position_embeddings),
+    F(attn_hf_config_info, num_notes),
 };
 
 #undef F
@@ -217,6 +223,7 @@ static const layout_struct layout_table[] = {
     S(attn_arch_limits, arch_limits_fields),
     S(attn_kernel_plan, kernel_plan_fields),
     S(attn_launch_plan, launch_plan_fields),
+    S(attn_hf_config_info, hf_config_info_fields),
 };
 
 #undef S

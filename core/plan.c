@@ -3,13 +3,13 @@
  * the model (whole, then per tensor-parallel rank) before any plugin is
  * asked, group its layers by what they compute, and select a backend for
  * every (layer group, phase) on the per-rank shape. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 
 /* The oldest layouts a host can pass: everything of version 0.2. */
-#define MODEL_MIN_SIZE (offsetof(attn_model, spec_tokens) + sizeof(int32_t))
 #define LAYER_MIN_SIZE (offsetof(attn_layer, type_name) + sizeof(const char *))
 #define ENTRY_MIN_SIZE (offsetof(attn_plan_entry, phase) + sizeof(int32_t))
 #define SUMMARY_MIN_SIZE (offsetof(attn_plan_summary, status) + sizeof(attn_status))
@@ -43,6 +43,7 @@ struct attn_plan {
     int32_t kv_replicated;
     int32_t q_len[ATTN_PHASE_COUNT]; /* 0 = phase not planned */
     int32_t max_kv_len;
+    float scale; /* the softmax scale of every attention entry */
 };
 
 /* ---- names and defaults ------------------------------------------------ */
@@ -97,11 +98,11 @@ ATTNREG_API void attn_model_init(attn_model *model, uint32_t struct_size)
 
 static attn_status read_model(const attn_model *in, attn_model *out)
 {
-    if (in->struct_size < MODEL_MIN_SIZE)
+    if (in->struct_size < ATTN_MODEL_MIN_SIZE)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
                          "model struct_size %u is smaller than the oldest known layout (%zu); "
                          "call attn_model_init() first",
-                         in->struct_size, (size_t)MODEL_MIN_SIZE);
+                         in->struct_size, (size_t)ATTN_MODEL_MIN_SIZE);
     attn_model_init(out, sizeof *out);
     memcpy(out, in, in->struct_size < sizeof *out ? in->struct_size : sizeof *out);
     out->struct_size = sizeof *out;
@@ -167,16 +168,50 @@ static void rank_shape(const attn_model *m, int32_t q_heads, int32_t kv_heads, a
     s->has_sinks = m->has_sinks;
 }
 
-/* The whole model as one shape first, so a bad head layout gives exactly the
- * message select gives ("requires num_heads (28) to be a multiple of
- * num_kv_heads (6)"); then the capacities, tensor parallelism and layers. */
-static int validate_model(const attn_model *m, attn_plan *p, char *msg, size_t size)
+/* What the model itself decides, before its capacities: the whole model as
+ * one shape first, so a bad head layout gives exactly the message select
+ * gives ("requires num_heads (28) to be a multiple of num_kv_heads (6)");
+ * then the softmax scale, tensor parallelism and the layer count. A host
+ * reading a config that lacks a max model length learns this first
+ * (attn_hf_config_apply). */
+int attn_model_check_own(const attn_model *m, char *msg, size_t size)
 {
     attn_shape whole;
     rank_shape(m, m->num_q_heads, m->num_kv_heads, &whole);
-    if (whole.max_kv_len <= 0)
-        whole.max_kv_len = 1; /* judged on its own below, with its own message */
+    whole.max_kv_len = 1; /* the capacities are judged on their own, after */
     if (!attn_shape_validate(&whole, msg, size))
+        return 0;
+    if (!isfinite(m->scale) || m->scale < 0.0f)
+        return attn_invalid(msg, size,
+                            "scale must be a finite number >= 0 (0 = head_dim^-1/2), got %g",
+                            (double)m->scale);
+    int32_t q = m->num_q_heads, kv = attn_shape_kv_heads(&whole), tp = m->tp_size;
+    if (tp <= 0)
+        return attn_invalid(msg, size, "tp_size must be positive (got %d)", tp);
+    if (q % tp != 0)
+        return attn_invalid(msg, size, "requires num_heads (%d) to be a multiple of tp (%d)", q,
+                            tp);
+    if (kv >= tp && kv % tp != 0)
+        return attn_invalid(msg, size, "requires num_kv_heads (%d) to be a multiple of tp (%d)", kv,
+                            tp);
+    if (kv < tp && tp % kv != 0)
+        return attn_invalid(msg, size,
+                            "requires tp (%d) to be a multiple of num_kv_heads (%d) when tp "
+                            "exceeds them (each rank holds one replicated KV head)",
+                            tp, kv);
+    if (m->num_layers <= 0)
+        return attn_invalid(msg, size, "num_layers must be positive (got %d)", m->num_layers);
+    if (m->num_layers > ATTN_MODEL_MAX_LAYERS)
+        return attn_invalid(msg, size, "num_layers (%d) exceeds the %d the registry plans",
+                            m->num_layers, ATTN_MODEL_MAX_LAYERS);
+    return 1;
+}
+
+/* The model's own numbers, then its capacities; fills the plan's per-rank
+ * numbers and phases. */
+static int validate_model(const attn_model *m, attn_plan *p, char *msg, size_t size)
+{
+    if (!attn_model_check_own(m, msg, size))
         return 0;
     if (m->max_model_len <= 0)
         return attn_invalid(msg, size,
@@ -196,32 +231,15 @@ static int validate_model(const attn_model *m, attn_plan *p, char *msg, size_t s
                             "are among the keys",
                             m->spec_tokens, m->max_model_len);
 
-    int32_t q = m->num_q_heads, kv = attn_shape_kv_heads(&whole), tp = m->tp_size;
-    if (tp <= 0)
-        return attn_invalid(msg, size, "tp_size must be positive (got %d)", tp);
-    if (q % tp != 0)
-        return attn_invalid(msg, size, "requires num_heads (%d) to be a multiple of tp (%d)", q,
-                            tp);
-    if (kv >= tp && kv % tp != 0)
-        return attn_invalid(msg, size, "requires num_kv_heads (%d) to be a multiple of tp (%d)", kv,
-                            tp);
-    if (kv < tp && tp % kv != 0)
-        return attn_invalid(msg, size,
-                            "requires tp (%d) to be a multiple of num_kv_heads (%d) when tp "
-                            "exceeds them (each rank holds one replicated KV head)",
-                            tp, kv);
+    int32_t q = m->num_q_heads, tp = m->tp_size;
+    int32_t kv = m->num_kv_heads ? m->num_kv_heads : m->num_q_heads;
     p->tp_size = tp;
     p->rank_q_heads = q / tp;
     p->rank_kv_heads = kv >= tp ? kv / tp : 1;
     p->kv_replicated = kv < tp;
-
-    if (m->num_layers <= 0)
-        return attn_invalid(msg, size, "num_layers must be positive (got %d)", m->num_layers);
-    if (m->num_layers > ATTN_MODEL_MAX_LAYERS)
-        return attn_invalid(msg, size, "num_layers (%d) exceeds the %d the registry plans",
-                            m->num_layers, ATTN_MODEL_MAX_LAYERS);
     p->num_layers = m->num_layers;
     p->max_kv_len = m->max_model_len;
+    p->scale = m->scale > 0.0f ? m->scale : (float)(1.0 / sqrt((double)m->head_dim));
     int32_t chunk = m->max_prefill_tokens ? m->max_prefill_tokens : m->max_model_len;
     p->q_len[ATTN_PHASE_PREFILL] = chunk < m->max_model_len ? chunk : m->max_model_len;
     p->q_len[ATTN_PHASE_DECODE] = 1;
@@ -634,7 +652,7 @@ ATTNREG_API attn_status attn_plan_summarize(const attn_plan *p, attn_plan_summar
     return ATTN_OK;
 }
 
-static void fill_entry(const plan_entry_rec *e, attn_plan_entry *out)
+static void fill_entry(const plan_entry_rec *e, float scale, attn_plan_entry *out)
 {
     attn_plan_entry full;
     memset(&full, 0, sizeof full);
@@ -648,6 +666,7 @@ static void fill_entry(const plan_entry_rec *e, attn_plan_entry *out)
     full.shape = e->has_shape ? &e->shape : NULL;
     full.selection = e->has_shape ? &e->selection : NULL;
     full.message = e->message ? e->message : "";
+    full.scale = e->has_shape ? scale : 0.0f;
     attn_copy_versioned(out, out->struct_size, &full, sizeof full);
 }
 
@@ -655,7 +674,7 @@ ATTNREG_API attn_status attn_plan_entry_get(const attn_plan *p, size_t index, at
 {
     if (!p || !out || out->struct_size < ENTRY_MIN_SIZE || index >= p->num_entries)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_plan_entry_get: bad argument");
-    fill_entry(&p->entries[index], out);
+    fill_entry(&p->entries[index], p->scale, out);
     return ATTN_OK;
 }
 
@@ -670,6 +689,6 @@ ATTNREG_API attn_status attn_plan_lookup(const attn_plan *p, int32_t layer, int3
         return attn_fail(ATTN_ERR_NOT_FOUND, "the plan has no entry for layer %d in phase %s",
                          (int)layer, attn_phase_name(phase));
     fill_entry(&p->entries[p->entry_of[(size_t)phase * (size_t)p->num_layers + (size_t)layer]],
-               out);
+               p->scale, out);
     return ATTN_OK;
 }

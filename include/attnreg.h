@@ -67,6 +67,11 @@
  *        registry with live backends defers the unload to the last
  *        attn_backend_destroy. The library reads no ATTNREG_* variable in a
  *        privileged process.
+ *   0.4  Hugging Face configs: attn_hf_config_read / _parse / _free /
+ *        _describe / _note / _apply and attn_hf_config_info; the softmax
+ *        scale: attn_model.scale and attn_plan_entry.scale (appended).
+ *        attn_registry_plan checks the model's own numbers (heads, tp,
+ *        layers) before its capacities.
  */
 #ifndef ATTNREG_H
 #define ATTNREG_H
@@ -428,6 +433,12 @@ typedef struct attn_model {
     int32_t max_model_len;      /* no default: must be set (> 0) */
     int32_t max_prefill_tokens; /* the largest prefill chunk; 0 = max_model_len */
     int32_t spec_tokens;        /* speculative tokens verified per step; 0 = none */
+    /* 0.4: the softmax scale every attention layer uses; 0 = head_dim^-1/2.
+     * Not part of the shape (it does not decide the backend): every plan
+     * entry reports it as the scale to pass to attn_backend_forward. On LP64
+     * it fills 0.3's tail padding (sizeof stays 112), which attn_model_init
+     * zeroes: a 0.3 host that called it, as it must, gets the default. */
+    float scale;
 } attn_model;
 
 /* Fills the defaults into the first struct_size bytes of *model and sets
@@ -515,6 +526,9 @@ typedef struct attn_plan_entry {
                                         and reason); NULL when not attention */
     const char *message;             /* "" when selected; the failure's reason; or, when not
                                         attention, why nothing is planned */
+    /* 0.4: the softmax scale to pass to attn_backend_forward (the model's
+     * scale, else head_dim^-1/2); 0 when not attention. */
+    float scale;
 } attn_plan_entry;
 
 /* Fills entry `index` (0 .. num_entries - 1). */
@@ -524,6 +538,60 @@ ATTNREG_API attn_status attn_plan_entry_get(const attn_plan *plan, size_t index,
  * (ATTN_ERR_NOT_FOUND when the layer or phase is not in the plan). */
 ATTNREG_API attn_status attn_plan_lookup(const attn_plan *plan, int32_t layer, int32_t phase,
                                          attn_plan_entry *out);
+
+/* ---- reading a Hugging Face config.json (0.4) ------------------------ */
+
+/* The model's attention as a Hugging Face config.json describes it, read by
+ * the rules `attnreg plan --hf-config` follows (docs/DESIGN.md, "Reading a
+ * Hugging Face config.json"), so an engine does not re-implement them:
+ * heads (with the other families' key names: n_head, n_heads, num_kv_heads,
+ * ...), head size, the kind and window of every layer (layer_types first,
+ * else the pattern keys and the model-type rules), softcap, sinks and the
+ * softmax scale, each derivation noted. Opaque and immutable. */
+typedef struct attn_hf_config attn_hf_config;
+
+/* Reads `path`. ATTN_OK with *config set (free it with attn_hf_config_free);
+ * ATTN_ERR_IO when the file cannot be read; ATTN_ERR_INVALID_ARGUMENT when
+ * it is not JSON or a key has the wrong type or range; ATTN_ERR_UNSUPPORTED
+ * when the model's attention is something no backend here computes
+ * (multi-head latent attention, block-sparse, chunked local attention,
+ * ALiBi): never planned as full attention. attn_last_error() names the file
+ * and the key. *config is NULL on failure. */
+ATTNREG_API attn_status attn_hf_config_read(const char *path, attn_hf_config **config);
+/* The same on `size` bytes of JSON text in memory (a binding's dict);
+ * `name` stands for the file in messages (NULL = "config.json"). */
+ATTNREG_API attn_status attn_hf_config_parse(const char *text, size_t size, const char *name,
+                                             attn_hf_config **config);
+ATTNREG_API void attn_hf_config_free(attn_hf_config *config);
+
+/* What the config says besides the model's numbers. Set struct_size. */
+typedef struct attn_hf_config_info {
+    uint32_t struct_size;
+    const char *model_type;          /* "" when the config names none */
+    int32_t from_text_config;        /* 1: the numbers came from text_config */
+    int32_t max_position_embeddings; /* 0 when the config has none */
+    size_t num_notes;                /* sentences saying how values were derived */
+} attn_hf_config_info;
+
+ATTNREG_API attn_status attn_hf_config_describe(const attn_hf_config *config,
+                                                attn_hf_config_info *info);
+/* Note `index` (0 .. num_notes - 1), e.g. "num_attention_heads absent: n_head
+ * 32 (the key GPT-2, GPT-J, Bloom, Falcon use)"; NULL past the end. Valid
+ * until attn_hf_config_free. */
+ATTNREG_API const char *attn_hf_config_note(const attn_hf_config *config, size_t index);
+
+/* Writes the model's own numbers into *model (set up with attn_model_init
+ * and the engine's choices first): num_q_heads, num_kv_heads, head_dim,
+ * num_layers, layers (owned by config: keep it until attn_registry_plan
+ * returns), softcap, has_sinks, scale, and max_model_len from
+ * max_position_embeddings when model->max_model_len is 0 and the config has
+ * it. Then checks what the model itself decides, as attn_registry_plan
+ * would (heads that divide, head size, the tensor-parallel split of
+ * model->tp_size, the layers): ATTN_ERR_INVALID_SHAPE with the reason in
+ * attn_last_error(), so a host learns that a model is invalid before it is
+ * asked for a max_model_len the config lacks. ATTN_OK otherwise, even when
+ * max_model_len is still 0 (attn_registry_plan then refuses it). */
+ATTNREG_API attn_status attn_hf_config_apply(const attn_hf_config *config, attn_model *model);
 
 /* ---- backends ------------------------------------------------------- */
 

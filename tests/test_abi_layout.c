@@ -204,6 +204,7 @@ START_TEST(public_structs_keep_their_layout)
     OFF(attn_model, max_model_len, 96);
     OFF(attn_model, max_prefill_tokens, 100);
     OFF(attn_model, spec_tokens, 104);
+    OFF(attn_model, scale, 108); /* 0.4, in 0.3's tail padding: sizeof unchanged */
     SIZE(attn_plan_summary, 64);
     OFF(attn_plan_summary, struct_size, 0);
     OFF(attn_plan_summary, status, 4);
@@ -218,7 +219,7 @@ START_TEST(public_structs_keep_their_layout)
     OFF(attn_plan_summary, decode_q_len, 48);
     OFF(attn_plan_summary, verify_q_len, 52);
     OFF(attn_plan_summary, max_kv_len, 56);
-    SIZE(attn_plan_entry, 64);
+    SIZE(attn_plan_entry, 72);
     OFF(attn_plan_entry, struct_size, 0);
     OFF(attn_plan_entry, phase, 4);
     OFF(attn_plan_entry, layer_kind, 8);
@@ -229,6 +230,7 @@ START_TEST(public_structs_keep_their_layout)
     OFF(attn_plan_entry, shape, 40);
     OFF(attn_plan_entry, selection, 48);
     OFF(attn_plan_entry, message, 56);
+    OFF(attn_plan_entry, scale, 64);
     SIZE(attn_verdict, 268);
     OFF(attn_verdict, struct_size, 0);
     OFF(attn_verdict, accepted, 4);

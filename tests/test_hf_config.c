@@ -553,6 +553,201 @@ START_TEST(layer_type_errors)
 }
 END_TEST
 
+/* ---- issue 21: kinds refused, other families' keys, layer_types first,
+ * the softmax scale, validation before capacities, the public API -------- */
+
+START_TEST(blocksparse_and_alibi_refused_with_the_key)
+{
+    hf_config cfg;
+    const char *path = ts_join(ATTNREG_HF_CONFIG_DIR, "phi-3-small-8k.json");
+    ck_assert_int_eq(hf_config_read(path, &cfg, err, sizeof err), HF_CONFIG_UNSUPPORTED);
+    ck_assert_msg(strstr(err, "blocksparse_block_size: set: the model uses block-sparse "
+                              "attention") &&
+                      strstr(err, "every 2nd layer is dense"),
+                  "%s", err);
+    path = ts_join(ATTNREG_HF_CONFIG_DIR, "mpt-7b.json");
+    ck_assert_int_eq(hf_config_read(path, &cfg, err, sizeof err), HF_CONFIG_UNSUPPORTED);
+    ck_assert_msg(strstr(err, "attn_config.alibi: true"), "%s", err);
+    path = ts_join(ATTNREG_HF_CONFIG_DIR, "bloom-560m.json");
+    ck_assert_int_eq(hf_config_read(path, &cfg, err, sizeof err), HF_CONFIG_UNSUPPORTED);
+    ck_assert_msg(strstr(err, "model_type: bloom: Bloom adds ALiBi"), "%s", err);
+    /* One blocksparse key alone is enough; a wrong-typed alibi is malformed. */
+    expect_error(with("\"blocksparse_vert_stride\": 8"), HF_CONFIG_UNSUPPORTED,
+                 "blocksparse_vert_stride: set");
+    expect_error(with("\"attn_config\": {\"alibi\": 1}"), HF_CONFIG_MALFORMED,
+                 "attn_config.alibi: expected true or false, got an integer");
+    hf_config ok;
+    ck_assert_int_eq(read_text(with("\"attn_config\": {\"alibi\": false}"), &ok), HF_CONFIG_OK);
+    hf_config_free(&ok);
+}
+END_TEST
+
+START_TEST(other_families_key_names_noted)
+{
+    hf_config cfg = read_ok("gpt2.json");
+    ck_assert_int_eq(cfg.num_q_heads, 12);
+    ck_assert_int_eq(cfg.num_kv_heads, 12);
+    ck_assert_int_eq(cfg.head_dim, 64);
+    ck_assert_int_eq(cfg.num_layers, 12);
+    ck_assert_int_eq(cfg.max_position_embeddings, 1024);
+    ck_assert(has_note(&cfg, "num_attention_heads absent: n_head 12"));
+    ck_assert(has_note(&cfg, "num_hidden_layers absent: n_layer 12"));
+    ck_assert(has_note(&cfg, "hidden_size absent: n_embd 768"));
+    ck_assert(has_note(&cfg, "max_position_embeddings absent: n_positions 1024"));
+    hf_config_free(&cfg);
+    cfg = read_ok("falcon-7b.json");
+    ck_assert_int_eq(cfg.num_q_heads, 71);
+    ck_assert_int_eq(cfg.num_kv_heads, 1); /* multi_query */
+    ck_assert_int_eq(cfg.head_dim, 64);    /* 4544 / 71 */
+    ck_assert_int_eq(cfg.max_position_embeddings, 0);
+    hf_config_free(&cfg);
+    ck_assert_int_eq(read_text("{\"n_heads\": 32, \"n_layers\": 4, \"d_model\": 4096, "
+                               "\"max_seq_len\": 2048, \"n_head_kv\": 8}",
+                               &cfg),
+                     HF_CONFIG_OK);
+    ck_assert_int_eq(cfg.num_q_heads, 32);
+    ck_assert_int_eq(cfg.num_kv_heads, 8);
+    ck_assert_int_eq(cfg.head_dim, 128);
+    ck_assert_int_eq(cfg.max_position_embeddings, 2048);
+    ck_assert(has_note(&cfg, "num_key_value_heads absent: n_head_kv 8"));
+    ck_assert(has_note(&cfg, "head_dim absent: d_model 4096 / num_attention_heads 32 = 128"));
+    hf_config_free(&cfg);
+    /* None of the names: the error lists them; a bad value is never skipped. */
+    expect_error("{\"num_hidden_layers\": 2, \"head_dim\": 64}", HF_CONFIG_MALFORMED,
+                 "num_attention_heads: is missing, and so are n_head, n_heads");
+    expect_error("{\"n_head\": \"8\", \"num_hidden_layers\": 2, \"head_dim\": 64}",
+                 HF_CONFIG_MALFORMED, "n_head: expected an integer, got a string");
+}
+END_TEST
+
+START_TEST(layer_types_win_over_pattern_keys)
+{
+    hf_config cfg = read_ok("exaone-4.0-32b.json");
+    ck_assert_int_eq(cfg.num_layers, 64);
+    for (int i = 0; i < 64; i++)
+        assert_layer(&cfg, i, (i + 1) % 4 ? ATTN_LAYER_SLIDING : ATTN_LAYER_FULL, 4095, 0);
+    ck_assert(has_note(&cfg, "layer_types gives every layer's kind: sliding_window_pattern is "
+                             "not read"));
+    hf_config_free(&cfg);
+    /* Beside layer_types a pattern of any form is not read ... */
+    ck_assert_int_eq(
+        read_text(with("\"sliding_window\": 16, \"sliding_window_pattern\": {\"odd\": 1}, "
+                       "\"layer_types\": [\"full_attention\", \"sliding_attention\", "
+                       "\"full_attention\", \"sliding_attention\"]"),
+                  &cfg),
+        HF_CONFIG_OK);
+    assert_layer(&cfg, 0, ATTN_LAYER_FULL, -1, -1);
+    assert_layer(&cfg, 1, ATTN_LAYER_SLIDING, 15, 0);
+    hf_config_free(&cfg);
+    /* ... and without it, the letters are the pattern: L slides, G is full. */
+    ck_assert_int_eq(
+        read_text(with("\"sliding_window\": 16, \"sliding_window_pattern\": \"LLG\""), &cfg),
+        HF_CONFIG_OK);
+    assert_layer(&cfg, 0, ATTN_LAYER_SLIDING, 15, 0);
+    assert_layer(&cfg, 1, ATTN_LAYER_SLIDING, 15, 0);
+    assert_layer(&cfg, 2, ATTN_LAYER_FULL, -1, -1);
+    assert_layer(&cfg, 3, ATTN_LAYER_SLIDING, 15, 0);
+    ck_assert(has_note(&cfg, "sliding_window_pattern \"LLG\" repeats"));
+    hf_config_free(&cfg);
+    expect_error(with("\"sliding_window\": 16, \"sliding_window_pattern\": \"LLX\""),
+                 HF_CONFIG_MALFORMED, "sliding_window_pattern: expected an integer or 1 to");
+}
+END_TEST
+
+START_TEST(softmax_scale)
+{
+    hf_config cfg = read_ok("gemma-2-27b.json");
+    ck_assert_float_eq_tol(cfg.scale, 1.0f / 12.0f, 1e-7f); /* 144 ^ -1/2, not 128 ^ -1/2 */
+    ck_assert(has_note(&cfg, "softmax scale 0.0833333"));
+    attn_model m;
+    attn_model_init(&m, sizeof m);
+    hf_config_apply(&cfg, &m);
+    ck_assert_float_eq(m.scale, cfg.scale);
+    m.max_model_len = 4096;
+    attn_registry *reg = ts_open_dir(ATTNREG_TEST_CONF_DIR);
+    attn_plan *plan = NULL;
+    ck_assert_int_eq(attn_registry_plan(reg, &m, &plan), ATTN_OK);
+    attn_plan_entry e = {.struct_size = sizeof e};
+    ck_assert_int_eq(attn_plan_lookup(plan, 0, ATTN_PHASE_DECODE, &e), ATTN_OK);
+    ck_assert_float_eq(e.scale, cfg.scale);
+    attn_plan_free(plan);
+    hf_config_free(&cfg);
+    /* Without a scale key every entry gets head_dim ^ -1/2. */
+    cfg = read_ok("llama-3.1-8b.json");
+    ck_assert(cfg.scale == 0.0f);
+    attn_model_init(&m, sizeof m);
+    hf_config_apply(&cfg, &m);
+    ck_assert_int_eq(attn_registry_plan(reg, &m, &plan), ATTN_OK);
+    ck_assert_int_eq(attn_plan_entry_get(plan, 0, &e), ATTN_OK);
+    ck_assert_float_eq_tol(e.scale, 0.08838834764f, 1e-8f);
+    attn_plan_free(plan);
+    hf_config_free(&cfg);
+    attn_registry_close(reg);
+    ck_assert_int_eq(read_text(with("\"attention_multiplier\": 0.0078125"), &cfg), HF_CONFIG_OK);
+    ck_assert(cfg.scale == 0.0078125f);
+    hf_config_free(&cfg);
+    expect_error(with("\"query_pre_attn_scalar\": 0"), HF_CONFIG_MALFORMED,
+                 "query_pre_attn_scalar: 0 would make the softmax scale infinite");
+}
+END_TEST
+
+START_TEST(public_api_reads_validates_before_capacity)
+{
+    attn_hf_config *cfg = NULL;
+    /* 28 / 6 without max_position_embeddings: invalid in one call. */
+    ck_assert_int_eq(
+        attn_hf_config_read(ts_join(ATTNREG_HF_CONFIG_DIR, "invalid-28-6-no-max-len.json"), &cfg),
+        ATTN_OK);
+    attn_hf_config_info info = {.struct_size = sizeof info};
+    ck_assert_int_eq(attn_hf_config_describe(cfg, &info), ATTN_OK);
+    ck_assert_str_eq(info.model_type, "qwen2");
+    ck_assert_int_eq(info.max_position_embeddings, 0);
+    ck_assert_uint_eq(info.num_notes, 2);
+    ck_assert_ptr_nonnull(strstr(attn_hf_config_note(cfg, 0), "head_dim absent"));
+    ck_assert_ptr_null(attn_hf_config_note(cfg, 2));
+    attn_model m;
+    attn_model_init(&m, sizeof m);
+    ck_assert_int_eq(attn_hf_config_apply(cfg, &m), ATTN_ERR_INVALID_SHAPE);
+    ck_assert_str_eq(attn_last_error(),
+                     "requires num_heads (28) to be a multiple of num_kv_heads (6)");
+    ck_assert_int_eq(m.max_model_len, 0);
+    attn_hf_config_free(cfg);
+
+    /* A valid model: apply checks tp too, and keeps the host's length. */
+    ck_assert_int_eq(attn_hf_config_read(ts_join(ATTNREG_HF_CONFIG_DIR, "llama-3.1-8b.json"), &cfg),
+                     ATTN_OK);
+    attn_model_init(&m, sizeof m);
+    m.tp_size = 3;
+    ck_assert_int_eq(attn_hf_config_apply(cfg, &m), ATTN_ERR_INVALID_SHAPE);
+    ck_assert_str_eq(attn_last_error(), "requires num_heads (32) to be a multiple of tp (3)");
+    m.tp_size = 2;
+    m.max_model_len = 8192;
+    ck_assert_int_eq(attn_hf_config_apply(cfg, &m), ATTN_OK);
+    ck_assert_int_eq(m.max_model_len, 8192);
+    ck_assert_int_eq(m.num_kv_heads, 8);
+    attn_hf_config_free(cfg);
+
+    /* In memory, and the statuses of the three failures. */
+    const char *text = "{\"num_attention_heads\": 8, \"num_hidden_layers\": 2, \"head_dim\": 64, "
+                       "\"max_position_embeddings\": 512}";
+    ck_assert_int_eq(attn_hf_config_parse(text, strlen(text), "mem.json", &cfg), ATTN_OK);
+    attn_model_init(&m, sizeof m);
+    ck_assert_int_eq(attn_hf_config_apply(cfg, &m), ATTN_OK);
+    ck_assert_int_eq(m.max_model_len, 512);
+    attn_hf_config_free(cfg);
+    ck_assert_int_eq(attn_hf_config_parse("{", 1, "mem.json", &cfg), ATTN_ERR_INVALID_ARGUMENT);
+    ck_assert_ptr_null(cfg);
+    ck_assert_ptr_nonnull(strstr(attn_last_error(), "mem.json:1:"));
+    ck_assert_int_eq(attn_hf_config_read(ts_join(ATTNREG_HF_CONFIG_DIR, "deepseek-v3.json"), &cfg),
+                     ATTN_ERR_UNSUPPORTED);
+    ck_assert_ptr_nonnull(strstr(attn_last_error(), "kv_lora_rank"));
+    ck_assert_int_eq(attn_hf_config_read(ts_join(ATTNREG_HF_CONFIG_DIR, "none.json"), &cfg),
+                     ATTN_ERR_IO);
+    ck_assert_int_eq(attn_hf_config_read(NULL, &cfg), ATTN_ERR_INVALID_ARGUMENT);
+    attn_hf_config_free(NULL);
+}
+END_TEST
+
 static Suite *hf_config_suite(void)
 {
     Suite *s = suite_create("hf_config");
@@ -582,6 +777,11 @@ static Suite *hf_config_suite(void)
     tcase_add_test(errors, json_errors);
     tcase_add_test(errors, key_errors);
     tcase_add_test(errors, layer_type_errors);
+    tcase_add_test(rules, blocksparse_and_alibi_refused_with_the_key);
+    tcase_add_test(rules, other_families_key_names_noted);
+    tcase_add_test(rules, layer_types_win_over_pattern_keys);
+    tcase_add_test(rules, softmax_scale);
+    tcase_add_test(planned, public_api_reads_validates_before_capacity);
     return s;
 }
 

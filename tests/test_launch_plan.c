@@ -24,7 +24,6 @@
 
 #include "attn_launch_plan.h"
 #include "attnreg.h"
-#include "hf_config.h"
 #include "support/test_support.h"
 
 #ifndef ATTNREG_TEST_PLUGIN_DIR
@@ -385,13 +384,13 @@ START_TEST(replay_model_shapes)
     long shapes = 0, planned = 0, resource = 0, configs = 0;
     struct dirent *de;
     while ((de = readdir(dir)) != NULL) {
-        char path[1024], err[512];
-        hf_config cfg;
+        char path[1024];
+        attn_hf_config *cfg = NULL;
         size_t len = strlen(de->d_name);
         if (len < 6 || strcmp(de->d_name + len - 5, ".json") != 0)
             continue;
         snprintf(path, sizeof path, "%s/%s", ATTNREG_HF_CONFIG_DIR, de->d_name);
-        if (hf_config_read(path, &cfg, err, sizeof err) != HF_CONFIG_OK)
+        if (attn_hf_config_read(path, &cfg) != ATTN_OK)
             continue; /* the broken configs test_hf_config reads */
         configs++;
         for (size_t a = 0; a < 2; a++)
@@ -401,7 +400,8 @@ START_TEST(replay_model_shapes)
                         attn_model m;
                         attn_plan *plan = NULL;
                         attn_model_init(&m, sizeof m);
-                        hf_config_apply(&cfg, &m);
+                        /* An invalid model is the plan's to report. */
+                        attn_hf_config_apply(cfg, &m);
                         snprintf(m.arch, sizeof m.arch, "%s", gfx[a]);
                         m.tp_size = tps[ti];
                         if (fp8)
@@ -450,7 +450,7 @@ START_TEST(replay_model_shapes)
                         }
                         attn_plan_free(plan);
                     }
-        hf_config_free(&cfg);
+        attn_hf_config_free(cfg);
     }
     closedir(dir);
     fprintf(stderr,

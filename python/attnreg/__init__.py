@@ -44,6 +44,7 @@ __all__ = [
     "Registry", "Shape", "Selection", "Backend", "Plan", "Error", "InvalidShapeError",
     "UnsupportedError", "BackendRejectedError", "ConfError", "BackendError", "__version__",
     "library_path", "DTYPES", "LOG_LEVELS", "to_bf16_bits", "from_bf16_bits", "check_layout",
+    "plan_hf_config",
 ]
 
 DTYPES = tuple(n for n in _native.DTYPE_NAMES if n != "invalid")
@@ -354,21 +355,31 @@ class Plan:
     keys, plus ``selection``: a Selection for attention entries).
     ``lookup(layer, phase)`` is the entry a host asks at run time."""
 
-    def __init__(self, registry, handle):
+    def __init__(self, registry, handle, config=None, model=None, target=None, notes=()):
         self.registry = registry
         self._h = handle
+        #: The config.json read (plan_hf_config), else None.
+        self.config = config
+        #: The model's own numbers and the engine's choices, as the CLI's
+        #: "model" and "target" objects; notes: how the config's values were
+        #: derived (plan_hf_config).
+        self.model, self.target, self.notes = model, target, list(notes)
         summary = _native.new(_native.PlanSummary)
         st = _lib.attn_plan_summarize(handle, ctypes.byref(summary))
         if st != _native.OK:
             raise _error(st)
         self.status = _status_name(summary.status)
         self.message = _text(summary.message) or ""
-        self.per_rank = {"q_heads": summary.rank_q_heads, "kv_heads": summary.rank_kv_heads,
+        self.per_rank = {"num_q_heads": summary.rank_q_heads,
+                         "num_kv_heads": summary.rank_kv_heads,
                          "kv_heads_replicated": bool(summary.kv_heads_replicated),
                          "prefill_q_len": summary.prefill_q_len,
                          "decode_q_len": summary.decode_q_len,
                          "verify_q_len": summary.verify_q_len or None,
-                         "kv_len": summary.max_kv_len}
+                         "max_kv_len": summary.max_kv_len}
+        # The 0.3 names, kept one minor version (deprecated in the schema).
+        self.per_rank.update({"q_heads": summary.rank_q_heads,
+                              "kv_heads": summary.rank_kv_heads, "kv_len": summary.max_kv_len})
         self.entries = []
         for k in range(summary.num_entries):
             e = _native.new(_native.PlanEntry)
@@ -379,22 +390,31 @@ class Plan:
         s = e.shape.contents if e.shape else None
         sel = e.selection.contents if e.selection else None
         applied = bool(sel and sel.fallback_applied)
+        # The key names of shapes and selections (the CLI's plan --json).
         d = {"layers": [e.layers[i] for i in range(e.num_layers)],
              "layer_type": _text(e.layer_type), "kind": _native.LAYER_KIND_NAMES[e.layer_kind],
              "phase": _native.PHASE_NAMES[e.phase],
-             "q_heads": s.num_q_heads if s else None, "kv_heads": s.num_kv_heads if s else None,
+             "num_q_heads": s.num_q_heads if s else None,
+             "num_kv_heads": s.num_kv_heads if s else None,
              "head_dim": s.head_dim if s else None,
              "head_dim_v": (s.head_dim_v or s.head_dim) if s else None,
-             "q_len": s.max_q_len if s else None, "kv_len": s.max_kv_len if s else None,
-             "window": [s.window_left, s.window_right] if s else None,
-             "softcap": s.softcap if s else None, "sinks": bool(s.has_sinks) if s else None,
+             "max_q_len": s.max_q_len if s else None, "max_kv_len": s.max_kv_len if s else None,
+             "window_left": s.window_left if s else None,
+             "window_right": s.window_right if s else None,
+             "softcap": s.softcap if s else None, "has_sinks": bool(s.has_sinks) if s else None,
+             "scale": _json_float(e.scale) if s else None,
              "backend": _text(sel.backend_name) if sel else None,
-             "fallback": _text(sel.fallback_rule) if applied else None,
+             "fallback_rule": _text(sel.fallback_rule) if applied else None,
              "fallback_backend": _text(sel.fallback_backend) if applied else None,
              "fallback_reason": _reason_name(sel.fallback_reason) if applied else None,
              "fallback_message": _text(sel.fallback_message) if applied else None,
              "status": _status_name(e.status) if sel else "NOT_ATTENTION",
              "message": _text(e.message) or ""}
+        # The 0.3 names, kept one minor version (deprecated in the schema).
+        d.update({"q_heads": d["num_q_heads"], "kv_heads": d["num_kv_heads"],
+                  "q_len": d["max_q_len"], "kv_len": d["max_kv_len"],
+                  "window": [s.window_left, s.window_right] if s else None,
+                  "sinks": d["has_sinks"], "fallback": d["fallback_rule"]})
         if sel and sel.backend_name:
             copy = _native.Selection.from_buffer_copy(sel)
             d["selection"] = Selection(self.registry, Shape._from_c(s), copy, owner=self)
@@ -417,11 +437,17 @@ class Plan:
         raise KeyError(f"layer {layer} has no {phase} entry in the plan")
 
     def to_dict(self):
-        return {"schema_version": SCHEMA_VERSION, "command": "plan", "status": self.status,
-                "exit_code": _exit_code(self.status), "message": self.message,
-                "per_rank": dict(self.per_rank),
-                "entries": [{k: v for k, v in d.items() if k != "selection"}
-                            for d in self.entries]}
+        """The CLI's ``plan --json`` document (docs/attnreg.schema.json)."""
+        d = {"schema_version": SCHEMA_VERSION, "command": "plan", "status": self.status,
+             "exit_code": _exit_code(self.status), "message": self.message,
+             "config": self.config, "model": self.model, "target": self.target,
+             "per_rank": dict(self.per_rank), "notes": list(self.notes),
+             "entries": [{k: v for k, v in d.items() if k != "selection"}
+                         for d in self.entries]}
+        if not self.ok:
+            d["error"] = {"status": self.status, "message": self.message,
+                          "exit_code": _exit_code(self.status)}
+        return d
 
     def __del__(self):
         h, self._h = getattr(self, "_h", None), None
@@ -430,6 +456,57 @@ class Plan:
                 _lib.attn_plan_free(h)
         except Exception:  # interpreter shutdown
             pass
+
+
+def _json_float(x):
+    """x as the CLI's JSON writes it (%.9g, which round-trips a C float), so
+    the binding's dicts equal the CLI's documents."""
+    return float(f"{x:.9g}")
+
+
+def _target_model(arch, q_dtype, kv_dtype, compute_dtype, out_dtype, page_size, tp,
+                  max_prefill_tokens, spec_tokens):
+    """An attn_model with the engine's choices set (the model's own numbers
+    are the caller's): Registry.plan and plan_hf_config."""
+    m = _native.new(_native.Model)
+    _lib.attn_model_init(ctypes.byref(m), ctypes.sizeof(m))
+    if len(arch.encode()) >= _native.ATTN_ARCH_MAX:
+        raise ValueError(f"plan: arch {arch!r} is too long")
+    m.arch = arch.encode()
+    m.q_dtype = _dtype_code("q_dtype", q_dtype)
+    m.kv_dtype = _dtype_code("kv_dtype", kv_dtype or q_dtype)
+    m.compute_dtype = _dtype_code("compute_dtype", compute_dtype or q_dtype)
+    m.out_dtype = _dtype_code("out_dtype", out_dtype or q_dtype)
+    m.page_size, m.tp_size = page_size, tp
+    m.max_prefill_tokens, m.spec_tokens = max_prefill_tokens, spec_tokens
+    return m
+
+
+def _target_dict(m):
+    """The CLI's "target" object of a plan."""
+    def dt(code):
+        return _text(_lib.attn_dtype_name(code))
+    return {"arch": _text(m.arch), "q_dtype": dt(m.q_dtype), "kv_dtype": dt(m.kv_dtype),
+            "compute_dtype": dt(m.compute_dtype), "out_dtype": dt(m.out_dtype),
+            "page_size": m.page_size, "tp": m.tp_size, "max_model_len": m.max_model_len,
+            "max_prefill_tokens": m.max_prefill_tokens, "spec_tokens": m.spec_tokens}
+
+
+def _plan_model(registry, m, keep=None, **extras):
+    """attn_registry_plan on a filled attn_model: a Plan, or the error of an
+    invalid model (InvalidShapeError) or of a failed call."""
+    handle = ctypes.c_void_p()
+    st = _lib.attn_registry_plan(registry._handle(), ctypes.byref(m), ctypes.byref(handle))
+    del keep
+    if not handle:
+        raise _error(st)
+    if st == _native.STATUS["ATTN_ERR_INVALID_SHAPE"]:
+        summary = _native.new(_native.PlanSummary)
+        _lib.attn_plan_summarize(handle, ctypes.byref(summary))
+        message = _text(summary.message)
+        _lib.attn_plan_free(handle)
+        raise _error(st, message)
+    return Plan(registry, handle, target=_target_dict(m), **extras)
 
 
 def _layers_array(layers):
@@ -698,46 +775,34 @@ class Registry(_Closable):
     def plan(self, arch="cpu", q_heads=1, kv_heads=0, head_dim=128, head_dim_v=0, num_layers=1,
              layers=None, softcap=0.0, sinks=False, q_dtype="bf16", kv_dtype=None,
              compute_dtype=None, out_dtype=None, page_size=16, tp=1, max_model_len=None,
-             max_prefill_tokens=0, spec_tokens=0):
+             max_prefill_tokens=0, spec_tokens=0, scale=0.0):
         """A whole model's attention (attn_registry_plan): q_heads/kv_heads are
         the whole model's, split over ``tp`` ranks as vLLM and SGLang do;
         ``layers`` (None = every layer full attention) gives each layer as
         "full", "not_attention", ("sliding", (L, R)) or a dict(kind, window,
-        type_name). Returns a Plan (whose ``status`` says whether every
-        attention entry has a backend); raises InvalidShapeError for a model
-        no backend could run (e.g. heads not divisible by tp)."""
+        type_name); ``scale`` the softmax scale (0 = head_dim ** -0.5), which
+        every attention entry reports. Returns a Plan (whose ``status`` says
+        whether every attention entry has a backend); raises
+        InvalidShapeError for a model no backend could run (e.g. heads not
+        divisible by tp). For a Hugging Face config.json: plan_hf_config."""
         if max_model_len is None:
             raise ValueError("plan: max_model_len must be given (the kv capacity of every phase)")
-        m = _native.new(_native.Model)
-        if len(arch.encode()) >= _native.ATTN_ARCH_MAX:
-            raise ValueError(f"plan: arch {arch!r} is too long")
-        m.arch = arch.encode()
+        m = _target_model(arch, q_dtype, kv_dtype, compute_dtype, out_dtype, page_size, tp,
+                          max_prefill_tokens, spec_tokens)
         m.num_q_heads, m.num_kv_heads, m.head_dim, m.head_dim_v = (q_heads, kv_heads, head_dim,
                                                                    head_dim_v)
         arr, keep = _layers_array(layers)
         m.num_layers = len(layers) if layers is not None else num_layers
         if arr is not None:
             m.layers = ctypes.cast(arr, ctypes.POINTER(_native.Layer))
-        m.softcap, m.has_sinks = float(softcap), int(bool(sinks))
-        m.q_dtype = _dtype_code("q_dtype", q_dtype)
-        m.kv_dtype = _dtype_code("kv_dtype", kv_dtype or q_dtype)
-        m.compute_dtype = _dtype_code("compute_dtype", compute_dtype or q_dtype)
-        m.out_dtype = _dtype_code("out_dtype", out_dtype or q_dtype)
-        m.page_size, m.tp_size = page_size, tp
-        m.max_model_len, m.max_prefill_tokens, m.spec_tokens = (max_model_len,
-                                                                max_prefill_tokens, spec_tokens)
-        handle = ctypes.c_void_p()
-        st = _lib.attn_registry_plan(self._handle(), ctypes.byref(m), ctypes.byref(handle))
-        del keep
-        if not handle:
-            raise _error(st)
-        if st == _native.STATUS["ATTN_ERR_INVALID_SHAPE"]:
-            summary = _native.new(_native.PlanSummary)
-            _lib.attn_plan_summarize(handle, ctypes.byref(summary))
-            message = _text(summary.message)
-            _lib.attn_plan_free(handle)
-            raise _error(st, message)
-        return Plan(self, handle)
+        m.softcap, m.has_sinks, m.scale = float(softcap), int(bool(sinks)), float(scale)
+        m.max_model_len = max_model_len
+        model = {"model_type": None, "from_text_config": False, "num_layers": m.num_layers,
+                 "num_q_heads": q_heads, "num_kv_heads": kv_heads, "head_dim": head_dim,
+                 "softcap": float(softcap), "has_sinks": bool(sinks),
+                 "scale": _json_float(float(scale) or head_dim ** -0.5) if head_dim > 0 else None,
+                 "max_position_embeddings": None}
+        return _plan_model(self, m, keep=(arr, keep), model=model)
 
     def create(self, selection):
         """Constructs the selected backend (attn_backend_create): checks the
@@ -1005,3 +1070,7 @@ def check_layout(mirrors=None):
     against the library); raises ImportError on a mismatch. For tests and
     for hosts that want to say so in their own start-up log."""
     return _native.check_layout(_lib, mirrors)
+
+
+# Last: the module uses the names above.
+from ._hf_config import plan_hf_config  # noqa: E402

@@ -153,7 +153,7 @@ class Model(ctypes.Structure):
                 ("softcap", c_float), ("has_sinks", c_i32), ("q_dtype", c_i32),
                 ("kv_dtype", c_i32), ("compute_dtype", c_i32), ("out_dtype", c_i32),
                 ("page_size", c_i32), ("tp_size", c_i32), ("max_model_len", c_i32),
-                ("max_prefill_tokens", c_i32), ("spec_tokens", c_i32)]
+                ("max_prefill_tokens", c_i32), ("spec_tokens", c_i32), ("scale", c_float)]
 
 
 class PlanSummary(ctypes.Structure):
@@ -168,7 +168,12 @@ class PlanEntry(ctypes.Structure):
     _fields_ = [("struct_size", c_u32), ("phase", c_i32), ("layer_kind", c_i32),
                 ("layer_type", c_cp), ("layers", ctypes.POINTER(c_i32)), ("num_layers", c_u32),
                 ("status", c_i32), ("shape", ctypes.POINTER(Shape)),
-                ("selection", ctypes.POINTER(Selection)), ("message", c_cp)]
+                ("selection", ctypes.POINTER(Selection)), ("message", c_cp), ("scale", c_float)]
+
+
+class HfConfigInfo(ctypes.Structure):
+    _fields_ = [("struct_size", c_u32), ("model_type", c_cp), ("from_text_config", c_i32),
+                ("max_position_embeddings", c_i32), ("num_notes", c_size)]
 
 
 #: C struct name -> ctypes mirror. Every field of every mirror is checked.
@@ -180,6 +185,7 @@ MIRRORS = {
     "attn_verdict_record": VerdictRecord, "attn_layer": Layer, "attn_model": Model,
     "attn_plan_summary": PlanSummary, "attn_plan_entry": PlanEntry,
     "attn_kernel_plan": KernelPlan, "attn_launch_plan": LaunchPlan,
+    "attn_hf_config_info": HfConfigInfo,
 }
 
 
@@ -270,7 +276,14 @@ SIGNATURES = {
     "attn_explanation_pass_count": (c_size, [c_vp]),
     "attn_explanation_pass_rule": (c_cp, [c_vp, c_size]),
     "attn_explanation_pass_shape": (P(Shape), [c_vp, c_size]),
+    "attn_model_init": (None, [P(Model), c_u32]),
     "attn_registry_plan": (ctypes.c_int, [c_vp, P(Model), P(c_vp)]),
+    "attn_hf_config_read": (ctypes.c_int, [c_cp, P(c_vp)]),
+    "attn_hf_config_parse": (ctypes.c_int, [c_cp, c_size, c_cp, P(c_vp)]),
+    "attn_hf_config_free": (None, [c_vp]),
+    "attn_hf_config_describe": (ctypes.c_int, [c_vp, P(HfConfigInfo)]),
+    "attn_hf_config_note": (c_cp, [c_vp, c_size]),
+    "attn_hf_config_apply": (ctypes.c_int, [c_vp, P(Model)]),
     "attn_plan_free": (None, [c_vp]),
     "attn_plan_summarize": (ctypes.c_int, [c_vp, P(PlanSummary)]),
     "attn_plan_entry_get": (ctypes.c_int, [c_vp, c_size, P(PlanEntry)]),

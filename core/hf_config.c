@@ -4,9 +4,11 @@
  * names the file and the key; nothing a file holds can crash the reader. */
 #include "hf_config.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <float.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -14,7 +16,90 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "attn_tool_error.h"
+/* Formats a sentence into the caller's buffer. */
+#if defined(__GNUC__)
+__attribute__((format(printf, 3, 4)))
+#endif
+static void
+fail_into(char *err, size_t err_size, const char *fmt, ...)
+{
+    if (!err || !err_size)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, err_size, fmt, ap);
+    va_end(ap);
+}
+
+/* ---- jansson, loaded on first use ----------------------------------------
+ * libattnreg links no JSON library: Debian's static libjansson is not
+ * position-independent, and a shared-library dependency would stop
+ * libattnreg from loading on machines that lack it (the H200 host, where the
+ * build folder is carried) although only config reading needs it. So
+ * jansson's shared library is opened by its soname when a config is first
+ * read (the wheel bundles it; the Python package loads it first), and a
+ * missing one is one clear error of that call. The header's inline helpers
+ * (json_is_*, json_typeof) only read the value's type field. */
+static struct jansson_api {
+    json_t *(*loadb)(const char *, size_t, size_t, json_error_t *);
+    json_t *(*object_get)(const json_t *, const char *);
+    size_t (*array_size)(const json_t *);
+    json_t *(*array_get)(const json_t *, size_t);
+    const char *(*string_value)(const json_t *);
+    size_t (*string_length)(const json_t *);
+    json_int_t (*integer_value)(const json_t *);
+    double (*number_value)(const json_t *);
+    void (*delete_value)(json_t *);
+} jansson;
+static pthread_once_t jansson_once = PTHREAD_ONCE_INIT;
+static char jansson_error[256];
+
+#define JANSSON_SONAME "libjansson.so.4"
+
+static void jansson_load(void)
+{
+    void *h = dlopen(JANSSON_SONAME, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *why = dlerror();
+        snprintf(jansson_error, sizeof jansson_error, "%s", why ? why : "not found");
+        return;
+    }
+    struct {
+        const char *name;
+        void **slot;
+    } syms[] = {
+        {"json_loadb", (void **)&jansson.loadb},
+        {"json_object_get", (void **)&jansson.object_get},
+        {"json_array_size", (void **)&jansson.array_size},
+        {"json_array_get", (void **)&jansson.array_get},
+        {"json_string_value", (void **)&jansson.string_value},
+        {"json_string_length", (void **)&jansson.string_length},
+        {"json_integer_value", (void **)&jansson.integer_value},
+        {"json_number_value", (void **)&jansson.number_value},
+        {"json_delete", (void **)&jansson.delete_value},
+    };
+    for (size_t k = 0; k < sizeof syms / sizeof syms[0]; k++) {
+        void *f = dlsym(h, syms[k].name);
+        if (!f) {
+            snprintf(jansson_error, sizeof jansson_error, "%s has no %s", JANSSON_SONAME,
+                     syms[k].name);
+            memset(&jansson, 0, sizeof jansson);
+            dlclose(h);
+            return;
+        }
+        memcpy(syms[k].slot, &f, sizeof f);
+    }
+    /* h stays open: values it made may outlive any one call. */
+}
+
+#define json_loadb(...) jansson.loadb(__VA_ARGS__)
+#define json_object_get(...) jansson.object_get(__VA_ARGS__)
+#define json_array_size(...) jansson.array_size(__VA_ARGS__)
+#define json_array_get(...) jansson.array_get(__VA_ARGS__)
+#define json_string_value(...) jansson.string_value(__VA_ARGS__)
+#define json_string_length(...) jansson.string_length(__VA_ARGS__)
+#define json_integer_value(...) jansson.integer_value(__VA_ARGS__)
+#define json_number_value(...) jansson.number_value(__VA_ARGS__)
 
 /* Behaviour that a config does not spell out but its model type implies
  * (docs/DESIGN.md, "Planning a model", keeps this table too). */
@@ -22,12 +107,14 @@ static const struct model_type_rule {
     const char *model_type;
     int sinks;               /* per-head sink logits in every attention layer */
     int32_t sliding_pattern; /* without layer_types: layer i slides unless (i+1) % pattern == 0 */
+    int alibi;               /* ALiBi score biases although no key says so: refused */
     const char *why;
 } model_type_rules[] = {
-    {"gpt_oss", 1, 0, "gpt-oss attention has learned per-head sinks"},
-    {"gemma2", 0, 2, "Gemma 2 alternates sliding and full layers, sliding first"},
-    {"gemma3", 0, 6, "Gemma 3 has five sliding layers, then a full one"},
-    {"gemma3_text", 0, 6, "Gemma 3 has five sliding layers, then a full one"},
+    {"gpt_oss", 1, 0, 0, "gpt-oss attention has learned per-head sinks"},
+    {"gemma2", 0, 2, 0, "Gemma 2 alternates sliding and full layers, sliding first"},
+    {"gemma3", 0, 6, 0, "Gemma 3 has five sliding layers, then a full one"},
+    {"gemma3_text", 0, 6, 0, "Gemma 3 has five sliding layers, then a full one"},
+    {"bloom", 0, 0, 1, "Bloom adds ALiBi position biases to every attention score"},
 };
 
 static const struct model_type_rule *rule_for(const char *model_type)
@@ -60,7 +147,7 @@ key_error(reader *r, hf_config_status status, const char *key, const char *fmt, 
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    attn_tool_fail(r->err, r->err_size, "%s: %s%s: %s", r->path, r->section, key, what);
+    fail_into(r->err, r->err_size, "%s: %s%s: %s", r->path, r->section, key, what);
     return status;
 }
 
@@ -135,12 +222,73 @@ static int get_int(reader *r, const char *key, long long min, long long max, int
     return 1;
 }
 
-static int require_int(reader *r, const char *key, long long min, long long max, int32_t *out)
+/* A key and the names other model families give it (Bloom, GPT-2 and MPT
+ * predate the Llama-style names). The first one present is read; a note says
+ * when that was not the standard name, so a plan shows where a number came
+ * from. */
+typedef struct key_names {
+    const char *key;
+    const char *alt[3]; /* NULL-terminated when shorter */
+    const char *who[3]; /* the families that use each */
+} key_names;
+
+static const key_names heads_names = {
+    "num_attention_heads", {"n_head", "n_heads"}, {"GPT-2, GPT-J, Bloom, Falcon", "MPT"}};
+static const key_names layers_names = {"num_hidden_layers",
+                                       {"n_layer", "n_layers", "num_layers"},
+                                       {"GPT-2, GPT-J, Bloom, Falcon", "MPT", "ChatGLM, T5"}};
+static const key_names hidden_names = {
+    "hidden_size", {"n_embd", "d_model"}, {"GPT-2, GPT-J", "MPT"}};
+static const key_names kv_names = {
+    "num_key_value_heads", {"num_kv_heads", "n_head_kv"}, {"Falcon", "Falcon"}};
+static const key_names positions_names = {"max_position_embeddings",
+                                          {"n_positions", "max_seq_len", "seq_length"},
+                                          {"GPT-2, GPT-J", "MPT", "ChatGLM, Qwen-1"}};
+
+/* get_int on the first of names' keys that is present (not null); *used is
+ * the key read. A key present with a bad value is an error, never skipped. */
+static int get_int_named(reader *r, const key_names *names, long long min, long long max,
+                         int32_t *out, const char **used)
 {
-    int got = get_int(r, key, min, max, out);
-    if (got == 0)
-        key_error(r, HF_CONFIG_MALFORMED, key, "%s; every config.json of a decoder names it",
-                  json_object_get(r->obj, key) ? "is null" : "is missing");
+    *used = names->key;
+    int got = get_int(r, names->key, min, max, out);
+    for (size_t k = 0; got == 0 && k < 3 && names->alt[k]; k++) {
+        got = get_int(r, names->alt[k], min, max, out);
+        if (got == 1) {
+            *used = names->alt[k];
+            note(r->cfg, "%s absent: %s %d (the key %s use)", names->key, names->alt[k], *out,
+                 names->who[k]);
+        }
+    }
+    return got;
+}
+
+static int any_named(const json_t *obj, const key_names *names)
+{
+    if (json_object_get(obj, names->key))
+        return 1;
+    for (size_t k = 0; k < 3 && names->alt[k]; k++)
+        if (json_object_get(obj, names->alt[k]))
+            return 1;
+    return 0;
+}
+
+static int require_int(reader *r, const key_names *names, long long min, long long max,
+                       int32_t *out)
+{
+    const char *used;
+    int got = get_int_named(r, names, min, max, out, &used);
+    if (got == 0) {
+        char others[96] = "";
+        size_t n = 0;
+        for (size_t k = 0; k < 3 && names->alt[k]; k++)
+            n += (size_t)snprintf(others + n, sizeof others - n, "%s%s", k ? ", " : "",
+                                  names->alt[k]);
+        key_error(r, HF_CONFIG_MALFORMED, names->key,
+                  "%s, and so are %s (other families' names for it); every config.json of a "
+                  "decoder names it",
+                  json_object_get(r->obj, names->key) ? "is null" : "is missing", others);
+    }
     return got == 1 ? 1 : -1;
 }
 
@@ -282,7 +430,7 @@ static hf_config_status layers_from_types(reader *r, json_t *types, const window
 /* Without layer_types: the keys that older configs use, then the model-type
  * table, then "the sliding window on every layer" (Mistral). */
 static hf_config_status layers_derived(reader *r, const window_info *w, int32_t interval,
-                                       int32_t pattern)
+                                       int32_t pattern, const char *letters)
 {
     hf_config *cfg = r->cfg;
     const struct model_type_rule *rule = rule_for(cfg->model_type);
@@ -303,6 +451,21 @@ static hf_config_status layers_derived(reader *r, const window_info *w, int32_t 
     if (!w->window) {
         for (int32_t i = 0; i < cfg->num_layers; i++)
             set_layer(&cfg->layers[i], ATTN_LAYER_FULL, 0, "full_attention");
+        return HF_CONFIG_OK;
+    }
+    if (letters) {
+        /* EXAONE 4 writes the pattern as letters: "LLLG" is three local
+         * (sliding) layers, then a global (full) one, repeated. */
+        size_t n = strlen(letters);
+        note(cfg,
+             "layer_types absent: sliding_window_pattern \"%s\" repeats over the layers "
+             "(L: sliding, G: full)",
+             letters);
+        for (int32_t i = 0; i < cfg->num_layers; i++) {
+            int sliding = letters[(size_t)i % n] == 'L';
+            set_layer(&cfg->layers[i], sliding ? ATTN_LAYER_SLIDING : ATTN_LAYER_FULL, w->window,
+                      sliding ? "sliding_attention" : "full_attention");
+        }
         return HF_CONFIG_OK;
     }
     const char *why = NULL;
@@ -358,6 +521,45 @@ static hf_config_status refuse_unsupported(reader *r)
         return key_error(r, HF_CONFIG_UNSUPPORTED, "alibi",
                          "true: the model adds ALiBi position biases to its attention scores, "
                          "which no backend here computes");
+    const struct model_type_rule *rule = rule_for(r->cfg->model_type);
+    if (rule && rule->alibi)
+        return key_error(r, HF_CONFIG_UNSUPPORTED, "model_type",
+                         "%s: %s, which no backend here computes", r->cfg->model_type, rule->why);
+    /* MPT keeps its attention switches in attn_config. */
+    json_t *attn_config = json_object_get(r->obj, "attn_config");
+    if (json_is_object(attn_config)) {
+        json_t *v = json_object_get(attn_config, "alibi");
+        if (v && !json_is_null(v) && !json_is_boolean(v))
+            return key_error(r, HF_CONFIG_MALFORMED, "attn_config.alibi",
+                             "expected true or false, got %s", type_name(v));
+        if (json_is_true(v))
+            return key_error(r, HF_CONFIG_UNSUPPORTED, "attn_config.alibi",
+                             "true: the model adds ALiBi position biases to its attention "
+                             "scores (as MPT does), which no backend here computes");
+    }
+    /* Phi-3-small: block-sparse attention on all layers but every
+     * dense_attention_every_n_layers-th. Planned as full attention, those
+     * layers would get a backend that computes something else. */
+    static const char *const sparse_keys[] = {"blocksparse_block_size", "blocksparse_vert_stride",
+                                              "blocksparse_num_local_blocks"};
+    for (size_t k = 0; k < sizeof sparse_keys / sizeof sparse_keys[0]; k++) {
+        json_t *v = json_object_get(r->obj, sparse_keys[k]);
+        if (!v || json_is_null(v))
+            continue;
+        int32_t dense = 0;
+        if (get_int(r, "dense_attention_every_n_layers", 1, INT32_MAX, &dense) < 0)
+            return HF_CONFIG_MALFORMED;
+        char dense_text[96] = "";
+        if (dense)
+            snprintf(dense_text, sizeof dense_text,
+                     "; only every %d%s layer is dense (dense_attention_every_n_layers)", dense,
+                     ordinal_suffix(dense));
+        return key_error(r, HF_CONFIG_UNSUPPORTED, sparse_keys[k],
+                         "set: the model uses block-sparse attention (as in Phi-3-small)%s; no "
+                         "backend here computes it, and planning those layers as full attention "
+                         "would be wrong, so nothing is planned",
+                         dense_text);
+    }
     json_t *chunk = json_object_get(r->obj, "attention_chunk_size");
     if (chunk && !json_is_null(chunk))
         return key_error(
@@ -370,23 +572,16 @@ static hf_config_status refuse_unsupported(reader *r)
 static hf_config_status read_heads(reader *r)
 {
     hf_config *cfg = r->cfg;
-    if (require_int(r, "num_attention_heads", 1, INT32_MAX, &cfg->num_q_heads) < 0 ||
-        require_int(r, "num_hidden_layers", 1, ATTN_MODEL_MAX_LAYERS, &cfg->num_layers) < 0)
+    const char *used;
+    if (require_int(r, &heads_names, 1, INT32_MAX, &cfg->num_q_heads) < 0 ||
+        require_int(r, &layers_names, 1, ATTN_MODEL_MAX_LAYERS, &cfg->num_layers) < 0)
         return HF_CONFIG_MALFORMED;
-    int got = get_int(r, "num_key_value_heads", 1, INT32_MAX, &cfg->num_kv_heads);
+    /* Falcon spells the KV heads its own way: num_kv_heads or n_head_kv (new
+     * decoder architecture) or multi_query (one KV head). Reading them as
+     * absent would plan MHA, a wrong shape. */
+    int got = get_int_named(r, &kv_names, 1, INT32_MAX, &cfg->num_kv_heads, &used);
     if (got < 0)
         return HF_CONFIG_MALFORMED;
-    /* Falcon spells the KV heads its own way: num_kv_heads (new decoder
-     * architecture) or multi_query (one KV head). Reading them as absent
-     * would plan MHA, a wrong shape. */
-    if (got == 0) {
-        got = get_int(r, "num_kv_heads", 1, INT32_MAX, &cfg->num_kv_heads);
-        if (got < 0)
-            return HF_CONFIG_MALFORMED;
-        if (got)
-            note(cfg, "num_key_value_heads absent: num_kv_heads %d (Falcon's key)",
-                 cfg->num_kv_heads);
-    }
     int multi_query = 0;
     if (got == 0 && get_bool(r, "multi_query", &multi_query) < 0)
         return HF_CONFIG_MALFORMED;
@@ -403,19 +598,19 @@ static hf_config_status read_heads(reader *r)
         return HF_CONFIG_MALFORMED;
     if (got == 0) {
         int32_t hidden = 0;
-        got = get_int(r, "hidden_size", 1, INT32_MAX, &hidden);
+        got = get_int_named(r, &hidden_names, 1, INT32_MAX, &hidden, &used);
         if (got < 0)
             return HF_CONFIG_MALFORMED;
         if (got == 0)
             return key_error(r, HF_CONFIG_MALFORMED, "head_dim",
                              "is absent, and so is hidden_size, which would give it");
         if (hidden % cfg->num_q_heads != 0)
-            return key_error(r, HF_CONFIG_MALFORMED, "hidden_size",
+            return key_error(r, HF_CONFIG_MALFORMED, used,
                              "%d is not a multiple of num_attention_heads (%d), so head_dim "
                              "cannot be derived: the config needs head_dim",
                              hidden, cfg->num_q_heads);
         cfg->head_dim = hidden / cfg->num_q_heads;
-        note(cfg, "head_dim absent: hidden_size %d / num_attention_heads %d = %d", hidden,
+        note(cfg, "head_dim absent: %s %d / num_attention_heads %d = %d", used, hidden,
              cfg->num_q_heads, cfg->head_dim);
     }
     return HF_CONFIG_OK;
@@ -438,21 +633,57 @@ static hf_config_status read_window(reader *r, window_info *w)
     return HF_CONFIG_OK;
 }
 
+/* sliding_window_pattern: an integer n (every n-th layer full), or letters
+ * ("LLLG": L sliding, G full, repeated). 1 = read, 0 = absent, -1 = error. */
+static int get_pattern(reader *r, int32_t *every, const char **letters)
+{
+    json_t *v = json_object_get(r->obj, "sliding_window_pattern");
+    if (!v || json_is_null(v) || !json_is_string(v))
+        return get_int(r, "sliding_window_pattern", 1, INT32_MAX, every);
+    const char *s = json_string_value(v);
+    size_t len = json_string_length(v);
+    int letters_ok = len > 0 && len <= TYPE_NAME_MAX && strlen(s) == len;
+    for (size_t i = 0; letters_ok && i < len; i++)
+        letters_ok = s[i] == 'L' || s[i] == 'G';
+    if (!letters_ok) {
+        key_error(r, HF_CONFIG_MALFORMED, "sliding_window_pattern",
+                  "expected an integer or 1 to %d letters L (sliding) and G (full)", TYPE_NAME_MAX);
+        return -1;
+    }
+    *letters = s;
+    return 1;
+}
+
+/* The keys that derive layer kinds when layer_types is absent. */
+static const char *const pattern_keys[] = {"sliding_window_pattern", "full_attention_interval"};
+
 static hf_config_status read_layers(reader *r)
 {
     hf_config *cfg = r->cfg;
     window_info w;
     int32_t interval = 0, pattern = 0;
-    if (read_window(r, &w) != HF_CONFIG_OK ||
-        get_int(r, "full_attention_interval", 1, INT32_MAX, &interval) < 0 ||
-        get_int(r, "sliding_window_pattern", 1, INT32_MAX, &pattern) < 0)
+    const char *letters = NULL;
+    if (read_window(r, &w) != HF_CONFIG_OK)
+        return HF_CONFIG_MALFORMED;
+    json_t *types = json_object_get(r->obj, "layer_types");
+    int have_types = types && !json_is_null(types);
+    /* layer_types names every layer, so it wins: the pattern keys beside it
+     * are older spellings of the same thing (EXAONE 4 has both, its pattern
+     * as letters) and are not read, so a form this reader does not know
+     * cannot stop a config that is complete without it. */
+    for (size_t k = 0; have_types && k < sizeof pattern_keys / sizeof pattern_keys[0]; k++) {
+        json_t *v = json_object_get(r->obj, pattern_keys[k]);
+        if (v && !json_is_null(v))
+            note(cfg, "layer_types gives every layer's kind: %s is not read", pattern_keys[k]);
+    }
+    if (!have_types && (get_int(r, "full_attention_interval", 1, INT32_MAX, &interval) < 0 ||
+                        get_pattern(r, &pattern, &letters) < 0))
         return HF_CONFIG_MALFORMED;
     cfg->layers = calloc((size_t)cfg->num_layers, sizeof *cfg->layers);
     if (!cfg->layers)
         return key_error(r, HF_CONFIG_MALFORMED, "num_hidden_layers", "out of memory");
-    json_t *types = json_object_get(r->obj, "layer_types");
-    hf_config_status st = types && !json_is_null(types) ? layers_from_types(r, types, &w)
-                                                        : layers_derived(r, &w, interval, pattern);
+    hf_config_status st = have_types ? layers_from_types(r, types, &w)
+                                     : layers_derived(r, &w, interval, pattern, letters);
     if (st != HF_CONFIG_OK)
         return st;
     for (int32_t i = 0; i < cfg->num_layers; i++) {
@@ -467,11 +698,51 @@ static hf_config_status read_layers(reader *r)
     return HF_CONFIG_OK;
 }
 
+/* The softmax scale when the config moves it from head_dim^-1/2: Gemma's
+ * query_pre_attn_scalar s (scores scale by s^-1/2; Gemma 2 27B has head_dim
+ * 128 but s 144) and Granite's attention_multiplier (the scale itself).
+ * cfg->scale stays 0 (the default) otherwise. */
+static hf_config_status read_scale(reader *r)
+{
+    hf_config *cfg = r->cfg;
+    float scalar = 0.0f, multiplier = 0.0f;
+    int got = get_nonnegative_number(r, "query_pre_attn_scalar", &scalar);
+    if (got < 0)
+        return HF_CONFIG_MALFORMED;
+    if (got && scalar == 0.0f)
+        return key_error(r, HF_CONFIG_MALFORMED, "query_pre_attn_scalar",
+                         "0 would make the softmax scale infinite (expected a number > 0)");
+    if (got) {
+        cfg->scale = (float)(1.0 / sqrt((double)scalar));
+        note(cfg,
+             "softmax scale %.9g = query_pre_attn_scalar %g ^ -1/2 (head_dim %d ^ -1/2 is %.9g)",
+             (double)cfg->scale, (double)scalar, cfg->head_dim, 1.0 / sqrt((double)cfg->head_dim));
+    }
+    got = get_nonnegative_number(r, "attention_multiplier", &multiplier);
+    if (got < 0)
+        return HF_CONFIG_MALFORMED;
+    if (got && cfg->scale > 0.0f)
+        return key_error(r, HF_CONFIG_MALFORMED, "attention_multiplier",
+                         "set beside query_pre_attn_scalar: two softmax scales");
+    if (got && multiplier == 0.0f)
+        return key_error(r, HF_CONFIG_MALFORMED, "attention_multiplier",
+                         "0 would zero every score (expected a number > 0)");
+    if (got) {
+        cfg->scale = multiplier;
+        note(cfg, "softmax scale %.9g = attention_multiplier (head_dim %d ^ -1/2 is %.9g)",
+             (double)cfg->scale, cfg->head_dim, 1.0 / sqrt((double)cfg->head_dim));
+    }
+    return HF_CONFIG_OK;
+}
+
 static hf_config_status read_rest(reader *r)
 {
     hf_config *cfg = r->cfg;
+    const char *used;
     if (get_nonnegative_number(r, "attn_logit_softcapping", &cfg->softcap) < 0 ||
-        get_int(r, "max_position_embeddings", 1, INT32_MAX, &cfg->max_position_embeddings) < 0)
+        get_int_named(r, &positions_names, 1, INT32_MAX, &cfg->max_position_embeddings, &used) <
+            0 ||
+        read_scale(r) != HF_CONFIG_OK)
         return HF_CONFIG_MALFORMED;
     const struct model_type_rule *rule = rule_for(cfg->model_type);
     if (rule && rule->sinks) {
@@ -497,7 +768,7 @@ static hf_config_status find_section(reader *r, json_t *root)
 {
     r->obj = root;
     r->section = "";
-    if (json_object_get(root, "num_attention_heads"))
+    if (any_named(root, &heads_names))
         return HF_CONFIG_OK;
     json_t *text = json_object_get(root, "text_config");
     if (!text)
@@ -545,26 +816,26 @@ static hf_config_status slurp(const char *path, char **data, size_t *size, char 
 {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        attn_tool_fail(err, err_size, "%s: cannot open: %s", path, strerror(errno));
+        fail_into(err, err_size, "%s: cannot open: %s", path, strerror(errno));
         return HF_CONFIG_IO;
     }
     struct stat st;
     if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        attn_tool_fail(err, err_size, "%s: not a regular file", path);
+        fail_into(err, err_size, "%s: not a regular file", path);
         fclose(f);
         return HF_CONFIG_IO;
     }
     if (st.st_size > (off_t)HF_CONFIG_MAX_BYTES) {
         fclose(f);
-        attn_tool_fail(err, err_size, "%s: %lld bytes, larger than %u MiB: not a config.json", path,
-                       (long long)st.st_size, HF_CONFIG_MAX_BYTES >> 20);
+        fail_into(err, err_size, "%s: %lld bytes, larger than %u MiB: not a config.json", path,
+                  (long long)st.st_size, HF_CONFIG_MAX_BYTES >> 20);
         return HF_CONFIG_MALFORMED;
     }
     size_t expected = (size_t)st.st_size;
     char *buf = malloc(expected + 1);
     if (!buf) {
         fclose(f);
-        attn_tool_fail(err, err_size, "%s: out of memory", path);
+        fail_into(err, err_size, "%s: out of memory", path);
         return HF_CONFIG_IO;
     }
     /* One byte more than the size, to see a file that grows meanwhile. */
@@ -573,8 +844,8 @@ static hf_config_status slurp(const char *path, char **data, size_t *size, char 
     fclose(f);
     if (failed || n != expected) {
         free(buf);
-        attn_tool_fail(err, err_size, "%s: %s", path,
-                       failed ? "read error" : "changed size while being read");
+        fail_into(err, err_size, "%s: %s", path,
+                  failed ? "read error" : "changed size while being read");
         return HF_CONFIG_IO;
     }
     *data = buf;
@@ -582,26 +853,35 @@ static hf_config_status slurp(const char *path, char **data, size_t *size, char 
     return HF_CONFIG_OK;
 }
 
-hf_config_status hf_config_read(const char *path, hf_config *cfg, char *err, size_t err_size)
+hf_config_status hf_config_parse(const char *text, size_t size, const char *path, hf_config *cfg,
+                                 char *err, size_t err_size)
 {
     memset(cfg, 0, sizeof *cfg);
-    char *data = NULL;
-    size_t size = 0;
-    hf_config_status st = slurp(path, &data, &size, err, err_size);
-    if (st != HF_CONFIG_OK)
-        return st;
-    json_error_t jerr;
-    json_t *root = json_loadb(data, size, JSON_REJECT_DUPLICATES, &jerr);
-    free(data);
-    if (!root) {
-        attn_tool_fail(err, err_size, "%s:%d:%d: not valid JSON: %s", path, jerr.line, jerr.column,
-                       jerr.text);
+    if (size > HF_CONFIG_MAX_BYTES) {
+        fail_into(err, err_size, "%s: %zu bytes, larger than %u MiB: not a config.json", path, size,
+                  HF_CONFIG_MAX_BYTES >> 20);
         return HF_CONFIG_MALFORMED;
     }
+    pthread_once(&jansson_once, jansson_load);
+    if (!jansson.loadb) {
+        fail_into(err, err_size,
+                  "%s: reading config.json needs jansson (%s), which could not be loaded: "
+                  "%s; install it (Debian, Ubuntu: apt-get install libjansson4)",
+                  path, JANSSON_SONAME, jansson_error);
+        return HF_CONFIG_NO_JSON;
+    }
+    json_error_t jerr;
+    json_t *root = json_loadb(text, size, JSON_REJECT_DUPLICATES, &jerr);
+    if (!root) {
+        fail_into(err, err_size, "%s:%d:%d: not valid JSON: %s", path, jerr.line, jerr.column,
+                  jerr.text);
+        return HF_CONFIG_MALFORMED;
+    }
+    hf_config_status st = HF_CONFIG_OK;
     reader r = {path, "", root, cfg, err, err_size};
     if (!json_is_object(root)) {
-        attn_tool_fail(err, err_size, "%s: expected a JSON object at the top level, got %s", path,
-                       type_name(root));
+        fail_into(err, err_size, "%s: expected a JSON object at the top level, got %s", path,
+                  type_name(root));
         st = HF_CONFIG_MALFORMED;
     }
     if (st == HF_CONFIG_OK)
@@ -616,9 +896,24 @@ hf_config_status hf_config_read(const char *path, hf_config *cfg, char *err, siz
         st = read_layers(&r);
     if (st == HF_CONFIG_OK)
         st = read_rest(&r);
-    json_decref(root);
+    /* The root is ours alone (refcount 1): json_decref's inline helper
+     * would name json_delete at link time. */
+    jansson.delete_value(root);
     if (st != HF_CONFIG_OK)
         hf_config_free(cfg);
+    return st;
+}
+
+hf_config_status hf_config_read(const char *path, hf_config *cfg, char *err, size_t err_size)
+{
+    memset(cfg, 0, sizeof *cfg);
+    char *data = NULL;
+    size_t size = 0;
+    hf_config_status st = slurp(path, &data, &size, err, err_size);
+    if (st != HF_CONFIG_OK)
+        return st;
+    st = hf_config_parse(data, size, path, cfg, err, err_size);
+    free(data);
     return st;
 }
 
@@ -645,6 +940,8 @@ void hf_config_apply(const hf_config *cfg, attn_model *model)
     model->layers = cfg->layers;
     model->softcap = cfg->softcap;
     model->has_sinks = cfg->has_sinks;
+    if (model->struct_size >= offsetof(attn_model, scale) + sizeof model->scale)
+        model->scale = cfg->scale;
     if (cfg->max_position_embeddings > 0)
         model->max_model_len = cfg->max_position_embeddings;
 }

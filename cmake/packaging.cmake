@@ -22,6 +22,10 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_SECTION libs)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_NAME attnreg)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_SECTION libs)
+# libattnreg opens libjansson.so.4 by soname to read config.json (no
+# DT_NEEDED, so dpkg-shlibdeps cannot see it); the computed dependencies
+# are appended to this.
+set(CPACK_DEBIAN_RUNTIME_PACKAGE_DEPENDS "libjansson4")
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME attnreg-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS "attnreg (= ${PROJECT_VERSION}), libinih-dev")

@@ -212,12 +212,19 @@ def _candidates():
     return out
 
 
-def _preload_inih(libdir):
-    """A machine without Debian's libinih1 may carry libinih.so.1 beside
-    libattnreg (the H200 carry folder does): load it first, globally."""
-    inih = os.path.join(libdir, "libinih.so.1")
-    if os.path.exists(inih):
-        ctypes.CDLL(inih, mode=ctypes.RTLD_GLOBAL)
+#: Shared libraries a wheel bundles beside libattnreg for machines that lack
+#: them: libinih (a link dependency) and libjansson (opened by soname to read
+#: config.json). The H200 carry folder holds libinih there too.
+BUNDLED_DEPS = ("libinih.so.1", "libjansson.so.4")
+
+
+def _preload_deps(libdir):
+    """Loads the copies of BUNDLED_DEPS in libdir first, globally, so that
+    libattnreg's own lookups by soname find them."""
+    for name in BUNDLED_DEPS:
+        path = os.path.join(libdir, name)
+        if os.path.exists(path):
+            ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
 
 
 def load_library():
@@ -228,7 +235,7 @@ def load_library():
             if os.path.sep in path:
                 if not os.path.exists(path):
                     raise OSError(f"{path}: no such file")
-                _preload_inih(os.path.dirname(os.path.abspath(path)))
+                _preload_deps(os.path.dirname(os.path.abspath(path)))
             lib = ctypes.CDLL(path)
             return lib, path
         except OSError as e:

@@ -5,6 +5,8 @@
 #                             exported targets and attnreg_add_plugin()
 #   <libdir>/pkgconfig/       attnreg.pc (hosts), attnreg-plugin.pc (plugins)
 #   <mandir>/man1, man5       attnreg(1), attnreg.conf(5)
+#   <datadir>/attnreg/attnreg.schema.json   the JSON schema of every --json
+#                             document (and of the Python package's dicts)
 #   <datadir>/bash-completion/completions/attnreg
 #   <docdir>/LICENSE
 include(CMakePackageConfigHelpers)
@@ -40,6 +42,8 @@ endforeach()
 install(FILES ${PROJECT_SOURCE_DIR}/docs/man/attnreg.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
 install(FILES ${PROJECT_SOURCE_DIR}/docs/man/attnreg.conf.5
         DESTINATION ${CMAKE_INSTALL_MANDIR}/man5)
+install(FILES ${PROJECT_SOURCE_DIR}/docs/attnreg.schema.json
+        DESTINATION ${CMAKE_INSTALL_DATADIR}/attnreg)
 install(FILES ${PROJECT_SOURCE_DIR}/scripts/attnreg.bash-completion
         DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME attnreg)
 install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})

@@ -61,9 +61,9 @@ ATTNREG_API attn_status attn_hf_config_parse(const char *text, size_t size, cons
     if (!cfg)
         return attn_fail(ATTN_ERR_NO_MEMORY, "out of memory");
     char err[1024] = "";
-    return finish_read(hf_config_parse(text, size, name && *name ? name : "config.json", cfg, err,
-                                       sizeof err),
-                       err, cfg, out);
+    return finish_read(
+        hf_config_parse(text, size, name && *name ? name : "config.json", cfg, err, sizeof err),
+        err, cfg, out);
 }
 
 ATTNREG_API void attn_hf_config_free(attn_hf_config *cfg)
@@ -74,8 +74,7 @@ ATTNREG_API void attn_hf_config_free(attn_hf_config *cfg)
     free(cfg);
 }
 
-ATTNREG_API attn_status attn_hf_config_describe(const attn_hf_config *cfg,
-                                                attn_hf_config_info *out)
+ATTNREG_API attn_status attn_hf_config_describe(const attn_hf_config *cfg, attn_hf_config_info *out)
 {
     if (!cfg || !out || out->struct_size < INFO_MIN_SIZE)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_hf_config_describe: bad argument");

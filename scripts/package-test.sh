@@ -73,6 +73,16 @@ p = [p for p in d["plugins"] if p["backend"] == "cpu-ref"][0]
 assert p["priority"] == 7 and p["conf_file"] == "/etc/attnreg/conf.d/cpu-ref.ini", p
 print("override: cpu-ref from", p["conf_file"], "priority", p["priority"])'
 rm /etc/attnreg/conf.d/cpu-ref.ini
+# The schema is installed, and the installed attnreg reads a config.json
+# (libattnreg opens libjansson.so.4, which the package depends on).
+/usr/bin/attnreg plan --hf-config "$PWD/tests/hf_configs/llama-3.1-8b.json" --max-model-len 4096 \
+  --json | python3 -c '
+import json, sys, jsonschema
+schema = json.load(open("/usr/share/attnreg/attnreg.schema.json"))
+d = json.load(sys.stdin)
+jsonschema.validate(d, schema)
+assert d["status"] == "ATTN_OK" and d["entries"][0]["scale"] > 0, d
+print("installed schema validates plan --json;", len(d["entries"]), "entries")'
 man -w attnreg >/dev/null 2>&1 || test -f /usr/share/man/man1/attnreg.1
 bash tests/consumers/run.sh --system
 apt-get purge -y -qq attnreg-dev attnreg >/dev/null

@@ -709,7 +709,8 @@ class Registry(_Closable):
                         "description": _text(info.description),
                         "built_archs": [a for a in (_text(info.built_archs) or "").split(",")
                                         if a],
-                        "abi": (info.abi_major, info.abi_minor),
+                        # "major.minor", as `attnreg check --json` writes it
+                        "abi": f"{info.abi_major}.{info.abi_minor}",
                         "num_predicates": info.num_predicates}
         raise BackendRejectedError("ATTN_ERR_NOT_FOUND", f"no backend named '{name}'")
 

@@ -250,5 +250,5 @@ if bdist_wheel is not None:
 
     cmdclass["bdist_wheel"] = BdistWheel
 
-setup(version=version(), packages=["attnreg"], cmdclass=cmdclass,
+setup(version=version(), packages=["attnreg", "attnreg.integrations"], cmdclass=cmdclass,
       distclass=BinaryDistribution, zip_safe=False)

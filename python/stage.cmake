@@ -6,8 +6,10 @@
 # lib/attnreg/*.so, share/attnreg/conf/*.ini} (the prefix layout, so the
 # library finds its conf folder and the INIs their plugins as installed).
 file(REMOVE_RECURSE ${DEST}/attnreg)
-file(GLOB py_files ${SRC}/attnreg/*.py)
+file(GLOB py_files ${SRC}/attnreg/*.py ${SRC}/attnreg/py.typed)
 file(COPY ${py_files} DESTINATION ${DEST}/attnreg)
+file(GLOB py_integrations ${SRC}/attnreg/integrations/*.py)
+file(COPY ${py_integrations} DESTINATION ${DEST}/attnreg/integrations)
 set(native ${DEST}/attnreg/_bundled)
 # The soname as a plain file (a wheel and the device carry keep no symlinks).
 file(REAL_PATH ${BUILD}/lib/libattnreg.so.0 lib_real)

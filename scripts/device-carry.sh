@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
 # Packs what the GPU machine needs into .device-carry (see device-verify.sh):
-# the CLI, libattnreg, libinih, the plugins, the sm_90 test conf and the GPU
+# the CLI, libattnreg, libinih, libjansson, the plugins, the sm_90 test conf and the GPU
 # test and bench, stripped and, for the large ones, xz-compressed (the device
 # tool carries at most 64 MiB; each GPU binary holds every kernel). On the
 # device, `bash .device-carry/unpack.sh` restores them.
@@ -14,6 +14,9 @@ rm -rf $D && mkdir -p $D/{bin,lib/attnreg,share/attnreg,xz}
 cp $B/bin/attnreg $D/bin/
 cp -L $B/lib/libattnreg.so.0 $D/lib/
 cp -L "$(ldconfig -p | awk '/libinih.so.1 /{print $NF; exit}')" $D/lib/libinih.so.1
+# libattnreg opens libjansson.so.4 to read config.json (attnreg plan,
+# plan_hf_config); LD_LIBRARY_PATH or the Python package's preload finds it.
+cp -L "$(ldconfig -p | awk '/libjansson.so.4 /{print $NF; exit}')" $D/lib/libjansson.so.4
 cp $B/lib/attnreg/libattn_cpu_ref.so $D/lib/attnreg/
 cp -r $B/share/attnreg/conf-sm90 $B/share/attnreg/conf $D/share/attnreg/
 strip $D/bin/attnreg $D/lib/*.so* $D/lib/attnreg/*.so

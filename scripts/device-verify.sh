@@ -5,7 +5,8 @@
 # the repository root with a carry folder made on the build machine:
 #   mkdir -p .device-carry/{bin,lib/attnreg,share/attnreg}
 #   cp build/bin/{attnreg,gpu_attn_test} .device-carry/bin/
-#   cp -L build/lib/libattnreg.so.0 /lib/x86_64-linux-gnu/libinih.so.1 .device-carry/lib/
+#   cp -L build/lib/libattnreg.so.0 /lib/x86_64-linux-gnu/libinih.so.1 \
+#         /lib/x86_64-linux-gnu/libjansson.so.4 .device-carry/lib/
 # (-L: the device tool does not carry symbolic links, so the sonames must be
 # plain files)
 #   cp build/lib/attnreg/*.so .device-carry/lib/attnreg/

@@ -3,14 +3,16 @@
 # The Python package on the H200 (torch + CUDA, no pip/apt, no libinih): the
 # pytest suite (GPU tests included; a plain runner of the GPU checks when
 # pytest is missing), the toy engine on CUDA tensors with the GPU backends
-# (and on torch-CPU with cpu-ref), and compare_torch.py's side-by-side table.
+# (and on torch-CPU with cpu-ref), the transformers integration against eager
+# attention (tests/python/transformers_checks.py) and compare_torch.py's table.
 # Run from the repository root with a CUDA build folder carried along:
 #
 #   bash scripts/h200_python.sh [BUILD_DIR]      # default: $ATTNREG_CARRY, else build
 #
 # BUILD_DIR needs lib/libattnreg.so.0 (or the real lib/libattnreg.so.0.*: the
 # device tool carries no symbolic links), lib/libinih.so.1 (copy it in on the
-# build machine: cp -L /lib/x86_64-linux-gnu/libinih.so.1 BUILD_DIR/lib/),
+# build machine: cp -L /lib/x86_64-linux-gnu/libinih.so.1 BUILD_DIR/lib/; and
+# libjansson.so.4 the same way, for plan_hf_config),
 # lib/attnreg/*.so with the GPU plugins, and share/attnreg/conf-sm90; a
 # .device-carry folder (scripts/device-carry.sh) works too (its xz-packed
 # plugins are unpacked first). Results and logs go to $OUT (default
@@ -68,6 +70,11 @@ else
   echo "pytest or numpy missing: running the GPU checks without pytest"
   (cd tests/python && timeout 150 $PY gpu_checks.py) || rc=1
 fi
+
+step "transformers: attn_implementation attnreg vs eager (3 random models, prefill + decode)"
+# Part of the pytest run above too (test_transformers_gpu.py); run directly
+# so the per-architecture errors are in the log even without pytest.
+(cd tests/python && timeout 240 $PY transformers_checks.py) || rc=1
 
 step "toy engine: torch CUDA tensors, GPU backends (conf-sm90)"
 timeout 120 $PY examples/python/toy_engine.py --device cuda --conf "$CONF" --decode-steps 32 || rc=1

@@ -6,7 +6,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake pkg-config libinih-dev libjansson-dev check valgrind python3
       python3-numpy python3-pytest python3-pip python3-setuptools python3-wheel python3-venv
-      python3-jsonschema)
+      python3-jsonschema mypy)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

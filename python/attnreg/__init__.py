@@ -24,7 +24,10 @@ by one thread at a time.
 import ctypes
 import math
 import operator
+import os
 import threading
+from typing import (Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple,
+                    Type, Union)
 
 from . import _arrays, _native
 
@@ -58,7 +61,7 @@ class Error(Exception):
     ("ATTN_ERR_UNSUPPORTED"), ``code`` its number, ``message`` the library's
     sentence."""
 
-    def __init__(self, status, message):
+    def __init__(self, status: Union[str, int], message: str) -> None:
         if isinstance(status, int):
             code = status
             status = (_native.STATUS_NAMES[code] if 0 <= code < len(_native.STATUS_NAMES)
@@ -111,39 +114,44 @@ _EXIT_CODES = {"ATTN_OK": 0, "ATTN_ERR_INVALID_SHAPE": 3, "ATTN_ERR_UNSUPPORTED"
 _EXIT_CODES.update({n: 7 for n, c in _ERROR_CLASSES.items() if c is BackendError})
 
 
-def _status_name(code):
-    return _native.text(_lib.attn_status_name(code))
+def _status_name(code: int) -> str:
+    """The stable name of a status code."""
+    return str(_native.text(_lib.attn_status_name(code)))
 
 
-def _error(code, message=None):
+def _error(code: int, message: Optional[str] = None) -> Error:
+    """The exception for a status: its class by status, the message given, else
+    the thread's last error, else the status's own sentence."""
     name = _status_name(code)
     if not message:
         message = _native.text(_lib.attn_last_error()) or _native.text(
             _lib.attn_status_message(code))
-    return _ERROR_CLASSES.get(name, Error)(name, message)
+    return _ERROR_CLASSES.get(name, Error)(name, message or "")
 
 
-def _exit_code(status_name):
+def _exit_code(status_name: str) -> int:
     return _EXIT_CODES.get(status_name, 10)
 
 
 _text = _native.text
 
 
-def _reason_name(code):
-    return _text(_lib.attn_reason_name(code))
+def _reason_name(code: int) -> str:
+    """The stable name of a reason code."""
+    return str(_text(_lib.attn_reason_name(code)))
 
 
 # ---- shapes --------------------------------------------------------------------
 
-def _dtype_code(field, name):
+def _dtype_code(field: str, name: str) -> int:
+    """The dtype code of a name (ValueError naming the field otherwise)."""
     if name not in _native.DTYPE:
         raise ValueError(f"Shape.{field}: unknown dtype {name!r} (expected one of "
                          f"{', '.join(DTYPES)})")
     return _native.DTYPE[name]
 
 
-def _int32(field, value):
+def _int32(field: str, value: Any) -> int:
     """An int32 from any integer (int, numpy integer; not bool or float)."""
     try:
         if isinstance(value, bool):
@@ -153,7 +161,7 @@ def _int32(field, value):
         raise ValueError(f"Shape.{field}: expected an int, got {value!r}") from None
     if not -2**31 <= value < 2**31:
         raise ValueError(f"Shape.{field}: {value} does not fit in int32")
-    return value
+    return int(value)
 
 
 class Shape:
@@ -165,10 +173,13 @@ class Shape:
                  "compute_dtype", "out_dtype", "page_size", "max_q_len", "max_kv_len", "causal",
                  "window", "softcap", "sinks")
 
-    def __init__(self, arch="cpu", q_heads=1, kv_heads=0, head_dim=128, head_dim_v=0,
-                 q_dtype="bf16", kv_dtype=None, compute_dtype=None, out_dtype=None, page_size=16,
-                 max_q_len=1, max_kv_len=None, causal=True, window=(-1, -1), softcap=0.0,
-                 sinks=False):
+    def __init__(self, arch: str = "cpu", q_heads: int = 1, kv_heads: int = 0,
+                 head_dim: int = 128, head_dim_v: int = 0, q_dtype: str = "bf16",
+                 kv_dtype: Optional[str] = None, compute_dtype: Optional[str] = None,
+                 out_dtype: Optional[str] = None, page_size: int = 16, max_q_len: int = 1,
+                 max_kv_len: Optional[int] = None, causal: bool = True,
+                 window: Tuple[int, int] = (-1, -1), softcap: float = 0.0,
+                 sinks: bool = False) -> None:
         if not isinstance(arch, str) or len(arch.encode()) >= _native.ATTN_ARCH_MAX or not arch:
             raise ValueError(f"Shape.arch: expected a name of 1..{_native.ATTN_ARCH_MAX - 1} "
                              f"bytes, got {arch!r}")
@@ -200,15 +211,16 @@ class Shape:
         self.sinks = bool(sinks)
 
     @property
-    def kv_heads_effective(self):
+    def kv_heads_effective(self) -> int:
         """KV heads as the tensors have them (kv_heads 0 = q_heads)."""
         return self.kv_heads or self.q_heads
 
     @property
-    def head_dim_v_effective(self):
+    def head_dim_v_effective(self) -> int:
+        """V's head size as the tensors have it (head_dim_v 0 = head_dim)."""
         return self.head_dim_v or self.head_dim
 
-    def _to_c(self):
+    def _to_c(self) -> Any:
         s = _native.new(_native.Shape)
         s.arch = self.arch.encode()
         s.num_q_heads, s.num_kv_heads = self.q_heads, self.kv_heads
@@ -225,9 +237,9 @@ class Shape:
         return s
 
     @classmethod
-    def _from_c(cls, s):
-        def dt(code):
-            return _text(_lib.attn_dtype_name(code))
+    def _from_c(cls, s: Any) -> "Shape":
+        def dt(code: int) -> str:
+            return str(_text(_lib.attn_dtype_name(code)))
         return cls(arch=_text(s.arch), q_heads=s.num_q_heads, kv_heads=s.num_kv_heads,
                    head_dim=s.head_dim, head_dim_v=s.head_dim_v, q_dtype=dt(s.q_dtype),
                    kv_dtype=dt(s.kv_dtype), compute_dtype=dt(s.compute_dtype),
@@ -236,13 +248,13 @@ class Shape:
                    window=(s.window_left, s.window_right), softcap=s.softcap,
                    sinks=bool(s.has_sinks))
 
-    def validate(self):
+    def validate(self) -> Optional[str]:
         """None when valid; otherwise the registry's reason (a str)."""
         buf = ctypes.create_string_buffer(512)
         ok = _lib.attn_shape_validate(ctypes.byref(self._to_c()), buf, len(buf))
         return None if ok else _text(buf.value)
 
-    def to_dict(self):
+    def to_dict(self) -> Dict[str, Any]:
         """The keys of the CLI's JSON shape object."""
         return {"arch": self.arch, "num_q_heads": self.q_heads, "num_kv_heads": self.kv_heads,
                 "head_dim": self.head_dim, "head_dim_v": self.head_dim_v,
@@ -253,24 +265,25 @@ class Shape:
                 "window_left": self.window[0], "window_right": self.window[1],
                 "softcap": self.softcap, "has_sinks": self.sinks}
 
-    def replace(self, **changes):
+    def replace(self, **changes: Any) -> "Shape":
+        """A copy with some fields changed (Shape's keyword arguments)."""
         kw = {k: getattr(self, k) for k in self.__slots__}
         kw.update(changes)
         return Shape(**kw)
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return isinstance(other, Shape) and all(getattr(self, k) == getattr(other, k)
                                                 for k in self.__slots__)
 
-    def __hash__(self):
+    def __hash__(self) -> int:
         return hash(tuple(getattr(self, k) for k in self.__slots__))
 
-    def __str__(self):
+    def __str__(self) -> str:
         buf = ctypes.create_string_buffer(512)
         _lib.attn_shape_format(ctypes.byref(self._to_c()), buf, len(buf))
-        return _text(buf.value)
+        return str(_text(buf.value))
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return "Shape(" + ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__) + ")"
 
 
@@ -282,7 +295,8 @@ class Selection:
     ``fallback_backend`` (the top candidate whose rejection motivated it),
     ``fallback_reason`` (its reason name) and ``fallback_message``."""
 
-    def __init__(self, registry, shape, c_sel, owner=None):
+    def __init__(self, registry: "Registry", shape: Optional[Shape], c_sel: Any,
+                 owner: Any = None) -> None:
         self.registry = registry
         self.shape = shape
         self._c = c_sel
@@ -298,16 +312,16 @@ class Selection:
         #: whether the backend's forward may be captured in a CUDA/HIP graph
         self.graph_capturable = bool(c_sel.backend_name and c_sel.graph_capturable)
 
-    def to_dict(self):
+    def to_dict(self) -> Dict[str, Any]:
         """The keys of the CLI's JSON selection object."""
         return _selection_dict(self._c)
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         extra = f", fallback_rule={self.fallback_rule!r}" if self.fallback_applied else ""
         return f"Selection(backend={self.backend!r}{extra})"
 
 
-def _selection_dict(c_sel):
+def _selection_dict(c_sel: Any) -> Dict[str, Any]:
     applied = bool(c_sel.fallback_applied)
     d = {"backend": _text(c_sel.backend_name), "fallback_applied": applied,
          "fallback_rule": _text(c_sel.fallback_rule) if applied else None,
@@ -321,12 +335,12 @@ def _selection_dict(c_sel):
     return d
 
 
-def _kernel_plan_dict(k):
+def _kernel_plan_dict(k: Any) -> Dict[str, Any]:
     return {"kernel": _text(k.kernel), "role": _text(k.role), "threads": k.threads,
             "rows": k.rows, "keys": k.keys, "stages": k.stages, "shared_bytes": k.shared_bytes}
 
 
-def _launch_plan_dict(registry_handle, c_sel):
+def _launch_plan_dict(registry_handle: Any, c_sel: Any) -> Optional[Dict[str, Any]]:
     """The CLI's explain "plan": the selected GPU backend's launch plan, or
     None (cpu-ref, or no decision)."""
     if not c_sel.backend_name:
@@ -355,7 +369,9 @@ class Plan:
     keys, plus ``selection``: a Selection for attention entries).
     ``lookup(layer, phase)`` is the entry a host asks at run time."""
 
-    def __init__(self, registry, handle, config=None, model=None, target=None, notes=()):
+    def __init__(self, registry: "Registry", handle: Any, config: Optional[str] = None,
+                 model: Optional[Dict[str, Any]] = None,
+                 target: Optional[Dict[str, Any]] = None, notes: Iterable[str] = ()) -> None:
         self.registry = registry
         self._h = handle
         #: The config.json read (plan_hf_config), else None.
@@ -386,7 +402,7 @@ class Plan:
             if _lib.attn_plan_entry_get(handle, k, ctypes.byref(e)) == _native.OK:
                 self.entries.append(self._entry(e))
 
-    def _entry(self, e):
+    def _entry(self, e: Any) -> Dict[str, Any]:
         s = e.shape.contents if e.shape else None
         sel = e.selection.contents if e.selection else None
         applied = bool(sel and sel.fallback_applied)
@@ -423,10 +439,11 @@ class Plan:
         return d
 
     @property
-    def ok(self):
+    def ok(self) -> bool:
+        """Every attention entry has a backend."""
         return self.status == "ATTN_OK"
 
-    def lookup(self, layer, phase):
+    def lookup(self, layer: int, phase: str) -> Dict[str, Any]:
         """The entry dict that covers ``layer`` in ``phase`` ("prefill",
         "decode", "verify"); KeyError when the plan has none."""
         if phase not in _PHASES:
@@ -436,7 +453,7 @@ class Plan:
                 return d
         raise KeyError(f"layer {layer} has no {phase} entry in the plan")
 
-    def to_dict(self):
+    def to_dict(self) -> Dict[str, Any]:
         """The CLI's ``plan --json`` document (docs/attnreg.schema.json)."""
         d = {"schema_version": SCHEMA_VERSION, "command": "plan", "status": self.status,
              "exit_code": _exit_code(self.status), "message": self.message,
@@ -449,7 +466,7 @@ class Plan:
                           "exit_code": _exit_code(self.status)}
         return d
 
-    def __del__(self):
+    def __del__(self) -> None:
         h, self._h = getattr(self, "_h", None), None
         try:
             if h:
@@ -458,14 +475,15 @@ class Plan:
             pass
 
 
-def _json_float(x):
+def _json_float(x: float) -> float:
     """x as the CLI's JSON writes it (%.9g, which round-trips a C float), so
     the binding's dicts equal the CLI's documents."""
     return float(f"{x:.9g}")
 
 
-def _target_model(arch, q_dtype, kv_dtype, compute_dtype, out_dtype, page_size, tp,
-                  max_prefill_tokens, spec_tokens):
+def _target_model(arch: str, q_dtype: str, kv_dtype: Optional[str],
+                  compute_dtype: Optional[str], out_dtype: Optional[str], page_size: int,
+                  tp: int, max_prefill_tokens: int, spec_tokens: int) -> Any:
     """An attn_model with the engine's choices set (the model's own numbers
     are the caller's): Registry.plan and plan_hf_config."""
     m = _native.new(_native.Model)
@@ -482,17 +500,17 @@ def _target_model(arch, q_dtype, kv_dtype, compute_dtype, out_dtype, page_size, 
     return m
 
 
-def _target_dict(m):
+def _target_dict(m: Any) -> Dict[str, Any]:
     """The CLI's "target" object of a plan."""
-    def dt(code):
-        return _text(_lib.attn_dtype_name(code))
+    def dt(code: int) -> str:
+        return str(_text(_lib.attn_dtype_name(code)))
     return {"arch": _text(m.arch), "q_dtype": dt(m.q_dtype), "kv_dtype": dt(m.kv_dtype),
             "compute_dtype": dt(m.compute_dtype), "out_dtype": dt(m.out_dtype),
             "page_size": m.page_size, "tp": m.tp_size, "max_model_len": m.max_model_len,
             "max_prefill_tokens": m.max_prefill_tokens, "spec_tokens": m.spec_tokens}
 
 
-def _plan_model(registry, m, keep=None, **extras):
+def _plan_model(registry: "Registry", m: Any, keep: Any = None, **extras: Any) -> "Plan":
     """attn_registry_plan on a filled attn_model: a Plan, or the error of an
     invalid model (InvalidShapeError) or of a failed call."""
     handle = ctypes.c_void_p()
@@ -509,7 +527,7 @@ def _plan_model(registry, m, keep=None, **extras):
     return Plan(registry, handle, target=_target_dict(m), **extras)
 
 
-def _layers_array(layers):
+def _layers_array(layers: Optional[Sequence[Any]]) -> Tuple[Any, List[bytes]]:
     """layers: None, or one item per layer: "full", "not_attention",
     ("sliding", (L, R)), or a dict(kind=..., window=(L, R), type_name=...)."""
     if layers is None:
@@ -541,11 +559,15 @@ def _layers_array(layers):
 class _Closable:
     """with-statement support for objects with close()."""
 
-    def __enter__(self):
+    def __enter__(self) -> Any:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
         self.close()
+
+    def close(self) -> None:
+        """Releases the object (each subclass says how)."""
+        raise NotImplementedError
 
 
 class Registry(_Closable):
@@ -553,10 +575,14 @@ class Registry(_Closable):
     plugin until one is asked. A context manager; close() when done (Backends
     created from it keep it alive until they are closed too)."""
 
-    def __init__(self, conf_paths=(), use_env=True, default_conf=True, strict=False,
-                 runnable=False, backend=None, disabled=(), log_level="warn", log=None,
-                 fail_on_conf_error=False, probe_out_of_process=False):
-        if isinstance(conf_paths, str):
+    def __init__(self, conf_paths: Union[str, "os.PathLike[str]", Iterable[Any]] = (),
+                 use_env: bool = True, default_conf: bool = True, strict: bool = False,
+                 runnable: bool = False, backend: Optional[str] = None,
+                 disabled: Union[str, Iterable[str]] = (),
+                 log_level: Union[str, int, None] = "warn",
+                 log: Optional[Callable[[str, str], Any]] = None,
+                 fail_on_conf_error: bool = False, probe_out_of_process: bool = False) -> None:
+        if isinstance(conf_paths, (str, os.PathLike)):
             conf_paths = (conf_paths,)
         if isinstance(disabled, str):
             disabled = (disabled,)
@@ -573,7 +599,7 @@ class Registry(_Closable):
             opt.log_level = -1
         elif isinstance(log_level, int) and not isinstance(log_level, bool):
             opt.log_level = log_level
-        elif log_level in _native.LOG_LEVEL:
+        elif isinstance(log_level, str) and log_level in _native.LOG_LEVEL:
             opt.log_level = _native.LOG_LEVEL[log_level]
         else:
             raise ValueError(f"log_level: expected one of {', '.join(LOG_LEVELS)} or None, got "
@@ -584,14 +610,18 @@ class Registry(_Closable):
             if not callable(log):
                 raise TypeError("log: expected a callable (level, message)")
 
-            def trampoline(_user, level, message, _log=log):
+            callback: Callable[[str, str], Any] = log
+
+            def trampoline(_user: Any, level: int, message: bytes,
+                           _log: Callable[[str, str], Any] = callback) -> None:
                 try:
                     name = (_native.LOG_LEVEL_NAMES[level]
                             if 0 <= level < len(_native.LOG_LEVEL_NAMES) else str(level))
                     _log(name, _text(message))
                 except BaseException as e:  # never unwind into C
                     import sys
-                    sys.unraisablehook(_Unraisable(e, log))
+                    # the hook reads these attributes of any object
+                    sys.unraisablehook(_Unraisable(e, log))  # type: ignore[arg-type]
             self._log_fn = _native.LOG_FN(trampoline)
             opt.log_fn = self._log_fn
         opt.strict = int(bool(strict))
@@ -611,45 +641,47 @@ class Registry(_Closable):
         self._users = 0        # open Backends
         self._closing = False  # close() was called; the handle goes when the last user does
         handle = ctypes.c_void_p()
+        self._h: Optional[ctypes.c_void_p] = None
         st = _lib.attn_registry_open(ctypes.byref(opt), ctypes.byref(handle))
         if st != _native.OK:
             raise _error(st)
         self._h = handle
 
     # -- lifetime
-    def close(self):
+    def close(self) -> None:
         """Closes the registry now, or when the last Backend created from it is
         closed. Selections and plans from it are unusable afterwards."""
         with self._lock:
             self._closing = True
             self._maybe_release()
 
-    def _maybe_release(self):
+    def _maybe_release(self) -> None:
         h = getattr(self, "_h", None)
         if h and self._users == 0:
             self._h = None
             _lib.attn_registry_close(h)
 
-    def _acquire(self):
+    def _acquire(self) -> None:
         with self._lock:
             self._users += 1
 
-    def _release(self):
+    def _release(self) -> None:
         with self._lock:
             self._users -= 1
             if self._closing:
                 self._maybe_release()
 
     @property
-    def closed(self):
+    def closed(self) -> bool:
+        """The registry was closed (or is closing)."""
         return self._closing or not self._h
 
-    def _handle(self):
+    def _handle(self) -> Any:
         if self._closing or not self._h:
             raise Error("ATTN_ERR_INVALID_ARGUMENT", "the registry is closed")
         return self._h
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             if getattr(self, "_h", None) and getattr(self, "_users", 0) == 0:
                 h, self._h = self._h, None
@@ -658,12 +690,13 @@ class Registry(_Closable):
             pass
 
     # -- queries
-    def conf_paths(self):
+    def conf_paths(self) -> List[str]:
+        """The conf folders searched, in order."""
         h = self._handle()
         return [_text(_lib.attn_registry_conf_path(h, k))
                 for k in range(_lib.attn_registry_conf_path_count(h))]
 
-    def diagnostics(self):
+    def diagnostics(self) -> List[Dict[str, Any]]:
         """Problems found reading conf files or loading plugins (dicts)."""
         h = self._handle()
         out = []
@@ -675,7 +708,7 @@ class Registry(_Closable):
                             "message": _text(d.message)})
         return out
 
-    def list(self, arch=None):
+    def list(self, arch: Optional[str] = None) -> List[Dict[str, Any]]:
         """The plugins the conf files declare, in priority order (the keys of
         `attnreg list --json`'s plugins). INI layer only: loads nothing."""
         h = self._handle()
@@ -694,7 +727,7 @@ class Registry(_Closable):
                         "conf_line": p.conf_line})
         return out
 
-    def load_plugin(self, name):
+    def load_plugin(self, name: str) -> Dict[str, Any]:
         """Loads a plugin's library (if not yet) and says what it found."""
         h = self._handle()
         for k in range(_lib.attn_registry_plugin_count(h)):
@@ -714,7 +747,7 @@ class Registry(_Closable):
                         "num_predicates": info.num_predicates}
         raise BackendRejectedError("ATTN_ERR_NOT_FOUND", f"no backend named '{name}'")
 
-    def select(self, shape):
+    def select(self, shape: Union[Shape, Dict[str, Any]]) -> Selection:
         """The backend for ``shape`` (a Shape, or Shape's keyword arguments as
         a dict). Raises InvalidShapeError, UnsupportedError or
         BackendRejectedError with the registry's message."""
@@ -726,7 +759,7 @@ class Registry(_Closable):
             raise _error(st, _text(sel.message))
         return Selection(self, shape, sel)
 
-    def explain(self, shape):
+    def explain(self, shape: Union[Shape, Dict[str, Any]]) -> Dict[str, Any]:
         """Every candidate's verdict in every pass, and the decision: a dict
         with the content of `attnreg explain --json`. A failed decision is
         reported in "status", not raised."""
@@ -773,10 +806,13 @@ class Registry(_Closable):
         finally:
             _lib.attn_explanation_free(ex)
 
-    def plan(self, arch="cpu", q_heads=1, kv_heads=0, head_dim=128, head_dim_v=0, num_layers=1,
-             layers=None, softcap=0.0, sinks=False, q_dtype="bf16", kv_dtype=None,
-             compute_dtype=None, out_dtype=None, page_size=16, tp=1, max_model_len=None,
-             max_prefill_tokens=0, spec_tokens=0, scale=0.0):
+    def plan(self, arch: str = "cpu", q_heads: int = 1, kv_heads: int = 0, head_dim: int = 128,
+             head_dim_v: int = 0, num_layers: int = 1, layers: Optional[Sequence[Any]] = None,
+             softcap: float = 0.0, sinks: bool = False, q_dtype: str = "bf16",
+             kv_dtype: Optional[str] = None, compute_dtype: Optional[str] = None,
+             out_dtype: Optional[str] = None, page_size: int = 16, tp: int = 1,
+             max_model_len: Optional[int] = None, max_prefill_tokens: int = 0,
+             spec_tokens: int = 0, scale: float = 0.0) -> "Plan":
         """A whole model's attention (attn_registry_plan): q_heads/kv_heads are
         the whole model's, split over ``tp`` ranks as vLLM and SGLang do;
         ``layers`` (None = every layer full attention) gives each layer as
@@ -805,7 +841,7 @@ class Registry(_Closable):
                  "max_position_embeddings": None}
         return _plan_model(self, m, keep=(arr, keep), model=model)
 
-    def create(self, selection):
+    def create(self, selection: Selection) -> "Backend":
         """Constructs the selected backend (attn_backend_create): checks the
         binary holds code for the arch and a device is there, then calls the
         plugin's constructor. Raises BackendError."""
@@ -824,13 +860,13 @@ class Registry(_Closable):
 class _Unraisable:
     """What sys.unraisablehook expects, for an exception raised by the log callback."""
 
-    def __init__(self, exc, obj):
+    def __init__(self, exc: BaseException, obj: Any) -> None:
         self.exc_type, self.exc_value, self.exc_traceback = type(exc), exc, exc.__traceback__
         self.err_msg = "Exception ignored in the attnreg log callback"
         self.object = obj
 
 
-def _as_shape(shape):
+def _as_shape(shape: Any) -> Shape:
     if isinstance(shape, Shape):
         return shape
     if isinstance(shape, dict):
@@ -845,19 +881,20 @@ class Backend(_Closable):
     close() when done. Keeps its Registry alive. Used by one thread at a
     time, as the C object is."""
 
-    def __init__(self, registry, selection, handle):
+    def __init__(self, registry: Registry, selection: Selection, handle: Any) -> None:
         self.registry = registry
         self.selection = selection
         self._h = handle
         registry._acquire()
         self.name = _text(_lib.attn_backend_name(handle))
         self.shape = Shape._from_c(_lib.attn_backend_shape(handle).contents)
-        self._ws = {}  # device -> (buffer, address, bytes)
+        self._ws: Dict[str, Tuple[Any, int, int]] = {}  # device -> (buffer, address, bytes)
         # Replaced workspaces stay allocated while the backend lives: a CUDA
         # graph captured with one keeps its address.
-        self._ws_retired = []
+        self._ws_retired: List[Any] = []
 
-    def close(self):
+    def close(self) -> None:
+        """Destroys the backend object (and releases its registry)."""
         h, self._h = getattr(self, "_h", None), None
         if h:
             _lib.attn_backend_destroy(h)
@@ -865,22 +902,23 @@ class Backend(_Closable):
             self._ws_retired.clear()
             self.registry._release()
 
-    def __del__(self):
+    def __del__(self) -> None:
         try:
             self.close()
         except Exception:
             pass
 
-    def _handle(self):
+    def _handle(self) -> Any:
         if not self._h:
             raise Error("ATTN_ERR_INVALID_ARGUMENT", "the backend is closed")
         return self._h
 
     @property
-    def is_cpu(self):
+    def is_cpu(self) -> bool:
+        """The backend runs on the host (arch cpu)."""
         return self.shape.arch == "cpu"
 
-    def workspace_size(self, max_num_seqs, max_num_tokens):
+    def workspace_size(self, max_num_seqs: int, max_num_tokens: int) -> int:
         """Bytes of scratch a forward of up to these many sequences and query
         tokens needs (attn_backend_workspace_size)."""
         lim = _native.new(_native.BatchLimits)
@@ -891,7 +929,8 @@ class Backend(_Closable):
             raise _error(st)
         return n.value
 
-    def reserve_workspace(self, max_num_seqs, max_num_tokens, device=None):
+    def reserve_workspace(self, max_num_seqs: int, max_num_tokens: int,
+                          device: Any = None) -> int:
         """Allocates (and caches) the workspace for batches up to these limits
         now, e.g. before capturing a CUDA graph: forward then never allocates
         for such batches. ``device``: a torch device for GPU backends (default
@@ -902,13 +941,14 @@ class Backend(_Closable):
         else:
             import torch
             kind = "torch"
-            dev = torch.device(device) if device is not None else torch.device(
+            tdev = torch.device(device) if device is not None else torch.device(
                 "cuda", torch.cuda.current_device())
-            dev = f"{dev.type}:{dev.index if dev.index is not None else torch.cuda.current_device()}"
+            index = tdev.index if tdev.index is not None else torch.cuda.current_device()
+            dev = f"{tdev.type}:{index}"
         self._workspace(kind, dev, need)
         return need
 
-    def _workspace(self, kind, device, need):
+    def _workspace(self, kind: str, device: str, need: int) -> Tuple[int, int]:
         """(address, bytes) of a cached workspace of at least ``need`` bytes."""
         cached = self._ws.get(device)
         if cached is None or cached[2] < need:
@@ -919,9 +959,11 @@ class Backend(_Closable):
             self._ws[device] = cached
         return cached[1], cached[2]
 
-    def forward(self, q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out=None, *,
-                scale=None, q_descale=1.0, k_descale=1.0, v_descale=1.0, sinks=None,
-                workspace=None, stream=None, max_seqlen_q=None, max_seqlen_k=None):
+    def forward(self, q: Any, k_cache: Any, v_cache: Any, block_table: Any, cu_seqlens_q: Any,
+                seqused_k: Any, out: Any = None, *, scale: Optional[float] = None,
+                q_descale: float = 1.0, k_descale: float = 1.0, v_descale: float = 1.0,
+                sinks: Any = None, workspace: Any = None, stream: Any = None,
+                max_seqlen_q: Optional[int] = None, max_seqlen_k: Optional[int] = None) -> Any:
         """Paged attention in vLLM's layouts: q [T, Hq, D] (rows may be strided;
         the last dimension contiguous), k_cache [blocks, page, Hkv, D] and
         v_cache [blocks, page, Hkv, Dv] contiguous, block_table int32
@@ -1046,13 +1088,13 @@ class Backend(_Closable):
             raise _error(st)
         return out
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"Backend({self.name!r}, {self.shape})"
 
 
 # ---- NumPy encodings --------------------------------------------------------------
 
-def to_bf16_bits(x):
+def to_bf16_bits(x: Any) -> Any:
     """A float array as bf16 raw bits (numpy uint16, round to nearest even):
     how NumPy arrays carry bf16 to forward(). Needs numpy."""
     import numpy as np
@@ -1060,13 +1102,13 @@ def to_bf16_bits(x):
     return ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
 
 
-def from_bf16_bits(bits):
+def from_bf16_bits(bits: Any) -> Any:
     """bf16 raw bits (uint16) as float32 values. Needs numpy."""
     import numpy as np
     return (np.asarray(bits).astype(np.uint32) << 16).view(np.float32)
 
 
-def check_layout(mirrors=None):
+def check_layout(mirrors: Optional[Mapping[str, Type[ctypes.Structure]]] = None) -> int:
     """Re-runs the import-time check (every mirrored field and enum name
     against the library); raises ImportError on a mismatch. For tests and
     for hosts that want to say so in their own start-up log."""

@@ -6,23 +6,26 @@ Neither numpy nor torch is imported here unless an argument is one of theirs.
 """
 
 import sys
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 # The dtype each attnreg dtype is carried in. NumPy has no bf16 or fp8: bf16 is
 # passed as uint16 raw bits and fp8 as uint8 codes (as the .npy files of
 # `attnreg run` are). torch has native types; fp8 caches may also be uint8.
-NUMPY_DTYPES = {"f32": ("float32",), "f16": ("float16",), "bf16": ("uint16",),
+NUMPY_DTYPES: Dict[str, Tuple[str, ...]] = {"f32": ("float32",), "f16": ("float16",), "bf16": ("uint16",),
                 "fp8_e4m3fn": ("uint8",), "fp8_e4m3fnuz": ("uint8",)}
-TORCH_DTYPES = {"f32": ("float32",), "f16": ("float16",), "bf16": ("bfloat16",),
+TORCH_DTYPES: Dict[str, Tuple[str, ...]] = {"f32": ("float32",), "f16": ("float16",), "bf16": ("bfloat16",),
                 "fp8_e4m3fn": ("float8_e4m3fn", "uint8"),
                 "fp8_e4m3fnuz": ("float8_e4m3fnuz", "uint8")}
 ELEMENT_SIZE = {"f32": 4, "f16": 2, "bf16": 2, "fp8_e4m3fn": 1, "fp8_e4m3fnuz": 1}
 
 
-def is_torch(x):
+def is_torch(x: Any) -> bool:
+    """x is a torch tensor (checked without importing torch)."""
     return type(x).__module__.startswith("torch") and hasattr(x, "data_ptr")
 
 
-def is_numpy(x):
+def is_numpy(x: Any) -> bool:
+    """x is a NumPy array (only when numpy is already imported)."""
     np = sys.modules.get("numpy")
     return np is not None and isinstance(x, np.ndarray)
 
@@ -33,8 +36,18 @@ class View:
 
     __slots__ = ("name", "obj", "kind", "device", "dtype", "shape", "strides", "itemsize", "ptr",
                  "nbytes")
+    name: str
+    obj: Any
+    kind: str
+    device: str
+    dtype: str
+    shape: Tuple[int, ...]
+    strides: Tuple[int, ...]
+    itemsize: int
+    ptr: int
+    nbytes: int
 
-    def __init__(self, name, obj):
+    def __init__(self, name: str, obj: Any) -> None:
         self.name, self.obj = name, obj
         if is_torch(obj):
             self.kind = "torch"
@@ -63,7 +76,8 @@ class View:
             raise TypeError(f"{name}: expected a numpy.ndarray or a torch.Tensor, got "
                             f"{type(obj).__module__}.{type(obj).__qualname__}")
 
-    def contiguous(self):
+    def contiguous(self) -> bool:
+        """Row-major contiguous (size-1 dimensions' strides ignored)."""
         expect = 1
         for size, stride in zip(reversed(self.shape), reversed(self.strides)):
             if size != 1 and stride != expect:
@@ -71,7 +85,7 @@ class View:
             expect *= size
         return True
 
-    def expect_shape(self, want, what):
+    def expect_shape(self, want: Sequence[Optional[int]], what: str) -> None:
         """want: a tuple of ints or None (any)."""
         ok = len(self.shape) == len(want) and all(w is None or w == s
                                                     for w, s in zip(want, self.shape))
@@ -80,27 +94,28 @@ class View:
             raise ValueError(f"{self.name}: expected shape {shown} ({what}), got "
                              f"[{', '.join(str(s) for s in self.shape)}]")
 
-    def expect_dtype(self, allowed, what):
+    def expect_dtype(self, allowed: Sequence[str], what: str) -> None:
         if self.dtype not in allowed:
             raise ValueError(f"{self.name}: expected dtype {' or '.join(allowed)} ({what}), got "
                              f"{self.dtype}")
 
-    def expect_contiguous(self):
+    def expect_contiguous(self) -> None:
         if not self.contiguous():
             raise ValueError(f"{self.name}: expected a contiguous array, got strides "
                              f"{list(self.strides)} (elements) for shape {list(self.shape)}")
 
-    def expect_inner_contiguous(self):
+    def expect_inner_contiguous(self) -> None:
         if self.shape and self.shape[-1] != 1 and self.strides[-1] != 1:
             raise ValueError(f"{self.name}: the last dimension must be contiguous (stride 1), "
                              f"got strides {list(self.strides)} (elements)")
 
 
-def dtypes_for(kind, attn_dtype):
+def dtypes_for(kind: str, attn_dtype: str) -> Tuple[str, ...]:
+    """The array dtypes that carry attn_dtype for arrays of this kind."""
     return (NUMPY_DTYPES if kind == "numpy" else TORCH_DTYPES)[attn_dtype]
 
 
-def host_int_list(view):
+def host_int_list(view: View) -> Optional[List[int]]:
     """An int32 host array's values (numpy or CPU torch), for the checks that
     read data; None for device memory (reading it would synchronise)."""
     if view.device != "cpu":
@@ -111,7 +126,8 @@ def host_int_list(view):
     return [int(v) for v in obj.reshape(-1)]
 
 
-def empty_like_spec(kind, device, shape, dtype_name):
+def empty_like_spec(kind: str, device: str, shape: Sequence[int], dtype_name: str) -> Any:
+    """An uninitialised array of this kind, device, shape and dtype."""
     if kind == "numpy":
         import numpy as np
         return np.empty(shape, dtype=dtype_name)
@@ -119,7 +135,7 @@ def empty_like_spec(kind, device, shape, dtype_name):
     return torch.empty(shape, dtype=getattr(torch, dtype_name), device=device)
 
 
-def workspace_buffer(kind, device, nbytes):
+def workspace_buffer(kind: str, device: str, nbytes: int) -> Tuple[Any, int]:
     """A byte buffer for the workspace and its address: kind "torch" a torch
     tensor on ``device``, else ("host") a ctypes buffer (no numpy needed)."""
     if kind == "torch":
@@ -131,7 +147,7 @@ def workspace_buffer(kind, device, nbytes):
     return buf, ctypes.addressof(buf)
 
 
-def stream_handle(stream, device):
+def stream_handle(stream: Any, device: str) -> Optional[int]:
     """The cudaStream_t to pass: the given stream (a torch.cuda.Stream, or an
     int handle), else torch's current stream on the device; NULL on CPU."""
     if stream is not None:

@@ -9,12 +9,16 @@ model's own validation before any capacity is asked for."""
 import ctypes
 import json
 import os
+from typing import Any, Dict, Optional, Tuple, Union
 
 from . import _native
 from . import (Plan, Registry, _error, _json_float, _lib, _plan_model, _target_model, _text)
 
 
-def _read(config):
+ConfigSource = Union[str, "os.PathLike[str]", Dict[str, Any]]
+
+
+def _read(config: ConfigSource) -> Tuple[ctypes.c_void_p, str]:
     """(handle, name) of a path, a model folder holding config.json, or a
     dict (the parsed config)."""
     handle = ctypes.c_void_p()
@@ -36,7 +40,7 @@ def _read(config):
     return handle, name
 
 
-def _model_dict(handle, info, m):
+def _model_dict(handle: ctypes.c_void_p, info: Any, m: Any) -> Dict[str, Any]:
     """The CLI's "model" object (with its deprecated 0.3 names)."""
     scale = None
     if m.head_dim > 0:
@@ -51,9 +55,11 @@ def _model_dict(handle, info, m):
             "sinks": bool(m.has_sinks)}
 
 
-def plan_hf_config(config, registry=None, *, arch="cpu", q_dtype="bf16", kv_dtype=None,
-                   compute_dtype=None, out_dtype=None, page_size=16, tp=1, max_model_len=None,
-                   max_prefill_tokens=0, spec_tokens=0):
+def plan_hf_config(config: ConfigSource, registry: Optional[Registry] = None, *,
+                   arch: str = "cpu", q_dtype: str = "bf16", kv_dtype: Optional[str] = None,
+                   compute_dtype: Optional[str] = None, out_dtype: Optional[str] = None,
+                   page_size: int = 16, tp: int = 1, max_model_len: Optional[int] = None,
+                   max_prefill_tokens: int = 0, spec_tokens: int = 0) -> Plan:
     """Plans a model from its Hugging Face config: ``config`` is a path to a
     config.json, a model folder holding one, or the parsed dict. The other
     arguments are the engine's choices, as ``attnreg plan``'s flags

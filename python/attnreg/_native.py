@@ -10,6 +10,7 @@ the ``attnreg`` package.
 import ctypes
 import ctypes.util
 import os
+from typing import Any, Dict, List, Mapping, Optional, Tuple, Type, TypeVar
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -189,7 +190,10 @@ MIRRORS = {
 }
 
 
-def new(cls):
+_S = TypeVar("_S", bound=ctypes.Structure)
+
+
+def new(cls: Type[_S]) -> _S:
     """A zeroed struct with struct_size set to the size this mirror knows."""
     s = cls()
     s.struct_size = ctypes.sizeof(cls)
@@ -198,7 +202,7 @@ def new(cls):
 
 # ---- finding and loading the library ---------------------------------------
 
-def _candidates():
+def _candidates() -> List[Tuple[str, str]]:
     """(path, how it was found) in lookup order."""
     env = os.environ.get("ATTNREG_LIBRARY")
     if env:
@@ -218,7 +222,7 @@ def _candidates():
 BUNDLED_DEPS = ("libinih.so.1", "libjansson.so.4")
 
 
-def _preload_deps(libdir):
+def _preload_deps(libdir: str) -> None:
     """Loads the copies of BUNDLED_DEPS in libdir first, globally, so that
     libattnreg's own lookups by soname find them."""
     for name in BUNDLED_DEPS:
@@ -227,7 +231,7 @@ def _preload_deps(libdir):
             ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
 
 
-def load_library():
+def load_library() -> Tuple[ctypes.CDLL, str]:
     """(CDLL, path). ImportError naming every place looked at when none loads."""
     tried = []
     for path, how in _candidates():
@@ -308,7 +312,9 @@ SIGNATURES = {
 }
 
 
-def bind(lib, path):
+def bind(lib: ctypes.CDLL, path: str) -> None:
+    """Sets every function's restype and argtypes from SIGNATURES (an
+    ImportError when the library lacks one)."""
     missing = [name for name in SIGNATURES if not hasattr(lib, name)]
     if missing:
         raise ImportError(f"attnreg: {path} lacks {', '.join(missing)} (a libattnreg older than "
@@ -319,13 +325,16 @@ def bind(lib, path):
         fn.argtypes = args
 
 
-def text(b):
+def text(b: Optional[bytes]) -> Any:
+    """A C string as str (None stays None). Typed Any: the callers know
+    whether the C side can return NULL."""
     return b.decode("utf-8", errors="replace") if b is not None else None
 
 
 # ---- the import-time check --------------------------------------------------
 
-def check_layout(lib, mirrors=None):
+def check_layout(lib: ctypes.CDLL,
+                 mirrors: Optional[Mapping[str, Type[ctypes.Structure]]] = None) -> int:
     """Every field of every mirror against the library's own offsetof/sizeof,
     and every enum name this package uses against the library's names.
     Raises ImportError naming the struct and field (or enum value) that
@@ -336,7 +345,8 @@ def check_layout(lib, mirrors=None):
         csize = lib.attn_struct_size(cname.encode())
         if csize == 0:
             raise ImportError(f"attnreg: layout mismatch: the library has no struct {cname}")
-        for fname, _ in cls._fields_:
+        for field in cls._fields_:
+            fname = field[0]
             off, size = c_size(), c_size()
             st = lib.attn_struct_layout(cname.encode(), fname.encode(), ctypes.byref(off),
                                         ctypes.byref(size))

@@ -28,6 +28,7 @@ torch tensors, so the CPU test suite checks them without transformers or
 torch (tests/python/test_transformers_cpu.py).
 """
 import math
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import attnreg
 
@@ -38,11 +39,11 @@ _TORCH_DTYPES = {"bfloat16": "bf16", "float16": "f16", "float32": "f32"}
 _NUMPY_DTYPES = {"float32": "f32", "float16": "f16"}
 
 
-def _is_torch(x):
+def _is_torch(x: Any) -> bool:
     return type(x).__module__.startswith("torch")
 
 
-def _dtype_name(x):
+def _dtype_name(x: Any) -> str:
     """The registry's dtype of an array (torch dtypes, NumPy float32/16)."""
     if _is_torch(x):
         name = str(x.dtype).replace("torch.", "")
@@ -56,7 +57,7 @@ def _dtype_name(x):
     return table[name]
 
 
-def _permuted(x, dims):
+def _permuted(x: Any, dims: Sequence[int]) -> Any:
     """x with its axes permuted, as a new contiguous array."""
     if _is_torch(x):
         return x.permute(*dims).contiguous()
@@ -64,7 +65,7 @@ def _permuted(x, dims):
     return np.ascontiguousarray(x.transpose(dims))
 
 
-def _zeros(like, shape, dtype=None):
+def _zeros(like: Any, shape: Sequence[int], dtype: Any = None) -> Any:
     if _is_torch(like):
         import torch
         return torch.zeros(shape, dtype=dtype or like.dtype, device=like.device)
@@ -72,7 +73,7 @@ def _zeros(like, shape, dtype=None):
     return np.zeros(shape, dtype=dtype or like.dtype)
 
 
-def _int32(like, values):
+def _int32(like: Any, values: Sequence[Any]) -> Any:
     """values as an int32 array beside `like` (same library and device)."""
     if _is_torch(like):
         import torch
@@ -81,7 +82,7 @@ def _int32(like, values):
     return np.asarray(values, dtype=np.int32)
 
 
-def arch_of(x):
+def arch_of(x: Any) -> str:
     """The arch to ask for: "cpu" for host arrays, sm_XY for a CUDA tensor."""
     if _is_torch(x) and x.device.type == "cuda":
         import torch
@@ -90,14 +91,14 @@ def arch_of(x):
     return "cpu"
 
 
-def capacity(n):
+def capacity(n: int) -> int:
     """The capacity asked for a live length n: the next power of two (at
     least 16), so a growing context makes a handful of decisions, not one per
     token (decisions are per capacity, as for captured graphs)."""
     return max(16, 1 << (max(n, 1) - 1).bit_length())
 
 
-def pack_pages(key, value, page_size=PAGE_SIZE):
+def pack_pages(key: Any, value: Any, page_size: int = PAGE_SIZE) -> Tuple[Any, Any, Any, Any]:
     """transformers' K/V [B, Hkv, S, D] as the registry's paged caches:
     returns (k_cache, v_cache, block_table, seqused_k) with k_cache and
     v_cache [B * P, page_size, Hkv, D] (P = ceil(S / page_size), the tail of
@@ -109,7 +110,7 @@ def pack_pages(key, value, page_size=PAGE_SIZE):
     b, h, s = (int(n) for n in key.shape[:3])
     pages = -(-s // page_size)
 
-    def paged(x):
+    def paged(x: Any) -> Any:
         d = int(x.shape[3])
         buf = _zeros(x, (b, pages * page_size, h, d))
         buf[:, :s] = _permuted(x, (0, 2, 1, 3))
@@ -119,8 +120,10 @@ def pack_pages(key, value, page_size=PAGE_SIZE):
     return paged(key), paged(value), table, _int32(key, [s] * b)
 
 
-def shape_for(query, key, value, *, is_causal=True, sliding_window=None, softcap=None,
-              has_sinks=False, page_size=PAGE_SIZE, arch=None):
+def shape_for(query: Any, key: Any, value: Any, *, is_causal: bool = True,
+              sliding_window: Optional[int] = None, softcap: Optional[float] = None,
+              has_sinks: bool = False, page_size: int = PAGE_SIZE,
+              arch: Optional[str] = None) -> attnreg.Shape:
     """The registry shape of one transformers attention call: query [B, Hq,
     Sq, D], key [B, Hkv, Sk, D], value [B, Hkv, Sk, Dv]. A sliding window W
     (a query sees the W keys ending at itself, as transformers' masks keep
@@ -143,7 +146,7 @@ def shape_for(query, key, value, *, is_causal=True, sliding_window=None, softcap
                          sinks=bool(has_sinks))
 
 
-def _check_mask(mask):
+def _check_mask(mask: Any) -> None:
     """transformers' flash-attention mask: None, or a 2D padding mask that
     must mark every key (no padding)."""
     if mask is None:
@@ -161,13 +164,14 @@ class Adapter:
     the decisions (``decisions``: shape string -> backend name) so a host
     can say which kernel ran and why (Registry.explain on the shape)."""
 
-    def __init__(self, registry=None, page_size=PAGE_SIZE):
+    def __init__(self, registry: Optional[attnreg.Registry] = None,
+                 page_size: int = PAGE_SIZE) -> None:
         self.registry = registry if registry is not None else attnreg.Registry()
         self.page_size = page_size
-        self.decisions = {}
-        self._backends = {}
+        self.decisions: Dict[str, str] = {}
+        self._backends: Dict[attnreg.Shape, attnreg.Backend] = {}
 
-    def backend(self, shape):
+    def backend(self, shape: attnreg.Shape) -> attnreg.Backend:
         """The backend object for shape (created on its first use)."""
         be = self._backends.get(shape)
         if be is None:
@@ -177,13 +181,16 @@ class Adapter:
             self.decisions[str(shape)] = be.name
         return be
 
-    def close(self):
+    def close(self) -> None:
+        """Destroys the backend objects made so far (decisions stay)."""
         for be in self._backends.values():
             be.close()
         self._backends.clear()
 
-    def attention(self, module, query, key, value, attention_mask, scaling=None, dropout=0.0,
-                  sliding_window=None, softcap=None, s_aux=None, sinks=None, **kwargs):
+    def attention(self, module: Any, query: Any, key: Any, value: Any, attention_mask: Any,
+                  scaling: Optional[float] = None, dropout: float = 0.0,
+                  sliding_window: Optional[int] = None, softcap: Optional[float] = None,
+                  s_aux: Any = None, sinks: Any = None, **kwargs: Any) -> Tuple[Any, None]:
         """transformers' attention-function contract: returns (out [B, Sq, Hq,
         Dv], None)."""
         if dropout and getattr(module, "training", False):
@@ -210,7 +217,8 @@ class Adapter:
         return out.reshape(b, sq, hq, int(value.shape[3])), None
 
 
-def register(registry=None, name="attnreg", page_size=PAGE_SIZE):
+def register(registry: Optional[attnreg.Registry] = None, name: str = "attnreg",
+             page_size: int = PAGE_SIZE) -> Adapter:
     """Registers attnreg with transformers under ``name`` (its
     AttentionInterface, and the flash-attention mask form in its
     AttentionMaskInterface) and returns the Adapter. Then
@@ -225,7 +233,8 @@ def register(registry=None, name="attnreg", page_size=PAGE_SIZE):
                           f"(AttentionInterface, masking_utils): {e}") from None
     adapter = Adapter(registry, page_size)
 
-    def attnreg_attention(module, query, key, value, attention_mask, **kwargs):
+    def attnreg_attention(module: Any, query: Any, key: Any, value: Any, attention_mask: Any,
+                          **kwargs: Any) -> Tuple[Any, None]:
         return adapter.attention(module, query, key, value, attention_mask, **kwargs)
 
     AttentionInterface.register(name, attnreg_attention)
@@ -234,6 +243,7 @@ def register(registry=None, name="attnreg", page_size=PAGE_SIZE):
     # they need, and nothing [B, 1, Sq, Sk] is materialised.
     flash_mask = AttentionMaskInterface._global_mapping.get("flash_attention_2")
     if flash_mask is None:
-        from transformers.masking_utils import flash_attention_mask as flash_mask
+        from transformers import masking_utils
+        flash_mask = masking_utils.flash_attention_mask
     AttentionMaskInterface.register(name, flash_mask)
     return adapter

@@ -50,9 +50,12 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CSRC = os.path.join(HERE, "csrc")
 # What the sdist carries of the repository to build libattnreg, its plugins
 # and conf (the CMake project with tests and benchmarks off).
+# (A part the tree does not have is skipped: tests/cpu_ref held the oracle
+# sources before they moved to tools/.)
 CSRC_PARTS = ["CMakeLists.txt", "LICENSE", "cmake", "core", "include", "plugins", "conf", "tools",
-              "cli", "python/CMakeLists.txt", "python/stage.cmake", "python/attnreg",
-              "docs/man", "scripts/attnreg.bash-completion", "tests/cpu_ref"]
+              "cli", "examples", "demo", "python/CMakeLists.txt", "python/stage.cmake",
+              "python/attnreg", "docs/man", "docs/attnreg.schema.json",
+              "scripts/attnreg.bash-completion", "tests/cpu_ref"]
 # Shared libraries every Linux has (glibc's); anything else libattnreg needs
 # is bundled beside it. libjansson is opened by soname (no DT_NEEDED).
 SYSTEM_LIBS = ("linux-vdso", "ld-linux", "libc.so", "libm.so", "libdl.so", "libpthread.so",
@@ -222,6 +225,8 @@ class Sdist(sdist):
         root = os.path.join(HERE, "..")
         for part in CSRC_PARTS:
             src, dst = os.path.join(root, part), os.path.join(base_dir, "csrc", part)
+            if not os.path.exists(src):
+                continue
             os.makedirs(os.path.dirname(dst), exist_ok=True)
             if os.path.isdir(src):
                 shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))

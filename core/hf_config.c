@@ -108,13 +108,15 @@ static const struct model_type_rule {
     int sinks;               /* per-head sink logits in every attention layer */
     int32_t sliding_pattern; /* without layer_types: layer i slides unless (i+1) % pattern == 0 */
     int alibi;               /* ALiBi score biases although no key says so: refused */
+    int unscaled;            /* scores are not scaled: softmax scale 1 */
     const char *why;
 } model_type_rules[] = {
-    {"gpt_oss", 1, 0, 0, "gpt-oss attention has learned per-head sinks"},
-    {"gemma2", 0, 2, 0, "Gemma 2 alternates sliding and full layers, sliding first"},
-    {"gemma3", 0, 6, 0, "Gemma 3 has five sliding layers, then a full one"},
-    {"gemma3_text", 0, 6, 0, "Gemma 3 has five sliding layers, then a full one"},
-    {"bloom", 0, 0, 1, "Bloom adds ALiBi position biases to every attention score"},
+    {"gpt_oss", 1, 0, 0, 0, "gpt-oss attention has learned per-head sinks"},
+    {"gemma2", 0, 2, 0, 0, "Gemma 2 alternates sliding and full layers, sliding first"},
+    {"gemma3", 0, 6, 0, 0, "Gemma 3 has five sliding layers, then a full one"},
+    {"gemma3_text", 0, 6, 0, 0, "Gemma 3 has five sliding layers, then a full one"},
+    {"bloom", 0, 0, 1, 0, "Bloom adds ALiBi position biases to every attention score"},
+    {"gpt_neo", 0, 0, 0, 1, "GPT-Neo does not scale its attention scores"},
 };
 
 static const struct model_type_rule *rule_for(const char *model_type)
@@ -232,11 +234,13 @@ typedef struct key_names {
     const char *who[3]; /* the families that use each */
 } key_names;
 
-static const key_names heads_names = {
-    "num_attention_heads", {"n_head", "n_heads"}, {"GPT-2, GPT-J, Bloom, Falcon", "MPT"}};
-static const key_names layers_names = {"num_hidden_layers",
-                                       {"n_layer", "n_layers", "num_layers"},
-                                       {"GPT-2, GPT-J, Bloom, Falcon", "MPT", "ChatGLM, T5"}};
+static const key_names heads_names = {"num_attention_heads",
+                                      {"n_head", "n_heads", "num_heads"},
+                                      {"GPT-2, GPT-J, Bloom, Falcon", "MPT", "GPT-Neo"}};
+static const key_names layers_names = {
+    "num_hidden_layers",
+    {"n_layer", "n_layers", "num_layers"},
+    {"GPT-2, GPT-J, Bloom, Falcon", "MPT", "GPT-Neo, ChatGLM, T5"}};
 static const key_names hidden_names = {
     "hidden_size", {"n_embd", "d_model"}, {"GPT-2, GPT-J", "MPT"}};
 static const key_names kv_names = {
@@ -256,7 +260,7 @@ static int get_int_named(reader *r, const key_names *names, long long min, long 
         got = get_int(r, names->alt[k], min, max, out);
         if (got == 1) {
             *used = names->alt[k];
-            note(r->cfg, "%s absent: %s %d (the key %s use)", names->key, names->alt[k], *out,
+            note(r->cfg, "%s absent: %s %d (the key of %s)", names->key, names->alt[k], *out,
                  names->who[k]);
         }
     }
@@ -654,8 +658,65 @@ static int get_pattern(reader *r, int32_t *every, const char **letters)
     return 1;
 }
 
+/* GPT-Neo: attention_types [[["global", "local"], 12]] is 24 layers, the
+ * list repeated 12 times; a local layer attends to the window_size keys
+ * ending at the query (transformers' GPT-Neo mask keeps i - W < j <= i),
+ * the window (W - 1, 0). */
+static hf_config_status layers_from_attention_types(reader *r, json_t *groups)
+{
+    hf_config *cfg = r->cfg;
+    if (!json_is_array(groups))
+        return key_error(r, HF_CONFIG_MALFORMED, "attention_types", "expected an array, got %s",
+                         type_name(groups));
+    int32_t window = 0, at = 0;
+    if (get_int(r, "window_size", 1, INT32_MAX, &window) < 0)
+        return HF_CONFIG_MALFORMED;
+    for (size_t g = 0; g < json_array_size(groups); g++) {
+        json_t *group = json_array_get(groups, g);
+        json_t *kinds = json_array_get(group, 0), *times = json_array_get(group, 1);
+        char key[48];
+        snprintf(key, sizeof key, "attention_types[%zu]", g);
+        /* A group without kinds is refused: its count could then loop
+         * without naming a layer. */
+        if (!json_is_array(group) || json_array_size(group) != 2 || !json_is_array(kinds) ||
+            json_array_size(kinds) == 0 || !json_is_integer(times) ||
+            json_integer_value(times) < 0 || json_integer_value(times) > ATTN_MODEL_MAX_LAYERS)
+            return key_error(r, HF_CONFIG_MALFORMED, key,
+                             "expected [[\"global\" or \"local\", ...], count]");
+        for (json_int_t t = 0; t < json_integer_value(times); t++) {
+            for (size_t k = 0; k < json_array_size(kinds); k++) {
+                const char *kind = json_string_value(json_array_get(kinds, k));
+                int local = kind && strcmp(kind, "local") == 0;
+                if (!kind || (!local && strcmp(kind, "global") != 0))
+                    return key_error(r, HF_CONFIG_MALFORMED, key,
+                                     "layer kinds are \"global\" or \"local\"");
+                if (local && !window)
+                    return key_error(r, HF_CONFIG_MALFORMED, "window_size",
+                                     "is absent, but %s has local layers", key);
+                if (at == cfg->num_layers)
+                    return key_error(r, HF_CONFIG_MALFORMED, "attention_types",
+                                     "names more layers than num_layers (%d)", cfg->num_layers);
+                set_layer(&cfg->layers[at++], local ? ATTN_LAYER_SLIDING : ATTN_LAYER_FULL, window,
+                          local ? "local_attention" : "global_attention");
+            }
+        }
+    }
+    if (at != cfg->num_layers)
+        return key_error(r, HF_CONFIG_MALFORMED, "attention_types",
+                         "names %d layers but num_layers is %d", at, cfg->num_layers);
+    if (window)
+        note(cfg,
+             "layer_types absent: attention_types gives the layers; window_size %d (a query sees "
+             "%d keys, itself included) is the local layers' window (%d, 0)",
+             window, window, window - 1);
+    else
+        note(cfg, "layer_types absent: attention_types gives the layers");
+    return HF_CONFIG_OK;
+}
+
 /* The keys that derive layer kinds when layer_types is absent. */
-static const char *const pattern_keys[] = {"sliding_window_pattern", "full_attention_interval"};
+static const char *const pattern_keys[] = {"sliding_window_pattern", "full_attention_interval",
+                                           "attention_types"};
 
 static hf_config_status read_layers(reader *r)
 {
@@ -682,11 +743,14 @@ static hf_config_status read_layers(reader *r)
     cfg->layers = calloc((size_t)cfg->num_layers, sizeof *cfg->layers);
     if (!cfg->layers)
         return key_error(r, HF_CONFIG_MALFORMED, "num_hidden_layers", "out of memory");
+    json_t *neo = json_object_get(r->obj, "attention_types");
     hf_config_status st = have_types ? layers_from_types(r, types, &w)
-                                     : layers_derived(r, &w, interval, pattern, letters);
+                          : neo && !json_is_null(neo)
+                              ? layers_from_attention_types(r, neo)
+                              : layers_derived(r, &w, interval, pattern, letters);
     if (st != HF_CONFIG_OK)
         return st;
-    for (int32_t i = 0; i < cfg->num_layers; i++) {
+    for (int32_t i = 0; w.window && i < cfg->num_layers; i++) {
         if (cfg->layers[i].kind == ATTN_LAYER_SLIDING) {
             note(cfg,
                  "sliding_window %d (a query sees %d keys, itself included) is the window "
@@ -745,6 +809,10 @@ static hf_config_status read_rest(reader *r)
         read_scale(r) != HF_CONFIG_OK)
         return HF_CONFIG_MALFORMED;
     const struct model_type_rule *rule = rule_for(cfg->model_type);
+    if (rule && rule->unscaled && cfg->scale == 0.0f) {
+        cfg->scale = 1.0f;
+        note(cfg, "softmax scale 1: %s (model_type %s)", rule->why, cfg->model_type);
+    }
     if (rule && rule->sinks) {
         cfg->has_sinks = 1;
         note(cfg, "sinks: %s (model_type %s)", rule->why, cfg->model_type);

@@ -576,7 +576,7 @@ typedef struct attn_hf_config_info {
 ATTNREG_API attn_status attn_hf_config_describe(const attn_hf_config *config,
                                                 attn_hf_config_info *info);
 /* Note `index` (0 .. num_notes - 1), e.g. "num_attention_heads absent: n_head
- * 32 (the key GPT-2, GPT-J, Bloom, Falcon use)"; NULL past the end. Valid
+ * 32 (the key of GPT-2, GPT-J, Bloom, Falcon)"; NULL past the end. Valid
  * until attn_hf_config_free. */
 ATTNREG_API const char *attn_hf_config_note(const attn_hf_config *config, size_t index);
 

@@ -654,6 +654,29 @@ START_TEST(layer_types_win_over_pattern_keys)
 }
 END_TEST
 
+START_TEST(gpt_neo_attention_types_unscaled)
+{
+    hf_config cfg = read_ok("gpt-neo-1.3b.json");
+    ck_assert_int_eq(cfg.num_q_heads, 16);
+    ck_assert_int_eq(cfg.num_layers, 24);
+    for (int i = 0; i < 24; i++)
+        assert_layer(&cfg, i, i % 2 ? ATTN_LAYER_SLIDING : ATTN_LAYER_FULL, 255, 0);
+    ck_assert_str_eq(cfg.layers[1].type_name, "local_attention");
+    ck_assert(cfg.scale == 1.0f);
+    ck_assert(has_note(&cfg, "num_attention_heads absent: num_heads 16 (the key of GPT-Neo)"));
+    ck_assert(has_note(&cfg, "softmax scale 1: GPT-Neo does not scale"));
+    hf_config_free(&cfg);
+    expect_error(with("\"attention_types\": [[[\"global\"], 3]]"), HF_CONFIG_MALFORMED,
+                 "attention_types: names 3 layers but num_layers is 4");
+    expect_error(with("\"attention_types\": [[[\"local\"], 4]]"), HF_CONFIG_MALFORMED,
+                 "window_size: is absent, but attention_types[0] has local layers");
+    expect_error(with("\"attention_types\": [[[], 65536], [[\"global\"], 4]]"), HF_CONFIG_MALFORMED,
+                 "attention_types[0]: expected");
+    expect_error(with("\"attention_types\": [[[\"sparse\"], 4]]"), HF_CONFIG_MALFORMED,
+                 "layer kinds are \"global\" or \"local\"");
+}
+END_TEST
+
 START_TEST(softmax_scale)
 {
     hf_config cfg = read_ok("gemma-2-27b.json");
@@ -781,6 +804,7 @@ static Suite *hf_config_suite(void)
     tcase_add_test(rules, other_families_key_names_noted);
     tcase_add_test(rules, layer_types_win_over_pattern_keys);
     tcase_add_test(rules, softmax_scale);
+    tcase_add_test(rules, gpt_neo_attention_types_unscaled);
     tcase_add_test(planned, public_api_reads_validates_before_capacity);
     return s;
 }

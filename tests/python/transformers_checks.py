@@ -12,6 +12,7 @@ error, or 1 % of the logits' range, whichever is larger), and the
 attention must have run on a GPU backend (the adapter's decisions).
 ATTNREG_TEST_CONF names the conf folder (conf-sm90 on NVIDIA, as for
 test_gpu.py)."""
+import copy
 import os
 import sys
 
@@ -69,7 +70,12 @@ def check_architecture(name, adapter):
     torch.manual_seed(0)
     models = {}
     for impl in ("eager", "sdpa", "attnreg"):
-        models[impl] = AutoModelForCausalLM.from_config(config, attn_implementation=impl)
+        try:
+            models[impl] = AutoModelForCausalLM.from_config(copy.deepcopy(config),
+                                                            attn_implementation=impl)
+        except TypeError:  # a from_config without the keyword: switch after building
+            models[impl] = AutoModelForCausalLM.from_config(copy.deepcopy(config))
+            models[impl].set_attn_implementation(impl)
     state = models["eager"].state_dict()
     for impl, m in models.items():
         m.load_state_dict(state)

@@ -78,11 +78,25 @@ const strmap_slot *strmap_find(const strmap *m, const char *a, const char *b);
 int strmap_put(strmap *m, const char *a, const char *b, size_t value, const strmap_slot **found);
 void strmap_free(strmap *m, int free_keys);
 
+/* The layer of a reason code (attn_types.h's ATTN_REASON_MAP); NONE for an
+ * unknown code. */
+static inline attn_reason_layer attn_reason_layer_of(int32_t reason)
+{
+    switch (reason) {
+#define ATTN_REASON_LAYER_CASE_(NAME, value, LAYER)                                                \
+    case value:                                                                                    \
+        return ATTN_REASON_LAYER_##LAYER;
+        ATTN_REASON_MAP(ATTN_REASON_LAYER_CASE_)
+#undef ATTN_REASON_LAYER_CASE_
+    default:
+        return ATTN_REASON_LAYER_NONE;
+    }
+}
+
 /* The reason codes a plugin's predicate may give. */
 static inline int attn_reason_is_plugin(int32_t reason)
 {
-    return (reason >= ATTN_REASON_ARCH && reason <= ATTN_REASON_FP8_COMPUTE_MHA_ONLY) ||
-           reason == ATTN_REASON_OTHER || reason == ATTN_REASON_RESOURCE;
+    return attn_reason_layer_of(reason) == ATTN_REASON_LAYER_PLUGIN;
 }
 
 /* Seconds a plugin may take to load in the probing child (plugin.c). */

@@ -67,6 +67,14 @@
  *        registry with live backends defers the unload to the last
  *        attn_backend_destroy. The library reads no ATTNREG_* variable in a
  *        privileged process.
+ *        The ABI's lists as X-macros in attn_types.h (ATTN_STATUS_MAP,
+ *        ATTN_STATUS_CLASS_MAP, ATTN_REASON_MAP, ATTN_REASON_LAYER_MAP,
+ *        ATTN_DTYPE_MAP), with the enums and ATTN_*_COUNT generated from
+ *        them (same values); attn_dtype_traits_of, attn_dtype_size,
+ *        attn_dtype_is_fp8 (inline);
+ *        attn_status_class_name, attn_status_exit_code,
+ *        attn_reason_layer_name and attn_enum_count, so that bindings build
+ *        their lists from the library.
  */
 #ifndef ATTNREG_H
 #define ATTNREG_H
@@ -113,8 +121,22 @@ ATTNREG_API uint32_t attnreg_plugin_abi_version(void); /* (major << 16) | minor 
 /* Stable name ("ATTN_ERR_UNSUPPORTED") and one-line message of a status. */
 ATTNREG_API const char *attn_status_name(attn_status status);
 ATTNREG_API const char *attn_status_message(attn_status status);
+/* 0.3: the class of a status (attn_types.h's ATTN_STATUS_CLASS_MAP: "ok",
+ * "invalid_shape", "unsupported", "backend_rejected", "conf", "backend",
+ * "io", "internal"; "internal" for an unknown code) and the exit status the
+ * attnreg command gives for it (10 for an unknown code). */
+ATTNREG_API const char *attn_status_class_name(attn_status status);
+ATTNREG_API int attn_status_exit_code(attn_status status);
 /* Stable name of a reason code ("Q_LEN"); "UNKNOWN" for out-of-range codes. */
 ATTNREG_API const char *attn_reason_name(int32_t reason);
+/* 0.3: the layer of a reason code (ATTN_REASON_LAYER_MAP: "none", "conf",
+ * "load", "plugin", "runnable", "host"); "unknown" for out-of-range codes. */
+ATTNREG_API const char *attn_reason_layer_name(int32_t reason);
+/* 0.3: the number of values of a public enum ("attn_status", "attn_reason",
+ * "attn_dtype", "attn_log_level", "attn_phase", "attn_layer_kind"), whose
+ * values are 0 .. count - 1 and whose names the *_name functions give; 0 for
+ * any other name. For bindings that build their lists from the library. */
+ATTNREG_API size_t attn_enum_count(const char *enum_name);
 /* Names used by the CLI and the conf files: f32 f16 bf16 fp8_e4m3fn fp8_e4m3fnuz. */
 ATTNREG_API const char *attn_dtype_name(int32_t dtype);
 ATTNREG_API attn_dtype attn_dtype_from_name(const char *name); /* INVALID if unknown */

@@ -135,16 +135,8 @@ int attn_log_level_from_name(const char *name, attn_log_level *out);
 attn_status attn_shape_normalize(const attn_shape *in, attn_shape *out);
 uint64_t attn_shape_hash(const attn_shape *shape);
 
-/* ---- conf (conf.c) --------------------------------------------------- */
-
-typedef enum narrow_kind {
-    NARROW_DTYPES, /* field must be one of a dtype mask */
-    NARROW_INTS,   /* field must be one of a list of ints */
-    NARROW_MIN,    /* field >= value */
-    NARROW_MAX,    /* field <= value */
-    NARROW_FEATURE /* a feature (window, softcap, sinks, non-causal) allowed or not */
-} narrow_kind;
-
+/* The fields (and derived properties) of a shape that conf narrowing keys
+ * and fallback rules name. */
 typedef enum shape_field {
     FIELD_Q_DTYPE,
     FIELD_KV_DTYPE,
@@ -160,6 +152,21 @@ typedef enum shape_field {
     FIELD_SINKS,
     FIELD_NON_CAUSAL
 } shape_field;
+/* Their names in messages ("q_dtype", "max_q_len", "non-causal masking"). */
+const char *attn_field_name(shape_field field);
+int32_t attn_shape_field_get(const attn_shape *s, shape_field field);
+/* Fallback rules rewrite dtype fields only; the others are left as they are. */
+void attn_shape_field_set(attn_shape *s, shape_field field, int32_t value);
+
+/* ---- conf (conf.c) --------------------------------------------------- */
+
+typedef enum narrow_kind {
+    NARROW_DTYPES, /* field must be one of a dtype mask */
+    NARROW_INTS,   /* field must be one of a list of ints */
+    NARROW_MIN,    /* field >= value */
+    NARROW_MAX,    /* field <= value */
+    NARROW_FEATURE /* a feature (window, softcap, sinks, non-causal) allowed or not */
+} narrow_kind;
 
 typedef struct narrow_rule {
     char *key;
@@ -238,7 +245,7 @@ typedef struct conf_diag {
     char *message;
 } conf_diag;
 
-/* ---- decisions, cache (select.c) ------------------------------------- */
+/* ---- decisions (select.c) and their cache (cache.c) --------------------- */
 
 typedef struct verdict_rec {
     int32_t pass;
@@ -323,13 +330,6 @@ struct attn_registry {
     int32_t close_pending;
 };
 
-void attn_registry_add_diag(struct attn_registry *reg, attn_status status, const char *file,
-                            int32_t line, const char *plugin, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 6, 7)))
-#endif
-    ;
-
 /* fsafe.c: opens `path` read-only when it is a regular file (no FIFO,
  * device, directory; a FIFO does not block the open) and fills *st; -1 with
  * a sentence in why otherwise. */
@@ -344,16 +344,11 @@ int attn_trust_check(struct attn_registry *reg, const struct stat *st, const cha
 
 /* conf.c -- read every INI of one folder into the registry. */
 void attn_conf_load_dir(struct attn_registry *reg, const char *dir, int explicit_path);
-void attn_conf_free_candidate(attn_candidate *c);
 void attn_conf_free_rule(fallback_rule *r);
-const char *attn_field_name(shape_field field);
-int32_t attn_shape_field_get(const attn_shape *s, shape_field field);
-void attn_shape_field_set(attn_shape *s, shape_field field, int32_t value);
 
 /* plugin.c: lazy loading */
 int attn_candidate_ensure_loaded(attn_candidate *c); /* 1 when LOAD_OK */
 void attn_candidate_unload(attn_candidate *c);
-void attn_candidate_free_limits(attn_candidate *c);
 int attn_candidate_has_built_arch(const attn_candidate *c, const char *arch);
 /* Probe once; returns the status and fills the candidate-owned device list. */
 attn_status attn_candidate_probe(attn_candidate *c);
@@ -371,9 +366,6 @@ void attn_env_check_once(const attn_logger *logger);
 const char *attn_env_get(const char *name);
 int attn_process_privileged(void);
 
-/* select.c: decisions */
-void attn_decision_free(decision *d);
-void attn_cache_free(struct attn_registry *reg);
 /* registry.c: a backend was created / destroyed (the last destroy after a
  * close frees the registry). */
 void attn_registry_backend_created(struct attn_registry *reg);

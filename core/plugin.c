@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include "abi_frozen.h"
+#include "candidate.h"
+#include "diag.h"
 #include "internal.h"
 
 /* The oldest descriptor layout we accept: ABI 1.0 ended before probe_devices. */
@@ -54,8 +56,8 @@ load_fail(attn_candidate *c, attn_status status, attn_reason reason, const char 
     va_end(ap);
     c->load_status = status;
     c->load_reason = reason;
-    attn_registry_add_diag(c->registry, status, c->conf_file, c->name_line, c->name, "%s: %s",
-                           c->name, c->load_message ? c->load_message : "");
+    attn_diag_add(c->registry, status, c->conf_file, c->name_line, c->name, "%s: %s", c->name,
+                  c->load_message ? c->load_message : "");
     if (c->dl_handle) {
         dlclose(c->dl_handle);
         c->dl_handle = NULL;
@@ -287,13 +289,6 @@ static int load_now(attn_candidate *c)
     return 1;
 }
 
-void attn_candidate_free_limits(attn_candidate *c)
-{
-    free(c->arch_limits);
-    c->arch_limits = NULL;
-    c->num_arch_limits = 0;
-}
-
 /* ABI 1.2: a private copy of the plugin's per-arch limits, each entry read
  * only as far as its struct_size covers and its arch name terminated here,
  * so that nothing later reads plugin memory for them. */
@@ -394,10 +389,10 @@ attn_status attn_candidate_probe(attn_candidate *c)
              * what the buffer can hold. */
             err[sizeof err - 1] = '\0';
             if (count > MAX_DEVICES)
-                attn_registry_add_diag(c->registry, ATTN_OK, c->conf_file, c->name_line, c->name,
-                                       "%s: probe_devices reported %u devices but the host "
-                                       "offered room for %d; the rest are ignored",
-                                       c->name, count, (int)MAX_DEVICES);
+                attn_diag_add(c->registry, ATTN_OK, c->conf_file, c->name_line, c->name,
+                              "%s: probe_devices reported %u devices but the host "
+                              "offered room for %d; the rest are ignored",
+                              c->name, count, (int)MAX_DEVICES);
             c->num_devices = count > MAX_DEVICES ? MAX_DEVICES : count;
             for (uint32_t i = 0; c->devices && i < c->num_devices; i++) {
                 c->devices[i].struct_size = sizeof c->devices[i];

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* registry.c — opening (options, environment, conf search path), listing,
- * diagnostics, closing. */
+ * closing. */
 #define _GNU_SOURCE /* dladdr */
 #include <dlfcn.h>
 #include <errno.h>
@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache.h"
+#include "candidate.h"
+#include "diag.h"
 #include "internal.h"
 
 #ifndef ATTNREG_FALLBACK_CONF_DIR
@@ -35,31 +38,6 @@ ATTNREG_API void attn_registry_options_init_sized(attn_registry_options *o, size
 ATTNREG_API void(attn_registry_options_init)(attn_registry_options *o)
 {
     attn_registry_options_init_sized(o, ATTN_REGISTRY_OPTIONS_SIZE_0_2);
-}
-
-void attn_registry_add_diag(attn_registry *reg, attn_status status, const char *file, int32_t line,
-                            const char *plugin, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *message = attn_vasprintf(fmt, ap);
-    va_end(ap);
-    attn_log_plugin(&reg->logger, status == ATTN_OK ? ATTN_LOG_WARN : ATTN_LOG_ERROR, plugin, "%s",
-                    message ? message : "");
-    pthread_mutex_lock(&reg->diag_lock);
-    conf_diag *p = realloc(reg->diags, (reg->num_diags + 1) * sizeof *p);
-    if (p) {
-        reg->diags = p;
-        conf_diag *dg = &reg->diags[reg->num_diags++];
-        dg->status = status;
-        dg->file = attn_strdup(file);
-        dg->line = line;
-        dg->plugin = attn_strdup(plugin);
-        dg->message = message;
-        message = NULL;
-    }
-    pthread_mutex_unlock(&reg->diag_lock);
-    free(message);
 }
 
 #ifndef ATTNREG_LIB_TO_CONF_DIR
@@ -177,11 +155,9 @@ ATTNREG_API attn_status attn_registry_open(const attn_registry_options *options,
     attn_registry *reg = calloc(1, sizeof *reg);
     if (!reg)
         return attn_fail(ATTN_ERR_NO_MEMORY, "out of memory");
-    pthread_mutex_init(&reg->diag_lock, NULL);
-    pthread_mutex_init(&reg->cache_lock, NULL);
+    attn_diag_init(reg);
+    attn_cache_init(reg);
     pthread_mutex_init(&reg->life_lock, NULL);
-    for (size_t b = 0; b < ATTN_CACHE_BUCKETS; b++)
-        atomic_init(&reg->cache[b], NULL);
 
     const int use_env = !opt.skip_env;
     reg->logger.fn = opt.log_fn;
@@ -343,18 +319,13 @@ static void registry_free(attn_registry *reg)
     attn_cache_free(reg);
     for (size_t i = 0; i < reg->num_candidates; i++) {
         attn_candidate_unload(reg->candidates[i]);
-        attn_conf_free_candidate(reg->candidates[i]);
+        attn_candidate_free(reg->candidates[i]);
     }
     free(reg->candidates);
     for (size_t i = 0; i < reg->num_rules; i++)
         attn_conf_free_rule(&reg->rules[i]);
     free(reg->rules);
-    for (size_t i = 0; i < reg->num_diags; i++) {
-        free(reg->diags[i].file);
-        free(reg->diags[i].plugin);
-        free(reg->diags[i].message);
-    }
-    free(reg->diags);
+    attn_diag_free(reg);
     for (size_t i = 0; i < reg->num_conf_paths; i++)
         free(reg->conf_paths[i]);
     free(reg->conf_paths);
@@ -362,44 +333,8 @@ static void registry_free(attn_registry *reg)
     free(reg->forced_backend);
     if (reg->logger.file)
         fclose(reg->logger.file);
-    pthread_mutex_destroy(&reg->diag_lock);
-    pthread_mutex_destroy(&reg->cache_lock);
     pthread_mutex_destroy(&reg->life_lock);
     free(reg);
-}
-
-ATTNREG_API size_t attn_registry_diagnostic_count(const attn_registry *reg)
-{
-    if (!reg)
-        return 0;
-    pthread_mutex_lock((pthread_mutex_t *)&reg->diag_lock);
-    size_t n = reg->num_diags;
-    pthread_mutex_unlock((pthread_mutex_t *)&reg->diag_lock);
-    return n;
-}
-
-ATTNREG_API attn_status attn_registry_diagnostic(const attn_registry *reg, size_t index,
-                                                 attn_diagnostic *out)
-{
-    if (!reg || !out || out->struct_size == 0)
-        return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_registry_diagnostic: bad argument");
-    attn_diagnostic full;
-    memset(&full, 0, sizeof full);
-    full.struct_size = out->struct_size;
-    pthread_mutex_lock((pthread_mutex_t *)&reg->diag_lock);
-    if (index >= reg->num_diags) {
-        pthread_mutex_unlock((pthread_mutex_t *)&reg->diag_lock);
-        return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "diagnostic index %zu out of range", index);
-    }
-    const conf_diag *d = &reg->diags[index];
-    full.status = d->status;
-    full.file = d->file;
-    full.line = d->line;
-    full.plugin = d->plugin;
-    full.message = d->message;
-    pthread_mutex_unlock((pthread_mutex_t *)&reg->diag_lock);
-    attn_copy_versioned(out, out->struct_size, &full, sizeof full);
-    return ATTN_OK;
 }
 
 ATTNREG_API size_t attn_registry_conf_path_count(const attn_registry *reg)

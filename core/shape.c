@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* shape.c — shape defaults, validation (the "invalid" verdicts given before
- * any plugin is asked), text form, and the normal form used as cache key. */
+ * any plugin is asked), text form, the normal form used as cache key, and the
+ * fields that conf narrowing keys and fallback rules name. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -163,4 +164,92 @@ ATTNREG_API int attn_shape_format(const attn_shape *in, char *buf, size_t size)
                     attn_dtype_name(s.kv_dtype), attn_dtype_name(s.compute_dtype),
                     attn_dtype_name(s.out_dtype), s.page_size, s.max_q_len, s.max_kv_len, s.causal,
                     s.window_left, s.window_right, (double)s.softcap, s.has_sinks);
+}
+
+/* ---- fields of a shape that conf keys and fallback rules name ---------- */
+
+const char *attn_field_name(shape_field f)
+{
+    switch (f) {
+    case FIELD_Q_DTYPE:
+        return "q_dtype";
+    case FIELD_KV_DTYPE:
+        return "kv_dtype";
+    case FIELD_COMPUTE_DTYPE:
+        return "compute_dtype";
+    case FIELD_OUT_DTYPE:
+        return "out_dtype";
+    case FIELD_HEAD_DIM:
+        return "head_dim";
+    case FIELD_GQA_RATIO:
+        return "gqa_ratio";
+    case FIELD_PAGE_SIZE:
+        return "page_size";
+    case FIELD_Q_LEN:
+        return "max_q_len";
+    case FIELD_KV_LEN:
+        return "max_kv_len";
+    case FIELD_WINDOW:
+        return "window";
+    case FIELD_SOFTCAP:
+        return "softcap";
+    case FIELD_SINKS:
+        return "sinks";
+    case FIELD_NON_CAUSAL:
+        return "non-causal masking";
+    }
+    return "?";
+}
+
+int32_t attn_shape_field_get(const attn_shape *s, shape_field f)
+{
+    switch (f) {
+    case FIELD_Q_DTYPE:
+        return s->q_dtype;
+    case FIELD_KV_DTYPE:
+        return s->kv_dtype;
+    case FIELD_COMPUTE_DTYPE:
+        return s->compute_dtype;
+    case FIELD_OUT_DTYPE:
+        return s->out_dtype;
+    case FIELD_HEAD_DIM:
+        return s->head_dim;
+    case FIELD_GQA_RATIO:
+        return s->num_q_heads / attn_shape_kv_heads(s);
+    case FIELD_PAGE_SIZE:
+        return s->page_size;
+    case FIELD_Q_LEN:
+        return s->max_q_len;
+    case FIELD_KV_LEN:
+        return s->max_kv_len;
+    case FIELD_WINDOW:
+        return s->window_left >= 0 || s->window_right >= 0;
+    case FIELD_SOFTCAP:
+        return s->softcap != 0.0f;
+    case FIELD_SINKS:
+        return s->has_sinks;
+    case FIELD_NON_CAUSAL:
+        return !s->causal;
+    }
+    return 0;
+}
+
+void attn_shape_field_set(attn_shape *s, shape_field f, int32_t v)
+{
+    switch (f) {
+    case FIELD_Q_DTYPE:
+        s->q_dtype = v;
+        break;
+    case FIELD_KV_DTYPE:
+        s->kv_dtype = v;
+        break;
+    case FIELD_COMPUTE_DTYPE:
+        s->compute_dtype = v;
+        break;
+    case FIELD_OUT_DTYPE:
+        s->out_dtype = v;
+        break;
+    default:
+        break; /* fallback rules only rewrite dtypes */
+    }
 }

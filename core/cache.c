@@ -26,7 +26,7 @@ void attn_cache_init(attn_registry *reg)
  * race, in which case its node is returned and ours discarded. *inserted says
  * whether ours went in (only then is the decision logged: once per shape). */
 const cache_node *attn_cache_insert(attn_registry *reg, const attn_shape *key, uint64_t hash,
-                                      decision *d, int *inserted)
+                                    decision *d, int *inserted)
 {
     *inserted = 0;
     pthread_mutex_lock(&reg->cache_lock);

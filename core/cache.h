@@ -15,7 +15,8 @@ void attn_cache_init(struct attn_registry *reg);
 void attn_cache_free(struct attn_registry *reg);
 /* The cached decision for a normalised shape and its hash; lock-free (inline:
  * it is most of a cached select). */
-static inline const cache_node *attn_cache_find(struct attn_registry *reg, const attn_shape *key, uint64_t hash)
+static inline const cache_node *attn_cache_find(struct attn_registry *reg, const attn_shape *key,
+                                                uint64_t hash)
 {
     const cache_node *n =
         atomic_load_explicit(&reg->cache[hash % ATTN_CACHE_BUCKETS], memory_order_acquire);
@@ -27,8 +28,8 @@ static inline const cache_node *attn_cache_find(struct attn_registry *reg, const
 /* Takes decision `d` over into the cache (or frees it when another thread
  * cached that shape first: its node is returned). NULL when the cache is
  * full or out of memory, `d` untouched. *inserted: whether `d` went in. */
-const cache_node *attn_cache_insert(struct attn_registry *reg, const attn_shape *key,
-                                    uint64_t hash, decision *d, int *inserted);
+const cache_node *attn_cache_insert(struct attn_registry *reg, const attn_shape *key, uint64_t hash,
+                                    decision *d, int *inserted);
 /* Replaces the strings of an uncached decision by the registry's copies,
  * valid until close (one copy per distinct string). */
 void attn_cache_intern(struct attn_registry *reg, decision *d);

@@ -24,7 +24,7 @@ void attn_diag_free(attn_registry *reg)
 }
 
 void attn_diag_add(attn_registry *reg, attn_status status, const char *file, int32_t line,
-                            const char *plugin, const char *fmt, ...)
+                   const char *plugin, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -61,7 +61,7 @@ ATTNREG_API size_t attn_registry_diagnostic_count(const attn_registry *reg)
 ATTNREG_API attn_status attn_registry_diagnostic(const attn_registry *reg, size_t index,
                                                  attn_diagnostic *out)
 {
-    if (!reg || !out || out->struct_size == 0)
+    if (!reg || !out || out->struct_size < ATTN_DIAGNOSTIC_MIN_SIZE)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_registry_diagnostic: bad argument");
     attn_diagnostic full;
     memset(&full, 0, sizeof full);

@@ -58,6 +58,11 @@ attn_invalid(char *msg, size_t size, const char *fmt, ...);
 
 /* Copy min(dst_size, src_size) bytes of a versioned struct; zero the rest. */
 void attn_copy_versioned(void *dst, uint32_t dst_size, const void *src, size_t src_size);
+/* The body of every attn_*_init_sized: writes `full` (the library's struct,
+ * defaults filled in) into the caller's `size` bytes, no more, and sets the
+ * caller's struct_size to `size`; nothing for a NULL dst or a size that
+ * cannot hold struct_size. */
+void attn_init_sized(void *dst, size_t size, const void *full, size_t full_size);
 
 /* A hash map from a pair of strings (b may be NULL) to an index (strmap.c).
  * Keys are not copied: they must outlive the map (or be owned by it and

@@ -24,14 +24,10 @@ static atomic_uint registries_opened;
 
 ATTNREG_API void attn_registry_options_init_sized(attn_registry_options *o, size_t size)
 {
-    if (!o || size < sizeof(uint32_t))
-        return;
     attn_registry_options full;
     memset(&full, 0, sizeof full);
     full.log_level = -1;
-    uint32_t n = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
-    attn_copy_versioned(o, n, &full, sizeof full);
-    o->struct_size = n;
+    attn_init_sized(o, size, &full, sizeof full);
 }
 
 /* Hosts built before 0.3 call this symbol with a 0.2 struct at least. */
@@ -145,7 +141,7 @@ ATTNREG_API attn_status attn_registry_open(const attn_registry_options *options,
     attn_registry_options opt;
     attn_registry_options_init(&opt);
     if (options) {
-        if (options->struct_size < ATTN_REGISTRY_OPTIONS_SIZE_0_1)
+        if (options->struct_size < ATTN_REGISTRY_OPTIONS_MIN_SIZE)
             return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
                              "options struct_size %u too small; call attn_registry_options_init()",
                              options->struct_size);
@@ -360,7 +356,8 @@ ATTNREG_API size_t attn_registry_plugin_count(const attn_registry *reg)
 ATTNREG_API attn_status attn_registry_plugin(const attn_registry *reg, size_t index,
                                              attn_plugin_info *out)
 {
-    if (!reg || !out || out->struct_size == 0 || index >= reg->num_candidates)
+    if (!reg || !out || out->struct_size < ATTN_PLUGIN_INFO_MIN_SIZE ||
+        index >= reg->num_candidates)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_registry_plugin: bad argument");
     const attn_candidate *c = reg->candidates[index];
     attn_plugin_info full;
@@ -410,7 +407,8 @@ ATTNREG_API int attn_plugin_info_has_arch(const attn_plugin_info *info, const ch
 ATTNREG_API attn_status attn_registry_load_plugin(attn_registry *reg, size_t index,
                                                   attn_plugin_load_info *out)
 {
-    if (!reg || !out || out->struct_size == 0 || index >= reg->num_candidates)
+    if (!reg || !out || out->struct_size < ATTN_PLUGIN_LOAD_INFO_MIN_SIZE ||
+        index >= reg->num_candidates)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_registry_load_plugin: bad argument");
     attn_candidate *c = reg->candidates[index];
     int ok = attn_candidate_ensure_loaded(c);
@@ -454,7 +452,7 @@ ATTNREG_API attn_status attn_registry_probe_devices(attn_registry *reg, size_t i
      * this library's size), never this library's sizeof. */
     uint32_t size =
         capacity && devices[0].struct_size ? devices[0].struct_size : (uint32_t)sizeof *devices;
-    if (capacity && size < offsetof(attn_device_info, compute_units) + sizeof(int32_t))
+    if (capacity && size < ATTN_DEVICE_INFO_MIN_SIZE)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
                          "attn_registry_probe_devices: device struct_size %u is smaller than the "
                          "oldest layout",

@@ -428,9 +428,6 @@ static void fill_selection(const decision *d, attn_selection *out)
 
 #undef SET_SELECTION_FIELDS
 
-/* The smallest selection a host may pass: 0.1's whole layout. */
-#define SELECTION_MIN_SIZE sizeof(attn_selection_0_1)
-
 ATTNREG_API void attn_selection_init_sized(attn_selection *sel, size_t size)
 {
     if (!sel || size < sizeof(uint32_t))
@@ -483,7 +480,7 @@ ATTNREG_API attn_status attn_registry_select(attn_registry *reg, const attn_shap
 {
     if (!reg || !shape || !sel)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_registry_select: NULL argument");
-    if (sel->struct_size < SELECTION_MIN_SIZE)
+    if (sel->struct_size < ATTN_SELECTION_MIN_SIZE)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
                          "selection struct_size %u too small; call attn_selection_init()",
                          sel->struct_size);
@@ -565,7 +562,7 @@ ATTNREG_API size_t attn_explanation_count(const attn_explanation *ex)
 ATTNREG_API attn_status attn_explanation_record(const attn_explanation *ex, size_t i,
                                                 attn_verdict_record *out)
 {
-    if (!ex || !out || i >= ex->num_records || out->struct_size == 0)
+    if (!ex || !out || i >= ex->num_records || out->struct_size < ATTN_VERDICT_RECORD_MIN_SIZE)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_explanation_record: bad argument");
     const verdict_rec *r = &ex->records[i];
     attn_verdict_record full;
@@ -588,7 +585,7 @@ ATTNREG_API attn_status attn_explanation_record(const attn_explanation *ex, size
 
 ATTNREG_API attn_status attn_explanation_selection(const attn_explanation *ex, attn_selection *out)
 {
-    if (!ex || !out || out->struct_size < SELECTION_MIN_SIZE)
+    if (!ex || !out || out->struct_size < ATTN_SELECTION_MIN_SIZE)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_explanation_selection: bad argument");
     fill_selection(&ex->result, out);
     return ex->result.status;

@@ -8,19 +8,11 @@
 
 #include "internal.h"
 
-/* The oldest attn_shape a host can pass: everything up to has_sinks. */
-#define SHAPE_MIN_SIZE ATTN_SHAPE_SIZE_0_1
-
 ATTNREG_API void attn_shape_init_sized(attn_shape *s, size_t size)
 {
-    if (!s || size < sizeof(uint32_t))
-        return;
     attn_shape full;
     attn_shape_defaults(&full);
-    /* A host newer than the library: its extra fields are zeroed (zero is
-     * every appended field's "absent"); an older one gets its prefix. */
-    attn_copy_versioned(s, size > UINT32_MAX ? UINT32_MAX : (uint32_t)size, &full, sizeof full);
-    s->struct_size = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
+    attn_init_sized(s, size, &full, sizeof full);
 }
 
 /* Hosts built before 0.3 call this symbol: they hold at least the 0.1
@@ -34,11 +26,11 @@ attn_status attn_shape_normalize(const attn_shape *in, attn_shape *out)
 {
     if (!in || !out)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "shape is NULL");
-    if (in->struct_size < SHAPE_MIN_SIZE)
+    if (in->struct_size < ATTN_SHAPE_MIN_SIZE)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
                          "shape struct_size %u is smaller than the oldest known layout (%zu); "
                          "call attn_shape_init() first",
-                         in->struct_size, (size_t)SHAPE_MIN_SIZE);
+                         in->struct_size, (size_t)ATTN_SHAPE_MIN_SIZE);
     if (in->struct_size >= sizeof *in) {
         memcpy(out, in, sizeof *out);
     } else {

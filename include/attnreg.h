@@ -75,6 +75,23 @@
  *        attn_status_class_name, attn_status_exit_code,
  *        attn_reason_layer_name and attn_enum_count, so that bindings build
  *        their lists from the library.
+ *        One struct-growth rule (above ATTN_SHAPE_SIZE_0_1): a minimum size
+ *        ATTN_<STRUCT>_MIN_SIZE for every versioned struct (with
+ *        ATTN_LAYER_SIZE_0_2, ATTN_MODEL_SIZE_0_2, ATTN_DEVICE_INFO_SIZE_0_1);
+ *        attn_layer_init_sized, attn_model_init_sized,
+ *        attn_forward_args_init_sized and attn_batch_limits_init_sized (the
+ *        last two with their _init macros). A struct the library fills is
+ *        refused below ATTN_<STRUCT>_MIN_SIZE (for attn_diagnostic,
+ *        attn_plugin_info, attn_plugin_load_info and attn_verdict_record:
+ *        below a struct_size field; before, only 0 was).
+ *   1.0  (planned; not built) attn_selection stops embedding attn_shape by
+ *        value: effective_shape becomes a `const attn_shape *` owned by the
+ *        registry (valid until close, like the selection's strings), so a
+ *        selection grows by appending like every other struct, and the
+ *        frozen 0.1 / 0.3 selection layouts with the per-layout paths that
+ *        fill them (core/abi_frozen.h, fill_selection) go. struct_size 0 as
+ *        "the library's size" for the arrays of attn_registry_list and
+ *        attn_registry_probe_devices goes too: 0 is refused everywhere.
  */
 #ifndef ATTNREG_H
 #define ATTNREG_H
@@ -95,17 +112,57 @@ extern "C" {
 #define ATTNREG_VERSION_MINOR 3
 #define ATTNREG_VERSION_PATCH 0
 
-/* The oldest struct_size the library accepts for each versioned struct a
- * host passes in (0.3 names them; the values are those of the first
- * published layouts and never change). An older size is refused with
- * ATTN_ERR_INVALID_ARGUMENT; any size from these up is accepted, the fields
- * past it taking their defaults. attn_selection's oldest layout is 0.1's
- * (today's); attn_layer and attn_model: see attn_layer_init. */
+/* Struct growth, one rule for every versioned struct:
+ *   - A struct the host fills for the library (attn_shape, attn_selection,
+ *     attn_registry_options, attn_layer, attn_model, attn_forward_args,
+ *     attn_batch_limits) is initialised with attn_<struct>_init_sized(p,
+ *     sizeof *p), which writes the defaults into the caller's bytes only and
+ *     sets struct_size; attn_<struct>_init(p) is a macro for it. (attn_layer
+ *     and attn_model have no such macro: their 0.2 functions
+ *     attn_layer_init(p, size) and attn_model_init(p, size), which took the
+ *     size already, keep the name and are the same functions.)
+ *   - A struct the library fills for the host (attn_diagnostic,
+ *     attn_plugin_info, attn_plugin_load_info, attn_device_info,
+ *     attn_verdict_record, attn_plan_summary, attn_plan_entry,
+ *     attn_launch_plan) carries the host's sizeof in struct_size; the
+ *     library writes no byte past it.
+ *   - ATTN_<STRUCT>_MIN_SIZE is the smallest struct_size the library accepts
+ *     for a struct; a smaller one, 0 included, is refused with
+ *     ATTN_ERR_INVALID_ARGUMENT. The one exception, kept from 0.1: the
+ *     arrays of attn_registry_list and attn_registry_probe_devices take
+ *     their stride from the first element's struct_size, where 0 means this
+ *     library's sizeof.
+ *   - ATTN_<STRUCT>_SIZE_<version> is the size of a published layout (the
+ *     first one is the minimum where the library needs every field of it);
+ *     the values never change. */
 #define ATTN_SHAPE_SIZE_0_1 (offsetof(attn_shape, has_sinks) + sizeof(int32_t))
 #define ATTN_FORWARD_ARGS_SIZE_0_1 (offsetof(attn_forward_args, stream) + sizeof(void *))
 #define ATTN_BATCH_LIMITS_SIZE_0_1 (offsetof(attn_batch_limits, max_num_tokens) + sizeof(int32_t))
 #define ATTN_REGISTRY_OPTIONS_SIZE_0_1 offsetof(attn_registry_options, skip_env)
 #define ATTN_REGISTRY_OPTIONS_SIZE_0_2 offsetof(attn_registry_options, probe_out_of_process)
+#define ATTN_LAYER_SIZE_0_2 (offsetof(attn_layer, type_name) + sizeof(const char *))
+#define ATTN_MODEL_SIZE_0_2 (offsetof(attn_model, spec_tokens) + sizeof(int32_t))
+#define ATTN_DEVICE_INFO_SIZE_0_1 (offsetof(attn_device_info, compute_units) + sizeof(int32_t))
+
+/* attn_selection's minimum is the size of its 0.1 layout, which embeds 0.1's
+ * attn_shape: the library keeps it (ATTN_SELECTION_MIN_SIZE, private), as
+ * the embedded shape makes it no prefix of a grown selection. */
+#define ATTN_SHAPE_MIN_SIZE ATTN_SHAPE_SIZE_0_1
+#define ATTN_REGISTRY_OPTIONS_MIN_SIZE ATTN_REGISTRY_OPTIONS_SIZE_0_1
+#define ATTN_FORWARD_ARGS_MIN_SIZE ATTN_FORWARD_ARGS_SIZE_0_1
+#define ATTN_BATCH_LIMITS_MIN_SIZE ATTN_BATCH_LIMITS_SIZE_0_1
+#define ATTN_LAYER_MIN_SIZE ATTN_LAYER_SIZE_0_2
+#define ATTN_MODEL_MIN_SIZE ATTN_MODEL_SIZE_0_2
+#define ATTN_DEVICE_INFO_MIN_SIZE ATTN_DEVICE_INFO_SIZE_0_1
+/* The structs the library fills for the host: enough to hold what the
+ * library must write (a struct_size, and for some the first fields). */
+#define ATTN_DIAGNOSTIC_MIN_SIZE sizeof(uint32_t)
+#define ATTN_PLUGIN_INFO_MIN_SIZE sizeof(uint32_t)
+#define ATTN_PLUGIN_LOAD_INFO_MIN_SIZE sizeof(uint32_t)
+#define ATTN_VERDICT_RECORD_MIN_SIZE sizeof(uint32_t)
+#define ATTN_PLAN_SUMMARY_MIN_SIZE (offsetof(attn_plan_summary, status) + sizeof(attn_status))
+#define ATTN_PLAN_ENTRY_MIN_SIZE (offsetof(attn_plan_entry, phase) + sizeof(int32_t))
+#define ATTN_LAUNCH_PLAN_MIN_SIZE (offsetof(attn_launch_plan, num_kernels) + sizeof(uint32_t))
 
 typedef struct attn_registry attn_registry;       /* opaque */
 typedef struct attn_backend attn_backend;         /* opaque: a constructed backend */
@@ -409,6 +466,8 @@ typedef struct attn_layer {
  * struct_size bytes of *layer and sets layer->struct_size to it: pass
  * sizeof(attn_layer) as the caller knows it. */
 ATTNREG_API void attn_layer_init(attn_layer *layer, uint32_t struct_size);
+/* 0.3: the same with the growth rule's name and a size_t size. */
+ATTNREG_API void attn_layer_init_sized(attn_layer *layer, size_t size);
 
 /* The largest num_layers a model may have. */
 #define ATTN_MODEL_MAX_LAYERS 65536
@@ -459,6 +518,8 @@ typedef struct attn_model {
  * max_model_len 0 (to be set), prefill chunk = max_model_len, no
  * speculative tokens. */
 ATTNREG_API void attn_model_init(attn_model *model, uint32_t struct_size);
+/* 0.3: the same with the growth rule's name and a size_t size. */
+ATTNREG_API void attn_model_init_sized(attn_model *model, size_t size);
 
 typedef enum attn_phase {
     ATTN_PHASE_PREFILL = 0, /* max_q_len = the prefill chunk */
@@ -556,6 +617,12 @@ ATTNREG_API attn_status attn_plan_lookup(const attn_plan *plan, int32_t layer, i
 ATTNREG_API attn_status attn_backend_create(attn_registry *registry,
                                             const attn_selection *selection,
                                             attn_backend **backend);
+/* 0.3: a zeroed forward_args (descales 1: none) and batch limits in the
+ * caller's `size` bytes, struct_size set; the macros pass sizeof *p. */
+ATTNREG_API void attn_forward_args_init_sized(attn_forward_args *args, size_t size);
+#define attn_forward_args_init(args) attn_forward_args_init_sized((args), sizeof *(args))
+ATTNREG_API void attn_batch_limits_init_sized(attn_batch_limits *limits, size_t size);
+#define attn_batch_limits_init(limits) attn_batch_limits_init_sized((limits), sizeof *(limits))
 ATTNREG_API attn_status attn_backend_workspace_size(const attn_backend *backend,
                                                     const attn_batch_limits *limits, size_t *bytes);
 ATTNREG_API attn_status attn_backend_forward(attn_backend *backend, const attn_forward_args *args);

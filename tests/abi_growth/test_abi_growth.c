@@ -81,6 +81,40 @@ START_TEST(init_writes_only_the_hosts_struct)
     arm(o.guard);
     (attn_registry_options_init)(&o.v);
     check_guard(o.guard, "attn_registry_options_init (the old symbol)");
+
+    GUARDED(attn_layer) l;
+    arm(l.guard);
+    attn_layer_init_sized(&l.v, sizeof l.v);
+    check_guard(l.guard, "attn_layer_init_sized");
+    ck_assert_uint_eq(l.v.struct_size, sizeof l.v);
+    ck_assert_int_eq(l.v.window_left, -1);
+    arm(l.guard);
+    attn_layer_init(&l.v, sizeof l.v);
+    check_guard(l.guard, "attn_layer_init (the 0.2 name)");
+
+    GUARDED(attn_model) m;
+    arm(m.guard);
+    attn_model_init_sized(&m.v, sizeof m.v);
+    check_guard(m.guard, "attn_model_init_sized");
+    ck_assert_uint_eq(m.v.struct_size, sizeof m.v);
+    ck_assert_int_eq(m.v.tp_size, 1);
+    arm(m.guard);
+    attn_model_init(&m.v, sizeof m.v);
+    check_guard(m.guard, "attn_model_init (the 0.2 name)");
+
+    GUARDED(attn_forward_args) f;
+    arm(f.guard);
+    attn_forward_args_init(&f.v);
+    check_guard(f.guard, "attn_forward_args_init");
+    ck_assert_uint_eq(f.v.struct_size, sizeof f.v);
+    ck_assert(f.v.k_descale == 1.0f && f.v.q == NULL);
+
+    GUARDED(attn_batch_limits) b;
+    arm(b.guard);
+    attn_batch_limits_init(&b.v);
+    check_guard(b.guard, "attn_batch_limits_init");
+    ck_assert_uint_eq(b.v.struct_size, sizeof b.v);
+    ck_assert_int_eq(b.v.max_num_seqs, 0);
 }
 END_TEST
 

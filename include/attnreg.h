@@ -171,7 +171,7 @@ typedef struct attn_candidate attn_candidate;     /* opaque: one registered plug
 
 /* ---- library, status, names ------------------------------------------ */
 
-ATTNREG_API const char *attnreg_version_string(void); /* "0.2.0" */
+ATTNREG_API const char *attnreg_version_string(void); /* "0.3.0" */
 ATTNREG_API void attnreg_version(int *major, int *minor, int *patch);
 ATTNREG_API uint32_t attnreg_plugin_abi_version(void); /* (major << 16) | minor */
 

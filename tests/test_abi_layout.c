@@ -1,6 +1,6 @@
 /*
- * test_abi_layout.c — the layout of every public struct, pinned (issue 11;
- * the idea of GStreamer's gstabi.c): sizeof and the offset of each field as
+ * test_abi_layout.c — the layout of every public struct, pinned (the
+ * idea of GStreamer's gstabi.c): sizeof and the offset of each field as
  * published, on LP64 Linux. A change here is an ABI break unless it only
  * appends: a new field adds an OFF line and changes that struct's SIZE (and
  * the structs that embed it), nothing else may move. Regenerate the table

@@ -81,6 +81,24 @@ static int dtype_known(int32_t d)
     return d > ATTN_DTYPE_INVALID && d < ATTN_DTYPE_COUNT;
 }
 
+/* The DTYPE fields of ATTN_SHAPE_FIELD_MAP, in its order. */
+#define DTYPE_ROW_ARCH_(member)
+#define DTYPE_ROW_INT_(member)
+#define DTYPE_ROW_BOOL_(member)
+#define DTYPE_ROW_FLOAT_(member)
+#define DTYPE_ROW_DTYPE_(member) {#member, offsetof(attn_shape, member)},
+#define DTYPE_ROW_(member, KIND) DTYPE_ROW_##KIND##_(member)
+static const struct {
+    const char *name;
+    size_t offset;
+} dtype_fields[] = {ATTN_SHAPE_FIELD_MAP(DTYPE_ROW_)};
+#undef DTYPE_ROW_
+#undef DTYPE_ROW_DTYPE_
+#undef DTYPE_ROW_FLOAT_
+#undef DTYPE_ROW_BOOL_
+#undef DTYPE_ROW_INT_
+#undef DTYPE_ROW_ARCH_
+
 ATTNREG_API int attn_shape_validate(const attn_shape *in, char *msg, size_t size)
 {
     attn_shape s;
@@ -107,12 +125,12 @@ ATTNREG_API int attn_shape_validate(const attn_shape *in, char *msg, size_t size
     if (s.head_dim_v < 0)
         return attn_invalid(msg, size, "head_dim_v must be positive, or 0 for head_dim (got %d)",
                             s.head_dim_v);
-    static const char *const dtype_fields[] = {"q_dtype", "kv_dtype", "compute_dtype", "out_dtype"};
-    const int32_t dtypes[] = {s.q_dtype, s.kv_dtype, s.compute_dtype, s.out_dtype};
-    for (int i = 0; i < 4; i++)
-        if (!dtype_known(dtypes[i]))
-            return attn_invalid(msg, size, "%s %d is not a known dtype", dtype_fields[i],
-                                dtypes[i]);
+    for (size_t i = 0; i < sizeof dtype_fields / sizeof dtype_fields[0]; i++) {
+        int32_t d;
+        memcpy(&d, (const char *)&s + dtype_fields[i].offset, sizeof d);
+        if (!dtype_known(d))
+            return attn_invalid(msg, size, "%s %d is not a known dtype", dtype_fields[i].name, d);
+    }
     if (s.page_size <= 0)
         return attn_invalid(msg, size, "page_size must be positive (got %d)", s.page_size);
     if (s.max_q_len <= 0)

@@ -265,6 +265,32 @@ typedef struct attn_shape {
     int32_t has_sinks;     /* 1 = per-head sink logits are passed */
 } attn_shape;
 
+/* attn_shape's fields after struct_size, in declaration order: X(member,
+ * KIND), KIND being how tools read and write the field (ARCH: the NUL
+ * terminated name; INT: an int32_t; DTYPE: an attn_dtype, written by its
+ * spelling; BOOL: an int32_t 0 or 1; FLOAT: a float). The JSON name of a
+ * field is its member name. The library checks the list against the struct;
+ * its layout query, the attnreg command's JSON shape and the dtype checks of
+ * attn_shape_validate are generated from it. */
+#define ATTN_SHAPE_FIELD_MAP(X)                                                                    \
+    X(arch, ARCH)                                                                                  \
+    X(num_q_heads, INT)                                                                            \
+    X(num_kv_heads, INT)                                                                           \
+    X(head_dim, INT)                                                                               \
+    X(head_dim_v, INT)                                                                             \
+    X(q_dtype, DTYPE)                                                                              \
+    X(kv_dtype, DTYPE)                                                                             \
+    X(compute_dtype, DTYPE)                                                                        \
+    X(out_dtype, DTYPE)                                                                            \
+    X(page_size, INT)                                                                              \
+    X(max_q_len, INT)                                                                              \
+    X(max_kv_len, INT)                                                                             \
+    X(causal, BOOL)                                                                                \
+    X(window_left, INT)                                                                            \
+    X(window_right, INT)                                                                           \
+    X(softcap, FLOAT)                                                                              \
+    X(has_sinks, BOOL)
+
 /* The defaults of attn_shape_init(): arch "cpu", 1 query head, MHA, head_dim
  * 128, every dtype bf16, page 16, q and kv length 1, causal, no window, no
  * softcap, no sinks. */

@@ -69,7 +69,8 @@
  *        privileged process.
  *        The ABI's lists as X-macros in attn_types.h (ATTN_STATUS_MAP,
  *        ATTN_STATUS_CLASS_MAP, ATTN_REASON_MAP, ATTN_REASON_LAYER_MAP,
- *        ATTN_DTYPE_MAP), with the enums and ATTN_*_COUNT generated from
+ *        ATTN_DTYPE_MAP, ATTN_SHAPE_FIELD_MAP), with the enums and
+ *        ATTN_*_COUNT generated from
  *        them (same values); attn_dtype_traits_of, attn_dtype_size,
  *        attn_dtype_is_fp8 (inline);
  *        attn_status_class_name, attn_status_exit_code,

@@ -69,13 +69,11 @@
  *        privileged process.
  *        The ABI's lists as X-macros in attn_types.h (ATTN_STATUS_MAP,
  *        ATTN_STATUS_CLASS_MAP, ATTN_REASON_MAP, ATTN_REASON_LAYER_MAP,
- *        ATTN_DTYPE_MAP, ATTN_SHAPE_FIELD_MAP), with the enums and
- *        ATTN_*_COUNT generated from
- *        them (same values); attn_dtype_traits_of, attn_dtype_size,
- *        attn_dtype_is_fp8 (inline);
- *        attn_status_class_name, attn_status_exit_code,
- *        attn_reason_layer_name and attn_enum_count, so that bindings build
- *        their lists from the library.
+ *        ATTN_DTYPE_MAP, ATTN_SHAPE_FIELD_MAP), the enums and ATTN_*_COUNT
+ *        generated from them (same values); attn_dtype_traits_of,
+ *        attn_dtype_size and attn_dtype_is_fp8 (inline); attn_status_class_name,
+ *        attn_status_exit_code, attn_reason_layer_name and attn_enum_count,
+ *        so that bindings build their lists from the library.
  *        One struct-growth rule (above ATTN_SHAPE_SIZE_0_1): a minimum size
  *        ATTN_<STRUCT>_MIN_SIZE for every versioned struct (with
  *        ATTN_LAYER_SIZE_0_2, ATTN_MODEL_SIZE_0_2, ATTN_DEVICE_INFO_SIZE_0_1);

@@ -43,13 +43,21 @@ struct attn_plan {
 
 ATTNREG_API const char *attn_phase_name(int32_t phase)
 {
-    static const char *const names[ATTN_PHASE_COUNT] = {"prefill", "decode", "verify"};
+    static const char *const names[ATTN_PHASE_COUNT] = {
+#define PHASE_ROW_(NAME, value, name) [value] = name,
+        ATTN_PHASE_MAP(PHASE_ROW_)
+#undef PHASE_ROW_
+    };
     return phase >= 0 && phase < ATTN_PHASE_COUNT ? names[phase] : "unknown";
 }
 
 ATTNREG_API const char *attn_layer_kind_name(int32_t kind)
 {
-    static const char *const names[ATTN_LAYER_KIND_COUNT] = {"full", "sliding", "not_attention"};
+    static const char *const names[ATTN_LAYER_KIND_COUNT] = {
+#define KIND_ROW_(NAME, value, name) [value] = name,
+        ATTN_LAYER_KIND_MAP(KIND_ROW_)
+#undef KIND_ROW_
+    };
     return kind >= 0 && kind < ATTN_LAYER_KIND_COUNT ? names[kind] : "unknown";
 }
 

@@ -8,16 +8,27 @@
 
 /* Each list's values are its positions (0, 1, 2, ...), so the tables below
  * can be indexed by them: a gap or a repeated value fails here. */
-#define CHECK_POSITION_(NAME, value, ...) ATTN_POS_##NAME,
-enum { ATTN_STATUS_MAP(CHECK_POSITION_) };
-enum { ATTN_REASON_MAP(CHECK_POSITION_) };
-enum { ATTN_DTYPE_MAP(CHECK_POSITION_) };
-#undef CHECK_POSITION_
-#define CHECK_VALUE_(NAME, value, ...) _Static_assert(value == ATTN_POS_##NAME, #NAME);
-ATTN_STATUS_MAP(CHECK_VALUE_)
-ATTN_REASON_MAP(CHECK_VALUE_)
-ATTN_DTYPE_MAP(CHECK_VALUE_)
-#undef CHECK_VALUE_
+#define CHECK_POSITIONS_(MAP, LIST)                                                                \
+    enum { MAP(POSITION_##LIST##_) };                                                              \
+    MAP(CHECK_##LIST##_)
+#define POSITION_STATUS_(NAME, value, ...) POS_STATUS_##NAME,
+#define CHECK_STATUS_(NAME, value, ...) _Static_assert(value == POS_STATUS_##NAME, #NAME);
+#define POSITION_REASON_(NAME, value, ...) POS_REASON_##NAME,
+#define CHECK_REASON_(NAME, value, ...) _Static_assert(value == POS_REASON_##NAME, #NAME);
+#define POSITION_DTYPE_(NAME, value, ...) POS_DTYPE_##NAME,
+#define CHECK_DTYPE_(NAME, value, ...) _Static_assert(value == POS_DTYPE_##NAME, #NAME);
+#define POSITION_LOG_(NAME, value, ...) POS_LOG_##NAME,
+#define CHECK_LOG_(NAME, value, ...) _Static_assert(value == POS_LOG_##NAME, #NAME);
+#define POSITION_PHASE_(NAME, value, ...) POS_PHASE_##NAME,
+#define CHECK_PHASE_(NAME, value, ...) _Static_assert(value == POS_PHASE_##NAME, #NAME);
+#define POSITION_KIND_(NAME, value, ...) POS_KIND_##NAME,
+#define CHECK_KIND_(NAME, value, ...) _Static_assert(value == POS_KIND_##NAME, #NAME);
+CHECK_POSITIONS_(ATTN_STATUS_MAP, STATUS)
+CHECK_POSITIONS_(ATTN_REASON_MAP, REASON)
+CHECK_POSITIONS_(ATTN_DTYPE_MAP, DTYPE)
+CHECK_POSITIONS_(ATTN_LOG_LEVEL_MAP, LOG)
+CHECK_POSITIONS_(ATTN_PHASE_MAP, PHASE)
+CHECK_POSITIONS_(ATTN_LAYER_KIND_MAP, KIND)
 
 static const struct {
     const char *name;
@@ -116,9 +127,12 @@ ATTNREG_API size_t attn_enum_count(const char *enum_name)
         const char *name;
         size_t count;
     } enums[] = {
-        {"attn_status", ATTN_STATUS_COUNT}, {"attn_reason", ATTN_REASON_COUNT},
-        {"attn_dtype", ATTN_DTYPE_COUNT},   {"attn_log_level", (size_t)ATTN_LOG_OFF + 1},
-        {"attn_phase", ATTN_PHASE_COUNT},   {"attn_layer_kind", ATTN_LAYER_KIND_COUNT},
+        {"attn_status", ATTN_STATUS_COUNT},
+        {"attn_reason", ATTN_REASON_COUNT},
+        {"attn_dtype", ATTN_DTYPE_COUNT},
+        {"attn_log_level", 0 ATTN_LOG_LEVEL_MAP(ATTN_LIST_ONE_)},
+        {"attn_phase", ATTN_PHASE_COUNT},
+        {"attn_layer_kind", ATTN_LAYER_KIND_COUNT},
     };
     for (size_t i = 0; enum_name && i < sizeof enums / sizeof enums[0]; i++)
         if (strcmp(enum_name, enums[i].name) == 0)

@@ -366,12 +366,19 @@ typedef struct attn_device_info {
     int32_t compute_units;
 } attn_device_info;
 
+/* Log levels: X(NAME, value, name), the enumerator ATTN_LOG_<NAME> and its
+ * name in ATTNREG_LOG, the CLI's --log and attn_log_level_name(). */
+#define ATTN_LOG_LEVEL_MAP(X)                                                                      \
+    X(DEBUG, 0, "debug")                                                                           \
+    X(INFO, 1, "info")                                                                             \
+    X(WARN, 2, "warn")                                                                             \
+    X(ERROR, 3, "error")                                                                           \
+    X(OFF, 4, "off")
+
 typedef enum attn_log_level {
-    ATTN_LOG_DEBUG = 0,
-    ATTN_LOG_INFO = 1,
-    ATTN_LOG_WARN = 2,
-    ATTN_LOG_ERROR = 3,
-    ATTN_LOG_OFF = 4
+#define ATTN_LOG_LEVEL_ENUM_(NAME, value, name) ATTN_LOG_##NAME = value,
+    ATTN_LOG_LEVEL_MAP(ATTN_LOG_LEVEL_ENUM_)
+#undef ATTN_LOG_LEVEL_ENUM_
 } attn_log_level;
 
 typedef void (*attn_log_fn)(void *user, attn_log_level level, const char *message);

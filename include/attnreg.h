@@ -69,7 +69,8 @@
  *        privileged process.
  *        The ABI's lists as X-macros in attn_types.h (ATTN_STATUS_MAP,
  *        ATTN_STATUS_CLASS_MAP, ATTN_REASON_MAP, ATTN_REASON_LAYER_MAP,
- *        ATTN_DTYPE_MAP, ATTN_SHAPE_FIELD_MAP), the enums and ATTN_*_COUNT
+ *        ATTN_DTYPE_MAP, ATTN_SHAPE_FIELD_MAP, ATTN_LOG_LEVEL_MAP; in this
+ *        header ATTN_PHASE_MAP, ATTN_LAYER_KIND_MAP), the enums and ATTN_*_COUNT
  *        generated from them (same values); attn_dtype_traits_of,
  *        attn_dtype_size and attn_dtype_is_fp8 (inline); attn_status_class_name,
  *        attn_status_exit_code, attn_reason_layer_name and attn_enum_count,
@@ -436,13 +437,20 @@ ATTNREG_API const attn_shape *attn_explanation_pass_shape(const attn_explanation
 /* What one layer of a model computes. A model mixes them: Gemma-2 alternates
  * sliding and full layers, Qwen3.5 puts one full-attention layer after three
  * linear-attention (Gated DeltaNet) layers. */
+/* X(NAME, value, name): FULL, causal attention over the whole context;
+ * SLIDING, causal attention inside a sliding window; NOT_ATTENTION, linear
+ * attention, SSM, convolution, ...: the registry plans no backend for it. */
+#define ATTN_LAYER_KIND_MAP(X)                                                                     \
+    X(FULL, 0, "full")                                                                             \
+    X(SLIDING, 1, "sliding")                                                                       \
+    X(NOT_ATTENTION, 2, "not_attention")
+
 typedef enum attn_layer_kind {
-    ATTN_LAYER_FULL = 0,         /* causal attention over the whole context */
-    ATTN_LAYER_SLIDING = 1,      /* causal attention inside a sliding window */
-    ATTN_LAYER_NOT_ATTENTION = 2 /* linear attention, SSM, convolution, ...:
-                                    the registry plans no backend for it */
+#define ATTN_LAYER_KIND_ENUM_(NAME, value, name) ATTN_LAYER_##NAME = value,
+    ATTN_LAYER_KIND_MAP(ATTN_LAYER_KIND_ENUM_)
+#undef ATTN_LAYER_KIND_ENUM_
 } attn_layer_kind;
-#define ATTN_LAYER_KIND_COUNT 3
+#define ATTN_LAYER_KIND_COUNT (0 ATTN_LAYER_KIND_MAP(ATTN_LIST_ONE_))
 
 /* One layer. Set struct_size with attn_layer_init(). */
 typedef struct attn_layer {
@@ -520,12 +528,19 @@ ATTNREG_API void attn_model_init(attn_model *model, uint32_t struct_size);
 /* 0.3: the same with the growth rule's name and a size_t size. */
 ATTNREG_API void attn_model_init_sized(attn_model *model, size_t size);
 
+/* X(NAME, value, name): PREFILL, max_q_len = the prefill chunk; DECODE,
+ * max_q_len = 1; VERIFY, max_q_len = spec_tokens + 1 (speculative decoding). */
+#define ATTN_PHASE_MAP(X)                                                                          \
+    X(PREFILL, 0, "prefill")                                                                       \
+    X(DECODE, 1, "decode")                                                                         \
+    X(VERIFY, 2, "verify")
+
 typedef enum attn_phase {
-    ATTN_PHASE_PREFILL = 0, /* max_q_len = the prefill chunk */
-    ATTN_PHASE_DECODE = 1,  /* max_q_len = 1 */
-    ATTN_PHASE_VERIFY = 2   /* max_q_len = spec_tokens + 1 (speculative decoding) */
+#define ATTN_PHASE_ENUM_(NAME, value, name) ATTN_PHASE_##NAME = value,
+    ATTN_PHASE_MAP(ATTN_PHASE_ENUM_)
+#undef ATTN_PHASE_ENUM_
 } attn_phase;
-#define ATTN_PHASE_COUNT 3
+#define ATTN_PHASE_COUNT (0 ATTN_PHASE_MAP(ATTN_LIST_ONE_))
 
 /* "prefill", "decode", "verify"; "unknown" otherwise. */
 ATTNREG_API const char *attn_phase_name(int32_t phase);

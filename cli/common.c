@@ -225,16 +225,17 @@ bad:
 
 static int parse_log_level(const char *flag, const char *value, int *out)
 {
-    static const struct {
-        const char *name;
-        attn_log_level level;
-    } levels[] = {{"debug", ATTN_LOG_DEBUG},  {"info", ATTN_LOG_INFO},   {"warn", ATTN_LOG_WARN},
-                  {"warning", ATTN_LOG_WARN}, {"error", ATTN_LOG_ERROR}, {"off", ATTN_LOG_OFF}};
-    for (size_t k = 0; k < sizeof levels / sizeof levels[0]; k++) {
-        if (strcmp(value, levels[k].name) == 0) {
-            *out = (int)levels[k].level;
-            return 0;
-        }
+    /* The names of attn_types.h's ATTN_LOG_LEVEL_MAP, and "warning". */
+#define LEVEL_NAME_(NAME, level, name)                                                             \
+    if (strcmp(value, name) == 0) {                                                                \
+        *out = level;                                                                              \
+        return 0;                                                                                  \
+    }
+    ATTN_LOG_LEVEL_MAP(LEVEL_NAME_)
+#undef LEVEL_NAME_
+    if (strcmp(value, "warning") == 0) {
+        *out = ATTN_LOG_WARN;
+        return 0;
     }
     cli_usage_error("%s: unknown level '%s' (expected debug, info, warn, error or off)", flag,
                     value);

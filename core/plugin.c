@@ -20,8 +20,6 @@
 #include "diag.h"
 #include "internal.h"
 
-/* The oldest descriptor layout we accept: ABI 1.0 ended before probe_devices. */
-#define DESCRIPTOR_1_0_SIZE offsetof(attn_plugin_descriptor, probe_devices)
 /* Bounds on what a descriptor may declare. */
 #define DESC_STRING_MAX 256 /* name, version, predicate names, with the NUL */
 #define DESC_TEXT_MAX 4096  /* description */
@@ -199,6 +197,8 @@ static int load_now(attn_candidate *c)
                          "%s returned no descriptor for host ABI %d.%d (built for another ABI "
                          "major?)",
                          ATTN_PLUGIN_ENTRY_SYMBOL, ATTN_PLUGIN_ABI_MAJOR, ATTN_PLUGIN_ABI_MINOR);
+    /* Enough to read the ABI version first, so that a descriptor of another
+     * major is refused as such, whatever its size. */
     if (d->struct_size < offsetof(attn_plugin_descriptor, abi_minor) + sizeof(uint32_t))
         return load_fail(c, ATTN_ERR_ABI, ATTN_REASON_BAD_DESCRIPTOR,
                          "descriptor struct_size %u is too small to be a descriptor",
@@ -211,10 +211,10 @@ static int load_now(attn_candidate *c)
         return load_fail(c, ATTN_ERR_ABI, ATTN_REASON_ABI_MISMATCH,
                          "plugin ABI %u.%u is newer than this host's %d.%d; upgrade attnreg",
                          d->abi_major, d->abi_minor, ATTN_PLUGIN_ABI_MAJOR, ATTN_PLUGIN_ABI_MINOR);
-    if (d->struct_size < DESCRIPTOR_1_0_SIZE)
+    if (d->struct_size < ATTN_PLUGIN_DESCRIPTOR_MIN_SIZE)
         return load_fail(c, ATTN_ERR_ABI, ATTN_REASON_BAD_DESCRIPTOR,
                          "descriptor struct_size %u is smaller than ABI 1.0's %zu", d->struct_size,
-                         (size_t)DESCRIPTOR_1_0_SIZE);
+                         (size_t)ATTN_PLUGIN_DESCRIPTOR_MIN_SIZE);
     /* Read only what the plugin's struct_size covers; newer fields stay
      * zero, which every optional field treats as "absent". */
     attn_copy_versioned(&c->desc, sizeof c->desc, d, d->struct_size);
@@ -307,8 +307,7 @@ static int copy_arch_limits(attn_candidate *c)
         return load_fail(c, ATTN_ERR_NO_MEMORY, ATTN_REASON_LOAD_FAILED, "out of memory");
     for (uint32_t i = 0; i < cd->num_arch_limits; i++) {
         const attn_arch_limits *in = &cd->arch_limits[i];
-        if (in->struct_size <
-            offsetof(attn_arch_limits, shared_bytes_per_block) + sizeof(int32_t)) {
+        if (in->struct_size < ATTN_ARCH_LIMITS_MIN_SIZE) {
             attn_candidate_free_limits(c);
             return load_fail(c, ATTN_ERR_ABI, ATTN_REASON_BAD_DESCRIPTOR,
                              "arch_limits[%u].struct_size %u is too small", i, in->struct_size);

@@ -394,6 +394,11 @@ typedef struct attn_arch_limits {
     int32_t max_registers_per_thread; /* VGPRs (AMD: arch + accumulation) / registers */
 } attn_arch_limits;
 
+/* The smallest attn_arch_limits a host reads (arch and shared memory; the
+ * other limits count as absent when struct_size does not cover them). */
+#define ATTN_ARCH_LIMITS_MIN_SIZE                                                                  \
+    (offsetof(attn_arch_limits, shared_bytes_per_block) + sizeof(int32_t))
+
 /* Longest kernel and role name of a launch plan, including the NUL. */
 #define ATTN_PLAN_NAME_MAX 32
 /* Most kernels one launch plan lists. */

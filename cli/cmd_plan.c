@@ -521,7 +521,7 @@ int cli_cmd_plan(int argc, char **argv)
     attn_hf_config_describe(cfg, &v.info);
 
     attn_model m;
-    attn_model_init(&m, sizeof m);
+    attn_model_init_sized(&m, sizeof m);
     memcpy(m.arch, c.shape.arch, ATTN_ARCH_MAX);
     m.q_dtype = c.shape.q_dtype;
     m.kv_dtype = c.shape.kv_dtype;

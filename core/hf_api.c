@@ -10,8 +10,6 @@
 #include "hf_config.h"
 #include "internal.h"
 
-#define INFO_MIN_SIZE (offsetof(attn_hf_config_info, num_notes) + sizeof(size_t))
-
 static attn_status finish_read(hf_config_status st, const char *err, attn_hf_config *cfg,
                                attn_hf_config **out)
 {
@@ -76,7 +74,7 @@ ATTNREG_API void attn_hf_config_free(attn_hf_config *cfg)
 
 ATTNREG_API attn_status attn_hf_config_describe(const attn_hf_config *cfg, attn_hf_config_info *out)
 {
-    if (!cfg || !out || out->struct_size < INFO_MIN_SIZE)
+    if (!cfg || !out || out->struct_size < ATTN_HF_CONFIG_INFO_MIN_SIZE)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_hf_config_describe: bad argument");
     attn_hf_config_info full;
     memset(&full, 0, sizeof full);

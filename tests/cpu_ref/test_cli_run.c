@@ -201,7 +201,7 @@ START_TEST(test_inconsistent_inputs)
     char err[512], messages[2048];
     ck_assert_int_eq(attn_oracle_problem_random(&p, &s, &o, err, sizeof err), 0);
     /* Zero sequences (--cu-seqlens-q = [0], empty --q): a usage error, not
-     * exit 10 "internal error" (issue 11). */
+     * exit 10 "internal error". */
     int32_t seqs = p.num_seqs, tokens = p.num_tokens;
     p.num_seqs = 0;
     p.num_tokens = 0;

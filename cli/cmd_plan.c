@@ -2,7 +2,7 @@
 /*
  * cmd_plan.c — `attnreg plan --hf-config FILE`: a whole model's attention
  * decided once, at config load. The config.json gives the model's heads,
- * head size and layers (tools/hf_config); the flags give what the engine
+ * head size and layers (libattnreg's attn_hf_config_read); the flags give what the engine
  * chooses (target, dtypes, tensor parallelism, capacities); the library's
  * attn_registry_plan validates the model and selects a backend for every
  * (layer group, phase) on the per-rank shape. The exit code is what

@@ -2,8 +2,8 @@
 /*
  * json.c — the CLI's JSON writer. Hand-written on purpose: the output is small,
  * the key set and its order are fixed (the CLI baselines pin the layout), and
- * it is written as a stream. jansson, which `plan` links to *read* config.json
- * (tools/hf_config), was considered for writing too and not taken: it builds
+ * it is written as a stream. jansson, which libattnreg uses to *read*
+ * config.json (core/hf_config.c), was considered for writing too and not taken: it builds
  * a tree of every value before writing, prints floats with 17 digits ("50.0"
  * where this writer prints "50") and would change every baseline for no gain.
  */

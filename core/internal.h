@@ -321,6 +321,9 @@ void attn_registry_add_diag(struct attn_registry *reg, attn_status status, const
  * a sentence in why otherwise. */
 struct stat;
 int attn_open_regular(const char *path, struct stat *st, char *why, size_t size);
+/* fsafe.c: opens `path` for appending (created 0644 if absent) when it is a
+ * regular file, O_CLOEXEC; -1 with the reason in `why` otherwise. */
+int attn_open_append_regular(const char *path, char *why, size_t size);
 /* Judges a conf folder, conf file or plugin library by its owner and mode:
  * 0 fine; writable by others or owned by another user: a warning diagnostic
  * (1) in a normal process, a refusal with refuse_status (-1) in a privileged

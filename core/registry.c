@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "attn_tool_error.h"
 #include "internal.h"
 
 #ifndef ATTNREG_FALLBACK_CONF_DIR
@@ -42,8 +44,15 @@ void attn_registry_add_diag(attn_registry *reg, attn_status status, const char *
 {
     va_list ap;
     va_start(ap, fmt);
-    char *message = attn_vasprintf(fmt, ap);
+    char *raw = attn_vasprintf(fmt, ap);
     va_end(ap);
+    /* A diagnostic quotes what it found in a file (a key, a value, a path):
+     * its control bytes are escaped here, once, for every reader. */
+    size_t cap = raw ? strlen(raw) * 4 + 1 : 0;
+    char *message = raw ? malloc(cap) : NULL;
+    if (message)
+        attn_escape_controls(message, cap, raw, 1);
+    free(raw);
     attn_log_plugin(&reg->logger, status == ATTN_OK ? ATTN_LOG_WARN : ATTN_LOG_ERROR, plugin, "%s",
                     message ? message : "");
     pthread_mutex_lock(&reg->diag_lock);
@@ -192,11 +201,17 @@ ATTNREG_API attn_status attn_registry_open(const attn_registry_options *options,
     if (log_file && *log_file) {
         /* Appending, so several processes (and registries) can share one
          * file; each line is written whole and flushed. */
-        reg->logger.file = fopen(log_file, "a");
+        char why[128];
+        int fd = attn_open_append_regular(log_file, why, sizeof why);
+        reg->logger.file = fd >= 0 ? fdopen(fd, "a") : NULL;
+        if (fd >= 0 && !reg->logger.file) {
+            snprintf(why, sizeof why, "%s", strerror(errno));
+            close(fd);
+        }
         if (!reg->logger.file)
             attn_log(&reg->logger, ATTN_LOG_WARN,
                      "ATTNREG_LOG_FILE=%s cannot be opened for appending: %s; logging to stderr",
-                     log_file, strerror(errno));
+                     log_file, why);
     }
     const char *env_log = use_env ? attn_env_get("ATTNREG_LOG") : NULL;
     if (opt.log_level >= ATTN_LOG_DEBUG && opt.log_level <= ATTN_LOG_OFF) {

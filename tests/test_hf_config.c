@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "attnreg.h"
@@ -399,6 +400,52 @@ END_TEST
 
 /* ---- errors ------------------------------------------------------------- */
 
+/* Issue 23: a FIFO named as the config used to block the open forever (the
+ * reader had fopen without O_NONBLOCK); it is refused at once. The test
+ * runs the read in a forked child with an alarm, so a regression fails
+ * instead of hanging the suite. */
+START_TEST(fifo_config_refused)
+{
+    const char *fifo = ts_join(ts_dir(), "config-fifo.json");
+    unlink(fifo);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        alarm(5);
+        hf_config cfg;
+        char why[512];
+        hf_config_status st = hf_config_read(fifo, &cfg, why, sizeof why);
+        _exit(st == HF_CONFIG_IO && strstr(why, "a FIFO, not a regular file") ? 0 : 1);
+    }
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "reading a FIFO config: wait status %d (SIGALRM = blocked)", status);
+    unlink(fifo);
+}
+END_TEST
+
+/* Issue 23: what an error quotes from the file (jansson's "near '...'"
+ * token, a key) reaches a terminal: its control bytes come out as \xNN. */
+START_TEST(quoted_control_bytes_escaped)
+{
+    hf_config cfg;
+    const char *bad = ts_write(ts_dir(), "config.json", "\x1b[2J\x1b]0;owned\x07\n");
+    ck_assert_int_eq(hf_config_read(bad, &cfg, err, sizeof err), HF_CONFIG_MALFORMED);
+    for (const char *p = err; *p; p++)
+        ck_assert_msg((unsigned char)*p >= 0x20 && *p != 0x7f, "raw control byte 0x%02x in: %s",
+                      (unsigned char)*p, err);
+    ck_assert_msg(strstr(err, "\\x1b"), "%s", err);
+    const char *key =
+        ts_write(ts_dir(), "config.json", "{\"num_attention_heads\": \"\\u001b[31m\\n\"}");
+    ck_assert_int_ne(hf_config_read(key, &cfg, err, sizeof err), HF_CONFIG_OK);
+    for (const char *p = err; *p; p++)
+        ck_assert_msg((unsigned char)*p >= 0x20, "raw control byte 0x%02x in: %s",
+                      (unsigned char)*p, err);
+}
+END_TEST
+
 START_TEST(file_errors)
 {
     hf_config cfg;
@@ -579,6 +626,8 @@ static Suite *hf_config_suite(void)
     tcase_add_test(planned, gemma2_plan_windows_softcap);
     tcase_add_test(rules, derived_layer_kinds);
     tcase_add_test(errors, file_errors);
+    tcase_add_test(errors, fifo_config_refused);
+    tcase_add_test(errors, quoted_control_bytes_escaped);
     tcase_add_test(errors, json_errors);
     tcase_add_test(errors, key_errors);
     tcase_add_test(errors, layer_type_errors);

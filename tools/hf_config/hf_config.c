@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "attn_tool_error.h"
+#include "attn_tool_file.h"
 
 /* Behaviour that a config does not spell out but its model type implies
  * (docs/DESIGN.md, "Planning a model", keeps this table too). */
@@ -543,15 +544,17 @@ static hf_config_status read_model_type(reader *r, json_t *root)
 static hf_config_status slurp(const char *path, char **data, size_t *size, char *err,
                               size_t err_size)
 {
-    FILE *f = fopen(path, "rb");
+    /* A regular file opened with the caller's rights (attn_tool_file.h):
+     * a FIFO used to block plan --hf-config forever, and a setuid attnreg
+     * read (and quoted) a root-only file. */
+    struct stat st;
+    int fd = attn_tool_open_input(path, &st, err, err_size);
+    if (fd < 0)
+        return HF_CONFIG_IO;
+    FILE *f = fdopen(fd, "rb");
     if (!f) {
         attn_tool_fail(err, err_size, "%s: cannot open: %s", path, strerror(errno));
-        return HF_CONFIG_IO;
-    }
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        attn_tool_fail(err, err_size, "%s: not a regular file", path);
-        fclose(f);
+        close(fd);
         return HF_CONFIG_IO;
     }
     if (st.st_size > (off_t)HF_CONFIG_MAX_BYTES) {

@@ -9,10 +9,15 @@
 #include <check.h>
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "attnreg.h"
@@ -254,6 +259,130 @@ START_TEST(plugin_hanging_while_loading_is_killed)
     ck_assert_int_eq(attn_registry_open(&opt, &reg), ATTN_OK);
     ck_assert_int_eq(ts_log_count(ATTN_LOG_WARN, "ATTNREG_PROBE_TIMEOUT=soon is not", NULL), 1);
     attn_registry_close(reg);
+}
+END_TEST
+
+/* ---- the probe against a host's signals and threads (issue 23) ------- */
+
+/* A registry over one plugin INI, probing out of process, with the
+ * environment read (ATTNREG_PROBE_TIMEOUT). */
+static attn_registry *open_probing(const char *name, const char *library)
+{
+    ts_write_plugin_ini(ts_dir(), "p.ini", name, library, 10, "hostile", NULL);
+    const char *dirs[1] = {ts_dir()};
+    attn_registry_options opt;
+    ts_options(&opt, dirs, 1);
+    opt.skip_env = 0;
+    opt.probe_out_of_process = 1;
+    attn_registry *reg = NULL;
+    ck_assert_int_eq(attn_registry_open(&opt, &reg), ATTN_OK);
+    return reg;
+}
+
+static attn_status load_first(attn_registry *reg, attn_plugin_load_info *li)
+{
+    memset(li, 0, sizeof *li);
+    li->struct_size = sizeof *li;
+    return attn_registry_load_plugin(reg, 0, li);
+}
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+}
+
+/* A host with an interval timer: every tick interrupts the probe's wait.
+ * The wait used to restart with the full timeout after each EINTR, so a
+ * hanging constructor was never killed. */
+START_TEST(probe_timeout_holds_across_eintr)
+{
+    ck_assert_int_eq(setenv("ATTNREG_PROBE_TIMEOUT", "1", 1), 0);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm; /* no SA_RESTART: poll fails with EINTR */
+    ck_assert_int_eq(sigaction(SIGALRM, &sa, NULL), 0);
+    struct itimerval tick = {{0, 100000}, {0, 100000}}, off = {{0, 0}, {0, 0}};
+    ck_assert_int_eq(setitimer(ITIMER_REAL, &tick, NULL), 0);
+    attn_registry *reg = open_probing("hostile-ctor-hang", hostile_lib("ctor_hang"));
+    attn_plugin_load_info li;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    attn_status st = load_first(reg, &li);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    setitimer(ITIMER_REAL, &off, NULL);
+    ck_assert_int_eq(st, ATTN_ERR_LOAD);
+    ck_assert_msg(strstr(li.message, "did not finish loading within 1 s (killed)"), "%s",
+                  li.message);
+    double took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    ck_assert_msg(took < 4.0, "the 1 s probe took %.1f s under the timer", took);
+    attn_registry_close(reg);
+}
+END_TEST
+
+static void reap_everything(int sig)
+{
+    (void)sig;
+    int saved = errno;
+    while (waitpid(-1, NULL, WNOHANG) > 0)
+        ;
+    errno = saved;
+}
+
+/* A host that ignores SIGCHLD (the kernel then reaps its children) or
+ * reaps every child in a handler: the probe's own wait still gets the
+ * plugin's real end. It used to report a SIGSEGV as "called exit(0)". */
+START_TEST(probe_survives_the_hosts_sigchld)
+{
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = _i == 0 ? SIG_IGN : reap_everything;
+    ck_assert_int_eq(sigaction(SIGCHLD, &sa, &old), 0);
+    attn_registry *reg = open_probing("hostile-ctor-segv", hostile_lib("ctor_segv"));
+    attn_plugin_load_info li;
+    attn_status st = load_first(reg, &li);
+    sigaction(SIGCHLD, &old, NULL);
+    ck_assert_int_eq(st, ATTN_ERR_LOAD);
+    ck_assert_msg(strstr(li.message, "crashed while loading (signal 11"), "%s", li.message);
+    attn_registry_close(reg);
+}
+END_TEST
+
+typedef struct hammer {
+    attn_registry *reg;
+    _Atomic int stop;
+} hammer;
+
+static void *hold_diag_lock(void *arg)
+{
+    hammer *h = arg;
+    while (!atomic_load(&h->stop))
+        (void)attn_registry_diagnostic_count(h->reg);
+    return NULL;
+}
+
+/* Host threads that hold the registry's locks (here the diagnostics lock,
+ * taken by every attn_registry_diagnostic_count) while the probe forks: a
+ * forked child that went on in the library took that lock to record the
+ * plugin's failure and deadlocked (reported as a timeout). The helper is a
+ * fresh program: every probe reports the plugin's real error. */
+START_TEST(probe_takes_no_lock_a_host_thread_holds)
+{
+    ck_assert_int_eq(setenv("ATTNREG_PROBE_TIMEOUT", "3", 1), 0);
+    for (int round = 0; round < 40; round++) {
+        attn_registry *reg = open_probing("fake-init-fails", ts_fake("init_fails"));
+        hammer h = {reg, 0};
+        pthread_t t[2];
+        for (int k = 0; k < 2; k++)
+            ck_assert_int_eq(pthread_create(&t[k], NULL, hold_diag_lock, &h), 0);
+        attn_plugin_load_info li;
+        attn_status st = load_first(reg, &li);
+        atomic_store(&h.stop, 1);
+        for (int k = 0; k < 2; k++)
+            pthread_join(t[k], NULL);
+        ck_assert_int_eq(st, ATTN_ERR_INIT_FAILED);
+        ck_assert_msg(strstr(li.message, "init failed"), "round %d: %s", round, li.message);
+        attn_registry_close(reg);
+    }
 }
 END_TEST
 
@@ -638,6 +767,9 @@ static Suite *hardening_suite(void)
     tcase_add_loop_test(tc, plugin_dying_while_loading_fails_out_of_process, 0, 3);
     tcase_add_test(tc, out_of_process_probe_then_loads_in_process);
     tcase_add_test(tc, plugin_hanging_while_loading_is_killed);
+    tcase_add_test(tc, probe_timeout_holds_across_eintr);
+    tcase_add_loop_test(tc, probe_survives_the_hosts_sigchld, 0, 2);
+    tcase_add_test(tc, probe_takes_no_lock_a_host_thread_holds);
     suite_add_tcase(s, tc);
     tc = tcase_create("files");
     ts_add_fixtures(tc, 60);

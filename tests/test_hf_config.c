@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -426,6 +427,37 @@ START_TEST(fifo_config_refused)
 }
 END_TEST
 
+/* Issue 23: 65 536 distinct layer type names were interned by linear search
+ * (11 s of CPU before the config was judged); a hash map takes well under a
+ * second. */
+START_TEST(many_layer_type_names_in_linear_time)
+{
+    enum { N = 65536 };
+    size_t cap = (size_t)N * 16 + 256, n = 0;
+    char *text = malloc(cap);
+    ck_assert_ptr_nonnull(text);
+    n += (size_t)snprintf(text + n, cap - n,
+                          "{\"num_attention_heads\": 8, \"num_key_value_heads\": 8, "
+                          "\"hidden_size\": 512, \"num_hidden_layers\": %d, \"layer_types\": [",
+                          N);
+    for (int i = 0; i < N; i++)
+        n += (size_t)snprintf(text + n, cap - n, "%s\"t%d\"", i ? "," : "", i);
+    snprintf(text + n, cap - n, "]}");
+    const char *path = ts_write(ts_dir(), "config.json", text);
+    free(text);
+    hf_config cfg;
+    clock_t t0 = clock();
+    hf_config_status st = hf_config_read(path, &cfg, err, sizeof err);
+    double cpu = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    if (st == HF_CONFIG_OK) {
+        ck_assert_uint_eq(cfg.num_type_names, N);
+        hf_config_free(&cfg);
+    }
+    ck_assert_msg(cpu < 2.0, "reading %d layer type names took %.2f s of CPU (%s)", N, cpu,
+                  st == HF_CONFIG_OK ? "read" : err);
+}
+END_TEST
+
 /* Issue 23: what an error quotes from the file (jansson's "near '...'"
  * token, a key) reaches a terminal: its control bytes come out as \xNN. */
 START_TEST(quoted_control_bytes_escaped)
@@ -627,6 +659,7 @@ static Suite *hf_config_suite(void)
     tcase_add_test(rules, derived_layer_kinds);
     tcase_add_test(errors, file_errors);
     tcase_add_test(errors, fifo_config_refused);
+    tcase_add_test(errors, many_layer_type_names_in_linear_time);
     tcase_add_test(errors, quoted_control_bytes_escaped);
     tcase_add_test(errors, json_errors);
     tcase_add_test(errors, key_errors);

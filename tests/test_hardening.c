@@ -8,6 +8,7 @@
 
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -398,6 +399,83 @@ END_TEST
 
 /* ---- files that are not what they seem ---------------------------------- */
 
+/* Opens a registry (no conf) with ATTNREG_LOG_FILE=path read from the
+ * environment and no log callback. */
+static attn_registry *open_with_log_file(const char *path)
+{
+    ck_assert_int_eq(setenv("ATTNREG_LOG_FILE", path, 1), 0);
+    attn_registry_options opt;
+    ts_options(&opt, NULL, 0);
+    opt.skip_env = 0;
+    opt.log_fn = NULL;
+    attn_registry *reg = NULL;
+    ck_assert_int_eq(attn_registry_open(&opt, &reg), ATTN_OK);
+    unsetenv("ATTNREG_LOG_FILE");
+    return reg;
+}
+
+/* Issue 23: ATTNREG_LOG_FILE naming a FIFO hung every registry open (and so
+ * every command) waiting for a reader; now it is refused at once and the
+ * log goes to stderr. Forked with an alarm: a regression fails, not hangs. */
+START_TEST(fifo_as_log_file_does_not_block)
+{
+    const char *fifo = ts_join(ts_dir(), "log.fifo");
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        alarm(5);
+        attn_registry_close(open_with_log_file(fifo));
+        _exit(0);
+    }
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "open with a FIFO log file: wait status %d (SIGALRM = blocked)", status);
+}
+END_TEST
+
+/* Issue 23: the log file's descriptor was inherited by every program a host
+ * execs; every descriptor the library opens is O_CLOEXEC. */
+START_TEST(log_file_is_close_on_exec)
+{
+    const char *log = ts_join(ts_dir(), "attnreg.log");
+    attn_registry *reg = open_with_log_file(log);
+    int found = 0;
+    for (int fd = 0; fd < 1024; fd++) {
+        char link[64], target[4096];
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(link, target, sizeof target - 1);
+        if (n <= 0)
+            continue;
+        target[n] = '\0';
+        if (strcmp(target, log) != 0)
+            continue;
+        found++;
+        int flags = fcntl(fd, F_GETFD);
+        ck_assert_msg(flags >= 0 && (flags & FD_CLOEXEC), "fd %d on %s lacks FD_CLOEXEC", fd, log);
+    }
+    ck_assert_int_eq(found, 1);
+    attn_registry_close(reg);
+}
+END_TEST
+
+/* Issue 23: attn_shape_format read an arch without a NUL past its 32 bytes
+ * (ASan: stack-buffer-overflow); it prints those 32 bytes and no more. */
+START_TEST(shape_format_bounds_an_unterminated_arch)
+{
+    attn_shape s;
+    attn_shape_init(&s);
+    memset(s.arch, 'x', sizeof s.arch);
+    char text[512];
+    ck_assert_int_gt(attn_shape_format(&s, text, sizeof text), 0);
+    char want[64];
+    snprintf(want, sizeof want, "arch=%.*s q_heads=", (int)sizeof s.arch,
+             "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+    ck_assert_msg(strncmp(text, want, strlen(want)) == 0, "%s", text);
+}
+END_TEST
+
 /* A plugin INI naming `library` (not a regular file): the load fails with
  * ATTN_ERR_LOAD and a message containing `says`, without blocking. */
 static void expect_library_refused(const char *library, const char *says)
@@ -774,6 +852,9 @@ static Suite *hardening_suite(void)
     tc = tcase_create("files");
     ts_add_fixtures(tc, 60);
     tcase_add_test(tc, fifo_as_library_fails_without_blocking);
+    tcase_add_test(tc, fifo_as_log_file_does_not_block);
+    tcase_add_test(tc, log_file_is_close_on_exec);
+    tcase_add_test(tc, shape_format_bounds_an_unterminated_arch);
     tcase_add_test(tc, device_as_library_fails);
     tcase_add_test(tc, fifo_ini_and_symlink_loop_are_warned);
     tcase_add_test(tc, world_writable_files_are_warned);

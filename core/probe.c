@@ -214,8 +214,8 @@ int attn_probe_in_child(attn_candidate *c, char *msg, size_t size)
         return 0;
     }
     char fd_text[16], line_text[16];
-    char **argv = helper_argv(c, helper, fds[1], fd_text, sizeof fd_text, line_text,
-                              sizeof line_text);
+    char **argv =
+        helper_argv(c, helper, fds[1], fd_text, sizeof fd_text, line_text, sizeof line_text);
     /* No host signal handler may run in the child: every signal is blocked
      * across the clone (the helper unblocks them). */
     sigset_t all, old;
@@ -261,8 +261,7 @@ int attn_probe_in_child(attn_candidate *c, char *msg, size_t size)
     if (r.loaded == 'K' || r.loaded == 'F')
         rc = 1;
     else if (r.loaded == 'E')
-        snprintf(msg, size, "cannot load out of process: probe helper %s could not be run",
-                 helper);
+        snprintf(msg, size, "cannot load out of process: probe helper %s could not be run", helper);
     else if (!ended)
         snprintf(msg, size, "did not finish loading within %d s (killed)", timeout_s);
     else if (!r.have_status)

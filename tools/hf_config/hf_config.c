@@ -606,9 +606,23 @@ hf_config_status hf_config_read(const char *path, hf_config *cfg, char *err, siz
     hf_config_status st = slurp(path, &data, &size, err, err_size);
     if (st != HF_CONFIG_OK)
         return st;
+    st = hf_config_parse(data, size, path, cfg, err, err_size);
+    free(data);
+    return st;
+}
+
+hf_config_status hf_config_parse(const char *data, size_t size, const char *path, hf_config *cfg,
+                                 char *err, size_t err_size)
+{
+    memset(cfg, 0, sizeof *cfg);
+    hf_config_status st = HF_CONFIG_OK;
+    if (size > HF_CONFIG_MAX_BYTES) {
+        attn_tool_fail(err, err_size, "%s: %zu bytes, larger than %u MiB: not a config.json", path,
+                       size, HF_CONFIG_MAX_BYTES >> 20);
+        return HF_CONFIG_MALFORMED;
+    }
     json_error_t jerr;
     json_t *root = json_loadb(data, size, JSON_REJECT_DUPLICATES, &jerr);
-    free(data);
     if (!root) {
         attn_tool_fail(err, err_size, "%s:%d:%d: not valid JSON: %s", path, jerr.line, jerr.column,
                        jerr.text);

@@ -22,6 +22,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -38,17 +39,23 @@
 
 extern char **environ;
 
-/* The helper's path: beside the plugins of the library that runs. */
-static char *helper_path(void)
+/* This library's own path (absolute: the helper loads it by that path) and
+ * the helper's, beside the plugins. 0 when the library cannot tell. */
+static int probe_paths(char **library, char **helper)
 {
     Dl_info info;
-    if (!dladdr((void *)attn_registry_open, &info) || !info.dli_fname)
-        return NULL;
-    const char *slash = strrchr(info.dli_fname, '/');
-    if (!slash)
-        return attn_strdup("attnreg/" ATTN_PROBE_HELPER_NAME);
-    return attn_asprintf("%.*s/attnreg/%s", (int)(slash - info.dli_fname), info.dli_fname,
-                         ATTN_PROBE_HELPER_NAME);
+    char real[PATH_MAX];
+    if (!dladdr((void *)attn_registry_open, &info) || !info.dli_fname ||
+        !realpath(info.dli_fname, real))
+        return 0;
+    const char *slash = strrchr(real, '/');
+    *library = attn_strdup(real);
+    *helper = attn_asprintf("%.*s/attnreg/%s", (int)(slash - real), real, ATTN_PROBE_HELPER_NAME);
+    if (*library && *helper)
+        return 1;
+    free(*library);
+    free(*helper);
+    return 0;
 }
 
 static long long now_ms(void)
@@ -60,16 +67,17 @@ static long long now_ms(void)
 
 /* The helper's arguments: the result descriptor, then what the load needs
  * of the candidate (library, name, conf file and line, the params). */
-static char **helper_argv(const attn_candidate *c, const char *helper, int fd, char *fd_text,
-                          size_t fd_size, char *line_text, size_t line_size)
+static char **helper_argv(const attn_candidate *c, const char *helper, const char *library, int fd,
+                          char *fd_text, size_t fd_size, char *line_text, size_t line_size)
 {
-    char **argv = calloc(8 + 2 * (size_t)c->num_params, sizeof *argv);
+    char **argv = calloc(9 + 2 * (size_t)c->num_params, sizeof *argv);
     if (!argv)
         return NULL;
     snprintf(fd_text, fd_size, "%d", fd);
     snprintf(line_text, line_size, "%d", (int)c->name_line);
     size_t n = 0;
     argv[n++] = (char *)helper;
+    argv[n++] = (char *)library;
     argv[n++] = fd_text;
     argv[n++] = c->library;
     argv[n++] = c->name;
@@ -89,7 +97,7 @@ static char **helper_argv(const attn_candidate *c, const char *helper, int fd, c
  * none, so the host's SIGCHLD disposition cannot reap it): with SIGCHLD at
  * its default, it starts the helper as its own child, reports the helper's
  * pid and, when the helper has ended, its wait status; then it ends. */
-static void probe_child(int exe, int out, char **argv)
+static void probe_child(int exe, int out, char **argv, char **envp)
 {
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
@@ -98,7 +106,7 @@ static void probe_child(int exe, int out, char **argv)
     pid_t helper = (pid_t)syscall(SYS_clone, (long)SIGCHLD, 0L, 0L, 0L, 0L);
     if (helper == 0) {
         if (fcntl(out, F_SETFD, 0) == 0)
-            syscall(SYS_execveat, exe, "", argv, environ, AT_EMPTY_PATH);
+            syscall(SYS_execveat, exe, "", argv, envp, AT_EMPTY_PATH);
         const char failed = 'E';
         ssize_t w = write(out, &failed, 1);
         _exit(w == 1 ? 127 : 126);
@@ -183,8 +191,8 @@ static int read_report(int fd, long long deadline, probe_report *r)
 
 int attn_probe_in_child(attn_candidate *c, char *msg, size_t size)
 {
-    char *helper = helper_path();
-    if (!helper) {
+    char *self = NULL, *helper = NULL;
+    if (!probe_paths(&self, &helper)) {
         snprintf(msg, size, "cannot load out of process: this library's folder is unknown");
         return 0;
     }
@@ -197,6 +205,7 @@ int attn_probe_in_child(attn_candidate *c, char *msg, size_t size)
     if (exe < 0) {
         snprintf(msg, size, "cannot load out of process: probe helper %s: %s", helper, why);
         free(helper);
+        free(self);
         return 0;
     }
     if (attn_trust_check(c->registry, &st, helper, "probe helper", c->name, ATTN_ERR_LOAD) < 0) {
@@ -204,6 +213,7 @@ int attn_probe_in_child(attn_candidate *c, char *msg, size_t size)
                  helper);
         close(exe);
         free(helper);
+        free(self);
         return 0;
     }
     int fds[2];
@@ -211,11 +221,20 @@ int attn_probe_in_child(attn_candidate *c, char *msg, size_t size)
         snprintf(msg, size, "cannot load out of process: pipe: %s", strerror(errno));
         close(exe);
         free(helper);
+        free(self);
         return 0;
     }
     char fd_text[16], line_text[16];
     char **argv =
-        helper_argv(c, helper, fds[1], fd_text, sizeof fd_text, line_text, sizeof line_text);
+        helper_argv(c, helper, self, fds[1], fd_text, sizeof fd_text, line_text, sizeof line_text);
+    /* A privileged host's helper gets no environment: the library reads
+     * none there, and the kernel marks the exec secure (AT_SECURE, which
+     * makes the dynamic loader ignore LD_PRELOAD and LD_LIBRARY_PATH) only
+     * when the effective user is root, not for a setuid-to-another-user
+     * host, whose helper would otherwise load the caller's LD_PRELOAD with
+     * that user's rights. */
+    static char *no_environment[] = {NULL};
+    char **envp = attn_process_privileged() ? no_environment : environ;
     /* No host signal handler may run in the child: every signal is blocked
      * across the clone (the helper unblocks them). */
     sigset_t all, old;
@@ -226,7 +245,7 @@ int attn_probe_in_child(attn_candidate *c, char *msg, size_t size)
     const int have_argv = argv != NULL;
     pid_t pid = have_argv ? (pid_t)syscall(SYS_clone, 0L, 0L, 0L, 0L, 0L) : -1;
     if (pid == 0)
-        probe_child(exe, fds[1], argv);
+        probe_child(exe, fds[1], argv, envp);
     int clone_errno = errno;
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     close(fds[1]);
@@ -237,6 +256,7 @@ int attn_probe_in_child(attn_candidate *c, char *msg, size_t size)
                  strerror(have_argv ? clone_errno : ENOMEM));
         close(fds[0]);
         free(helper);
+        free(self);
         return 0;
     }
     /* The wait has a deadline: a constructor that never returns is killed,
@@ -274,6 +294,7 @@ int attn_probe_in_child(attn_candidate *c, char *msg, size_t size)
     else
         snprintf(msg, size, "died while loading (wait status %d)", r.status);
     free(helper);
+    free(self);
     return rc;
 }
 

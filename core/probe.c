@@ -228,11 +228,10 @@ int attn_probe_in_child(attn_candidate *c, char *msg, size_t size)
     char **argv =
         helper_argv(c, helper, self, fds[1], fd_text, sizeof fd_text, line_text, sizeof line_text);
     /* A privileged host's helper gets no environment: the library reads
-     * none there, and the kernel marks the exec secure (AT_SECURE, which
-     * makes the dynamic loader ignore LD_PRELOAD and LD_LIBRARY_PATH) only
-     * when the effective user is root, not for a setuid-to-another-user
-     * host, whose helper would otherwise load the caller's LD_PRELOAD with
-     * that user's rights. */
+     * none in a privileged process, and the helper, which runs with the
+     * host's ids, should not see the caller's either (the kernel also marks
+     * that exec secure, so the dynamic loader ignores LD_*; this does not
+     * rely on it). */
     static char *no_environment[] = {NULL};
     char **envp = attn_process_privileged() ? no_environment : environ;
     /* No host signal handler may run in the child: every signal is blocked

@@ -66,10 +66,10 @@ grep -q "refused in a privileged" <<<"$out" || { echo "FAIL: no refusal shown"; 
 echo "$out"
 
 # 4. Issue 23: a setuid copy owned by another user than root (daemon) runs
-# the out-of-process probe's helper (attnreg check probes every plugin). The
-# kernel marks that exec secure only for an effective root, so the helper
-# would honour nobody's LD_PRELOAD with daemon's rights: in a privileged
-# process the helper gets no environment.
+# the out-of-process probe's helper (attnreg check probes every plugin) with
+# daemon's rights: nobody's LD_PRELOAD must not run in it (the helper gets no
+# environment in a privileged run; the kernel's secure exec is a second
+# guard, so this case holds on the tree before issue 23 too).
 if id daemon >/dev/null 2>&1; then
     cp "$cli" "$work/attnreg-daemon"
     chown daemon "$work/attnreg-daemon"

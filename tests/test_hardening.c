@@ -828,6 +828,46 @@ START_TEST(oldest_sizes_are_accepted)
 }
 END_TEST
 
+/* Issue 23 (found in the red-team pass): a layer's type_name is the host's
+ * string, copied, sorted and printed by the plan: one without a NUL within
+ * 256 bytes was read past its end. Refused as invalid, before any plugin. */
+START_TEST(plan_bounds_a_layer_type_name)
+{
+    ts_write_plugin_ini(ts_dir(), "good.ini", "fake-good", ts_fake("good"), 10, "fake", NULL);
+    attn_registry *reg = ts_open_dir(ts_dir());
+    enum { LONG = 300 };
+    char *name = malloc(LONG); /* no NUL: ASan sees any read past it */
+    ck_assert_ptr_nonnull(name);
+    memset(name, 'x', LONG);
+    attn_layer layers[2];
+    for (int i = 0; i < 2; i++)
+        attn_layer_init(&layers[i], sizeof layers[i]);
+    layers[1].kind = ATTN_LAYER_NOT_ATTENTION;
+    layers[1].type_name = name;
+    attn_model m;
+    attn_model_init(&m, sizeof m);
+    snprintf(m.arch, sizeof m.arch, "fake");
+    m.num_layers = 2;
+    m.layers = layers;
+    m.max_model_len = 64;
+    attn_plan *plan = NULL;
+    ck_assert_int_eq(attn_registry_plan(reg, &m, &plan), ATTN_ERR_INVALID_SHAPE);
+    attn_plan_summary sum;
+    memset(&sum, 0, sizeof sum);
+    sum.struct_size = sizeof sum;
+    ck_assert_int_eq(attn_plan_summarize(plan, &sum), ATTN_OK);
+    ck_assert_msg(strstr(sum.message, "layer 1: type_name is longer than 255 bytes"), "%s",
+                  sum.message);
+    attn_plan_free(plan);
+    /* 255 bytes and a NUL is a name like any other. */
+    name[255] = '\0';
+    ck_assert_int_eq(attn_registry_plan(reg, &m, &plan), ATTN_OK);
+    attn_plan_free(plan);
+    free(name);
+    attn_registry_close(reg);
+}
+END_TEST
+
 static Suite *hardening_suite(void)
 {
     Suite *s = suite_create("hardening");
@@ -857,6 +897,7 @@ static Suite *hardening_suite(void)
     tcase_add_test(tc, fifo_as_log_file_does_not_block);
     tcase_add_test(tc, log_file_is_close_on_exec);
     tcase_add_test(tc, shape_format_bounds_an_unterminated_arch);
+    tcase_add_test(tc, plan_bounds_a_layer_type_name);
     tcase_add_test(tc, device_as_library_fails);
     tcase_add_test(tc, fifo_ini_and_symlink_loop_are_warned);
     tcase_add_test(tc, world_writable_files_are_warned);

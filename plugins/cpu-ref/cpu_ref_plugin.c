@@ -273,7 +273,9 @@ static const attn_predicate cpu_ref_predicates[] = {
 static void cpu_model_name(char *out, size_t size)
 {
     snprintf(out, size, "CPU");
-    FILE *f = fopen("/proc/cpuinfo", "r");
+    /* "e": O_CLOEXEC (glibc), so a host thread's exec meanwhile does not
+     * inherit it. */
+    FILE *f = fopen("/proc/cpuinfo", "re");
     if (!f)
         return;
     char line[512];

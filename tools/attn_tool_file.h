@@ -153,9 +153,16 @@ static inline int attn_tool_write_atomic(const char *path, int (*write_fn)(FILE 
     int rc = -1;
     char *tmp = NULL;
     struct stat st;
-    if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+    int exists = stat(path, &st) == 0;
+    if (exists && !S_ISREG(st.st_mode)) {
         attn_tool_fail(err, err_size, "%s: %s, not a regular file", path,
                        attn_tool_file_kind(st.st_mode));
+        goto out;
+    }
+    /* The rename would replace a file the caller may not write (its folder
+     * permitting): refused as writing it in place would be. */
+    if (exists && access(path, W_OK) != 0) {
+        attn_tool_fail(err, err_size, "%s: %s", path, strerror(errno));
         goto out;
     }
     size_t n = strlen(path) + sizeof ".tmp-XXXXXX";

@@ -8,7 +8,8 @@
 #   2. asks `run --out` to replace a root-only file in a root-owned folder:
 #      refused, the file keeps its contents;
 #   3. runs the same `run` with --out in its own folder: written, and the
-#      file belongs to nobody (the caller's rights, not a blanket refusal).
+#      file belongs to nobody (the caller's rights, not a blanket refusal);
+#   4. asks `run --out` to replace nobody's own read-only file: refused.
 # Exit 77 (skipped) when not root, without `nobody` or setpriv, or when the
 # setuid bit does not take effect (a nosuid mount).
 #   test_setuid_files.sh ATTNREG_CLI WORK_PARENT
@@ -90,4 +91,12 @@ out=$(run_as_nobody "$user/out.npy"); rc=$?
 [ "$rc" = 0 ] || { echo "FAIL: run into nobody's folder exited $rc: $out"; fail=1; }
 owner=$(stat -c %U "$user/out.npy" 2>/dev/null)
 [ "$owner" = nobody ] || { echo "FAIL: out.npy belongs to '$owner', not nobody"; fail=1; }
+# 4. A file of nobody's that nobody may not write (0444): not replaced
+# either, though the folder would let the rename through.
+printf "read-only\n" >"$user/ro.npy"
+chown nobody "$user/ro.npy"
+chmod 444 "$user/ro.npy"
+out=$(run_as_nobody "$user/ro.npy"); rc=$?
+[ "$(cat "$user/ro.npy")" = "read-only" ] || { echo "FAIL: run --out replaced a read-only file"; fail=1; }
+[ "$rc" = 9 ] || { echo "FAIL: run --out on a read-only file exited $rc, not 9: $out"; fail=1; }
 exit $fail

@@ -73,8 +73,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static char names[MAX_LAYERS][24];
     if (n > 0) {
         n = n % MAX_LAYERS + 1;
-        uint32_t layer_size = take_i32(&c) == 7 ? (uint32_t)sizeof(attn_layer) - 4
-                                                : (uint32_t)sizeof(attn_layer);
+        uint32_t layer_size =
+            take_i32(&c) == 7 ? (uint32_t)sizeof(attn_layer) - 4 : (uint32_t)sizeof(attn_layer);
         for (int32_t i = 0; i < n; i++) {
             attn_layer_init(&layers[i], sizeof layers[i]);
             layers[i].struct_size = i == n - 1 && take_i32(&c) == 5 ? 8 : layer_size;

@@ -10,19 +10,7 @@
 #   test_setuid.sh ATTNREG_CLI MARKER_PLUGIN.so WORK_PARENT
 set -u
 cli=$1 plugin=$2 parent=$3
-[ "$(id -u)" = 0 ] || { echo "skipped: not root"; exit 77; }
-id nobody >/dev/null 2>&1 || { echo "skipped: no user nobody"; exit 77; }
-command -v setpriv >/dev/null || { echo "skipped: no setpriv"; exit 77; }
-group=$(id -gn nobody)
-
-work=$(mktemp -d "$parent/setuid-test.XXXXXX") || exit 1
-trap 'rm -rf "$work"' EXIT
-chmod 755 "$work"
-cp "$cli" "$work/attnreg"
-chown root:root "$work/attnreg"
-chmod 4755 "$work/attnreg"
-user=$work/user
-mkdir "$user"
+. "$(dirname "$0")/setup.sh" setuid-test
 cp "$plugin" "$user/libmarker.so"
 cat >"$user/marker.ini" <<INI
 [plugin]

@@ -15,19 +15,7 @@
 #   test_setuid_files.sh ATTNREG_CLI WORK_PARENT
 set -u
 cli=$1 parent=$2
-[ "$(id -u)" = 0 ] || { echo "skipped: not root"; exit 77; }
-id nobody >/dev/null 2>&1 || { echo "skipped: no user nobody"; exit 77; }
-command -v setpriv >/dev/null || { echo "skipped: no setpriv"; exit 77; }
-group=$(id -gn nobody)
-
-work=$(mktemp -d "$parent/setuid-files.XXXXXX") || exit 1
-trap 'rm -rf "$work"' EXIT
-chmod 755 "$work"
-cp "$cli" "$work/attnreg"
-chown root:root "$work/attnreg"
-chmod 4755 "$work/attnreg"
-user=$work/user
-mkdir "$user"
+. "$(dirname "$0")/setup.sh" setuid-files
 
 as_nobody() {
     setpriv --reuid=nobody --regid="$group" --clear-groups "$@"

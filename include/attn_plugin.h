@@ -22,6 +22,9 @@
  *        Appended ATTN_REASON_RESOURCE for predicates that find no launch
  *        plan within the arch's limits. Hosts accept 1.0 and 1.1 plugins and
  *        treat them as not capturable, with no plan and no limits.
+ *        (Host 0.3: ATTN_PLUGIN_DESCRIPTOR_SIZE_1_0 / _MIN_SIZE and
+ *        ATTN_ARCH_LIMITS_MIN_SIZE name the sizes the host checks; no
+ *        layout changed.)
  *
  * Threads: the host may call predicates, create and probe_devices from
  * several threads at once (selection is concurrent); they must not modify
@@ -150,6 +153,12 @@ typedef struct attn_plugin_descriptor {
     const attn_arch_limits *arch_limits;
     uint32_t num_arch_limits;
 } attn_plugin_descriptor;
+
+/* The descriptor's layout of ABI 1.0, which ended before probe_devices: the
+ * smallest struct_size a host accepts (attnreg.h's ATTN_<STRUCT>_MIN_SIZE
+ * rule). */
+#define ATTN_PLUGIN_DESCRIPTOR_SIZE_1_0 offsetof(attn_plugin_descriptor, probe_devices)
+#define ATTN_PLUGIN_DESCRIPTOR_MIN_SIZE ATTN_PLUGIN_DESCRIPTOR_SIZE_1_0
 
 typedef const attn_plugin_descriptor *(*attn_plugin_entry_fn)(uint32_t host_abi_major,
                                                               uint32_t host_abi_minor);

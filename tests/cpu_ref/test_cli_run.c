@@ -213,7 +213,7 @@ START_TEST(test_inconsistent_inputs)
     attn_oracle_problem p = small_problem(2, 3, 20, 9);
     char messages[2048];
     /* Zero sequences (--cu-seqlens-q = [0], empty --q): a usage error, not
-     * exit 10 "internal error" (issue 11). */
+     * exit 10 "internal error". */
     int32_t seqs = p.num_seqs, tokens = p.num_tokens;
     p.num_seqs = 0;
     p.num_tokens = 0;

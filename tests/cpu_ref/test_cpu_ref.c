@@ -751,8 +751,8 @@ START_TEST(test_bad_params_fail_create)
     harness_context_init(&hc, bad_kernel);
     ck_assert_int_eq(plugin.desc->create(&hc.ctx, &s, &backend, err, sizeof err),
                      ATTN_ERR_CREATE_FAILED);
-    /* The environment is not a fallback for the thread count (issue 11: a
-     * plugin reads no ATTNREG_* variable; skip_env must cover it): a bad
+    /* The environment is not a fallback for the thread count (a plugin
+     * reads no ATTNREG_* variable; skip_env must cover it): a bad
      * value there changes nothing, and [params] threads is what counts. */
     harness_context_init(&hc, NULL);
     setenv("ATTNREG_CPU_THREADS", "lots", 1);

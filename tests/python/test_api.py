@@ -150,7 +150,7 @@ def test_explain_equals_cli_json(build_dir, shape, flags):
         ours = r.explain(shape)
     theirs = cli_json(build_dir, "explain", *flags)
     assert ours["schema_version"] == attnreg.SCHEMA_VERSION
-    if "schema_version" not in theirs:  # the CLI gains it with the packaging issue
+    if "schema_version" not in theirs:  # a CLI from before schema_version
         ours.pop("schema_version")
     assert_same_json(ours, theirs)
 
@@ -444,6 +444,21 @@ def test_layout_mismatch_is_an_import_error():
 
     with pytest.raises(ImportError, match=r"no struct attn_nothing"):
         attnreg.check_layout({"attn_nothing": _native.BatchLimits})
+
+
+def test_enum_lists_come_from_the_library():
+    lib = attnreg._lib
+    assert len(_native.STATUS_NAMES) == lib.attn_enum_count(b"attn_status") >= 19
+    assert _native.STATUS_NAMES[0] == "ATTN_OK" and _native.STATUS["ATTN_ERR_INTERNAL"] == 18
+    assert attnreg.DTYPES == ("f32", "f16", "bf16", "fp8_e4m3fn", "fp8_e4m3fnuz")
+    assert _native.PHASE_NAMES == ("prefill", "decode", "verify")
+    assert _native.STATUS_CLASS["ATTN_ERR_NOT_FOUND"] == "backend_rejected"
+    assert isinstance(attnreg._error(_native.STATUS["ATTN_ERR_NO_KERNELS"], "x"),
+                      attnreg.BackendError)
+    assert type(attnreg._error(_native.STATUS["ATTN_ERR_IO"], "x")) is attnreg.Error
+    assert attnreg._exit_code("ATTN_ERR_NOT_FOUND") == 5
+    assert attnreg._exit_code("ATTN_ERR_NO_MEMORY") == 10
+    assert attnreg._exit_code("no such status") == 10
 
 
 def test_enum_mismatch_is_an_import_error(monkeypatch):

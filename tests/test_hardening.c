@@ -580,6 +580,35 @@ START_TEST(world_writable_files_are_warned)
 }
 END_TEST
 
+/* Issue 23: a diagnostic quotes the conf file (here a value with ESC and
+ * BEL bytes, the terminal's title and screen-clear sequences); its control
+ * bytes come out as \xNN, for the CLI, the log and the host alike. */
+START_TEST(conf_diagnostics_escape_control_bytes)
+{
+    char text[512];
+    snprintf(text, sizeof text,
+             "[plugin]\nformat_version = 1.0\nname = fake-good\nlibrary = %s\n"
+             "priority = 1\x1b]0;owned\x07\x1b[2J\narchs = fake\n",
+             ts_fake("good"));
+    ts_write(ts_dir(), "esc.ini", text);
+    attn_registry *reg = ts_open_dir(ts_dir());
+    ck_assert_uint_gt(attn_registry_diagnostic_count(reg), 0);
+    int quoted = 0;
+    for (size_t k = 0; k < attn_registry_diagnostic_count(reg); k++) {
+        attn_diagnostic d;
+        memset(&d, 0, sizeof d);
+        d.struct_size = sizeof d;
+        ck_assert_int_eq(attn_registry_diagnostic(reg, k, &d), ATTN_OK);
+        for (const char *c = d.message; *c; c++)
+            ck_assert_msg((unsigned char)*c >= 0x20 && *c != 0x7f, "raw 0x%02x in: %s",
+                          (unsigned char)*c, d.message);
+        quoted += strstr(d.message, "\\x1b]0;owned\\x07") != NULL;
+    }
+    ck_assert_int_ge(quoted, 1);
+    attn_registry_close(reg);
+}
+END_TEST
+
 START_TEST(long_line_is_an_error_not_a_split)
 {
     /* A comment longer than inih's buffer, ending in a key: before, its
@@ -902,6 +931,7 @@ static Suite *hardening_suite(void)
     tcase_add_test(tc, fifo_ini_and_symlink_loop_are_warned);
     tcase_add_test(tc, world_writable_files_are_warned);
     tcase_add_test(tc, long_line_is_an_error_not_a_split);
+    tcase_add_test(tc, conf_diagnostics_escape_control_bytes);
     tcase_add_test(tc, huge_ini_and_nul_byte_are_errors);
     tcase_add_test(tc, many_keys_are_read_in_linear_time);
     suite_add_tcase(s, tc);

@@ -219,7 +219,9 @@ int cli_cmd_run(int argc, char **argv)
     }
     int32_t longest_q = 0, longest_kv = 0;
     for (int32_t i = 0; i < num_seqs; i++) {
-        int32_t q_len = cu_data[i + 1] - cu_data[i];
+        /* 64-bit: in int32, 2147483584 - (-2147483648) wraps to a small
+         * positive length and a decreasing array passes. */
+        int64_t q_len = (int64_t)cu_data[i + 1] - cu_data[i];
         if (q_len < 0) {
             rc = mismatch("--cu-seqlens-q decreases at sequence %d (%d -> %d)", i, cu_data[i],
                           cu_data[i + 1]);
@@ -245,7 +247,7 @@ int cli_cmd_run(int argc, char **argv)
             }
         }
         if (q_len > longest_q)
-            longest_q = q_len;
+            longest_q = (int32_t)q_len;
         if (sk_data[i] > longest_kv)
             longest_kv = sk_data[i];
     }

@@ -16,20 +16,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* Formats a sentence into the caller's buffer. */
-#if defined(__GNUC__)
-__attribute__((format(printf, 3, 4)))
-#endif
-static void
-fail_into(char *err, size_t err_size, const char *fmt, ...)
-{
-    if (!err || !err_size)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, err_size, fmt, ap);
-    va_end(ap);
-}
+#include "attn_tool_error.h"
+#include "attn_tool_file.h"
+#include "internal.h" /* strmap (core/strmap.c) */
 
 /* ---- jansson, loaded on first use ----------------------------------------
  * libattnreg links no JSON library: Debian's static libjansson is not
@@ -136,6 +125,9 @@ typedef struct reader {
     hf_config *cfg;
     char *err;
     size_t err_size;
+    /* layer type name -> its index in cfg->type_names: a config of 65 536
+     * distinct names took 11 s of CPU interning them by linear search */
+    strmap type_index;
 } reader;
 
 #if defined(__GNUC__)
@@ -149,7 +141,7 @@ key_error(reader *r, hf_config_status status, const char *key, const char *fmt, 
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    fail_into(r->err, r->err_size, "%s: %s%s: %s", r->path, r->section, key, what);
+    attn_tool_fail(r->err, r->err_size, "%s: %s%s: %s", r->path, r->section, key, what);
     return status;
 }
 
@@ -332,20 +324,29 @@ static int get_nonnegative_number(reader *r, const char *key, float *out)
 /* The longest layer type name accepted; real ones are under 20 characters. */
 #define TYPE_NAME_MAX 64
 
-static const char *intern_type_name(hf_config *cfg, const char *name)
+static const char *intern_type_name(reader *r, const char *name)
 {
-    for (size_t k = 0; k < cfg->num_type_names; k++)
-        if (strcmp(cfg->type_names[k], name) == 0)
-            return cfg->type_names[k];
-    char **names = realloc(cfg->type_names, (cfg->num_type_names + 1) * sizeof *names);
-    if (!names)
-        return NULL;
-    cfg->type_names = names;
+    hf_config *cfg = r->cfg;
+    const strmap_slot *slot = strmap_find(&r->type_index, name, NULL);
+    if (slot)
+        return cfg->type_names[slot->value];
+    /* Capacity doubles (a power of two, grown when full): amortised O(1). */
+    size_t k = cfg->num_type_names;
+    if ((k & (k - 1)) == 0) {
+        char **names = realloc(cfg->type_names, (k ? 2 * k : 1) * sizeof *names);
+        if (!names)
+            return NULL;
+        cfg->type_names = names;
+    }
     size_t n = strlen(name) + 1;
     char *copy = malloc(n);
     if (!copy)
         return NULL;
     memcpy(copy, name, n);
+    if (strmap_put(&r->type_index, copy, NULL, k, &slot) < 0) {
+        free(copy);
+        return NULL;
+    }
     cfg->type_names[cfg->num_type_names++] = copy;
     return copy;
 }
@@ -422,7 +423,7 @@ static hf_config_status layers_from_types(reader *r, json_t *types, const window
                              "chunked_attention (chunked local attention, as in Llama 4) is not "
                              "handled by any backend here");
         } else {
-            const char *name = intern_type_name(cfg, s);
+            const char *name = intern_type_name(r, s);
             if (!name)
                 return key_error(r, HF_CONFIG_MALFORMED, key, "out of memory");
             set_layer(&cfg->layers[i], ATTN_LAYER_NOT_ATTENTION, 0, name);
@@ -439,7 +440,7 @@ static hf_config_status layers_derived(reader *r, const window_info *w, int32_t 
     hf_config *cfg = r->cfg;
     const struct model_type_rule *rule = rule_for(cfg->model_type);
     if (interval) {
-        const char *linear = intern_type_name(cfg, "linear_attention");
+        const char *linear = intern_type_name(r, "linear_attention");
         if (!linear)
             return key_error(r, HF_CONFIG_MALFORMED, "full_attention_interval", "out of memory");
         for (int32_t i = 0; i < cfg->num_layers; i++)
@@ -882,28 +883,30 @@ static hf_config_status read_model_type(reader *r, json_t *root)
 static hf_config_status slurp(const char *path, char **data, size_t *size, char *err,
                               size_t err_size)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fail_into(err, err_size, "%s: cannot open: %s", path, strerror(errno));
-        return HF_CONFIG_IO;
-    }
+    /* A regular file opened with the caller's rights (attn_tool_file.h):
+     * a FIFO used to block plan --hf-config forever, and a setuid attnreg
+     * read (and quoted) a root-only file. */
     struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        fail_into(err, err_size, "%s: not a regular file", path);
-        fclose(f);
+    int fd = attn_tool_open_input(path, &st, err, err_size);
+    if (fd < 0)
+        return HF_CONFIG_IO;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        attn_tool_fail(err, err_size, "%s: cannot open: %s", path, strerror(errno));
+        close(fd);
         return HF_CONFIG_IO;
     }
     if (st.st_size > (off_t)HF_CONFIG_MAX_BYTES) {
         fclose(f);
-        fail_into(err, err_size, "%s: %lld bytes, larger than %u MiB: not a config.json", path,
-                  (long long)st.st_size, HF_CONFIG_MAX_BYTES >> 20);
+        attn_tool_fail(err, err_size, "%s: %lld bytes, larger than %u MiB: not a config.json", path,
+                       (long long)st.st_size, HF_CONFIG_MAX_BYTES >> 20);
         return HF_CONFIG_MALFORMED;
     }
     size_t expected = (size_t)st.st_size;
     char *buf = malloc(expected + 1);
     if (!buf) {
         fclose(f);
-        fail_into(err, err_size, "%s: out of memory", path);
+        attn_tool_fail(err, err_size, "%s: out of memory", path);
         return HF_CONFIG_IO;
     }
     /* One byte more than the size, to see a file that grows meanwhile. */
@@ -912,8 +915,8 @@ static hf_config_status slurp(const char *path, char **data, size_t *size, char 
     fclose(f);
     if (failed || n != expected) {
         free(buf);
-        fail_into(err, err_size, "%s: %s", path,
-                  failed ? "read error" : "changed size while being read");
+        attn_tool_fail(err, err_size, "%s: %s", path,
+                       failed ? "read error" : "changed size while being read");
         return HF_CONFIG_IO;
     }
     *data = buf;
@@ -926,30 +929,30 @@ hf_config_status hf_config_parse(const char *text, size_t size, const char *path
 {
     memset(cfg, 0, sizeof *cfg);
     if (size > HF_CONFIG_MAX_BYTES) {
-        fail_into(err, err_size, "%s: %zu bytes, larger than %u MiB: not a config.json", path, size,
-                  HF_CONFIG_MAX_BYTES >> 20);
+        attn_tool_fail(err, err_size, "%s: %zu bytes, larger than %u MiB: not a config.json", path,
+                       size, HF_CONFIG_MAX_BYTES >> 20);
         return HF_CONFIG_MALFORMED;
     }
     pthread_once(&jansson_once, jansson_load);
     if (!jansson.loadb) {
-        fail_into(err, err_size,
-                  "%s: reading config.json needs jansson (%s), which could not be loaded: "
-                  "%s; install it (Debian, Ubuntu: apt-get install libjansson4)",
-                  path, JANSSON_SONAME, jansson_error);
+        attn_tool_fail(err, err_size,
+                       "%s: reading config.json needs jansson (%s), which could not be loaded: "
+                       "%s; install it (Debian, Ubuntu: apt-get install libjansson4)",
+                       path, JANSSON_SONAME, jansson_error);
         return HF_CONFIG_NO_JSON;
     }
     json_error_t jerr;
     json_t *root = json_loadb(text, size, JSON_REJECT_DUPLICATES, &jerr);
     if (!root) {
-        fail_into(err, err_size, "%s:%d:%d: not valid JSON: %s", path, jerr.line, jerr.column,
-                  jerr.text);
+        attn_tool_fail(err, err_size, "%s:%d:%d: not valid JSON: %s", path, jerr.line, jerr.column,
+                       jerr.text);
         return HF_CONFIG_MALFORMED;
     }
     hf_config_status st = HF_CONFIG_OK;
-    reader r = {path, "", root, cfg, err, err_size};
+    reader r = {path, "", root, cfg, err, err_size, {0}};
     if (!json_is_object(root)) {
-        fail_into(err, err_size, "%s: expected a JSON object at the top level, got %s", path,
-                  type_name(root));
+        attn_tool_fail(err, err_size, "%s: expected a JSON object at the top level, got %s", path,
+                       type_name(root));
         st = HF_CONFIG_MALFORMED;
     }
     if (st == HF_CONFIG_OK)
@@ -964,6 +967,7 @@ hf_config_status hf_config_parse(const char *text, size_t size, const char *path
         st = read_layers(&r);
     if (st == HF_CONFIG_OK)
         st = read_rest(&r);
+    strmap_free(&r.type_index, 0); /* the names belong to cfg->type_names */
     /* The root is ours alone (refcount 1): json_decref's inline helper
      * would name json_delete at link time. */
     jansson.delete_value(root);

@@ -37,7 +37,7 @@ echo "--- 2. Debian's python3: pytest on the installed copy, toy engine, smoke t
 /usr/bin/python3 -m venv --system-site-packages "$work/deb"
 "$work/deb/bin/pip" install "${pip_offline[@]}" "$wheel"
 (cd tests/python && env -u PYTHONPATH ATTNREG_TEST_BUILD="$build" \
-  "$work/deb/bin/python" -m pytest -q -rs -p no:cacheprovider .)  # -rs: say what was skipped (transformers, GPU)
+  "$work/deb/bin/python" -m pytest -q -rsP -p no:cacheprovider .)  # -rs: what was skipped; -P: the property seed
 env -u PYTHONPATH "$work/deb/bin/python" examples/python/toy_engine.py --device cpu --decode-steps 32
 smoke "$work/deb/bin/python"
 

@@ -97,8 +97,12 @@ def plan_hf_config(config: ConfigSource, registry: Optional[Registry] = None, *,
             registry = Registry()
         # The plan copies what it keeps; the config's layers must live until
         # attn_registry_plan returns, which the finally below guarantees.
-        return _plan_model(registry, m, config=name, model=_model_dict(handle, info, m),
-                           notes=notes)
+        registry._enter()  # a registry call: a close() meanwhile waits for it
+        try:
+            return _plan_model(registry, m, config=name, model=_model_dict(handle, info, m),
+                               notes=notes)
+        finally:
+            registry._release()
     finally:
         _lib.attn_hf_config_free(handle)
 

@@ -248,6 +248,20 @@ def _preload_deps(libdir: str) -> None:
             ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
 
 
+def _require_regular(path: str) -> None:
+    """dlopen of a FIFO waits for a writer forever (ATTNREG_LIBRARY=/some/fifo
+    hung `import attnreg`), a device is read without end: the conf reader's
+    rule, a regular file, checked on the descriptor opened O_NONBLOCK so that
+    the check does not block either and no rename slips in between."""
+    import stat
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path}: not a regular file")
+    finally:
+        os.close(fd)
+
+
 def load_library() -> Tuple[ctypes.CDLL, str]:
     """(CDLL, path). ImportError naming every place looked at when none loads."""
     tried = []
@@ -256,6 +270,7 @@ def load_library() -> Tuple[ctypes.CDLL, str]:
             if os.path.sep in path:
                 if not os.path.exists(path):
                     raise OSError(f"{path}: no such file")
+                _require_regular(path)
                 _preload_deps(os.path.dirname(os.path.abspath(path)))
             lib = ctypes.CDLL(path)
             return lib, path

@@ -6,7 +6,7 @@
  * it once per token. That only pays off on one narrow shape, so the plugin is
  * tried first (priority 100 in its INI) and declines everything else with a
  * precise reason: gfx950 (and sm_90, where the kernel is validated through
- * the HIP->CUDA mapping; the shipped INI keeps gfx950 only), 2-4 query
+ * the HIP->CUDA mapping; the shipped INI lists both), 2-4 query
  * tokens, a context longer than 512 keys, 16 query heads per KV head, head
  * size 256, page 16, bf16 Q and math and output, fp8_e4m3fn KV, causal, no
  * window, no softcap, no sinks.

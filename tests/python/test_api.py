@@ -83,6 +83,18 @@ def test_create_without_device_is_a_backend_error(reg):
     assert e.value.message
 
 
+def test_shipped_conf_selects_the_gpu_plugins_for_sm_90(reg):
+    """Issue 20: the conf that ships (the build's, or the wheel's bundled copy
+    when the suite runs on the installed package) lists sm_90, where the
+    kernels are verified, so the GPU plugins are selected for sm_90 shapes
+    with no test conf; planning mode, no GPU needed."""
+    decode = attnreg.Shape(arch="sm_90", q_heads=32, kv_heads=8, max_q_len=1, max_kv_len=4096)
+    assert reg.select(decode).backend == "aiter-generic"
+    mtp = attnreg.Shape(arch="sm_90", q_heads=16, kv_heads=1, head_dim=256, kv_dtype="fp8_e4m3fn",
+                        max_q_len=4, max_kv_len=4096)
+    assert reg.select(mtp).backend == "aiter-mtp-gfx950"
+
+
 def test_fallback_and_strict(reg):
     shape = attnreg.Shape(kv_dtype="bf16", compute_dtype="fp8_e4m3fn")
     sel = reg.select(shape)

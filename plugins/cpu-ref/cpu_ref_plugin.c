@@ -29,6 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "attn_batch_check.h"
 #include "attn_dtype_conv.h"
 #include "attn_plugin.h"
 #include "cpu_ref_kernel.h"
@@ -526,13 +527,6 @@ static attn_status validate_args(const cpu_ref_backend *b, const attn_forward_ar
         return ATTN_OK;
     if (!a->cu_seqlens_q || !a->seqused_k)
         FAIL(ATTN_ERR_INVALID_ARGUMENT, "cpu-ref: cu_seqlens_q and seqused_k must not be NULL");
-    if (a->cu_seqlens_q[0] != 0)
-        FAIL(ATTN_ERR_INVALID_ARGUMENT, "cpu-ref: cu_seqlens_q[0] is %d, must be 0",
-             (int)a->cu_seqlens_q[0]);
-    if (a->cu_seqlens_q[a->num_seqs] != a->num_tokens)
-        FAIL(ATTN_ERR_INVALID_ARGUMENT,
-             "cpu-ref: cu_seqlens_q[num_seqs] is %d, but num_tokens is %d",
-             (int)a->cu_seqlens_q[a->num_seqs], (int)a->num_tokens);
     if (a->max_seqlen_q > s->max_q_len)
         FAIL(ATTN_ERR_INVALID_ARGUMENT, "cpu-ref: max_seqlen_q %d exceeds the shape's max_q_len %d",
              (int)a->max_seqlen_q, (int)s->max_q_len);
@@ -561,22 +555,18 @@ static attn_status validate_args(const cpu_ref_backend *b, const attn_forward_ar
         FAIL(ATTN_ERR_INVALID_ARGUMENT,
              "cpu-ref: block_table_stride (%d) and num_blocks (%d) must be >= 0",
              (int)a->block_table_stride, (int)a->num_blocks);
+    /* The per-sequence lengths against each other and the maxima (shared
+     * with the CLI's run path): Q > K for a sequence is an error, never rows
+     * of zeros. */
+    attn_status st =
+        attn_batch_check_seqlens("cpu-ref: ", a->cu_seqlens_q, a->seqused_k, a->num_seqs,
+                                 a->num_tokens, a->max_seqlen_q, a->max_seqlen_k, err, err_size);
+    if (st != ATTN_OK)
+        return st;
     int needs_cache = 0;
     for (int32_t i = 0; i < a->num_seqs; i++) {
         int32_t q_len = a->cu_seqlens_q[i + 1] - a->cu_seqlens_q[i];
         int32_t kv_len = a->seqused_k[i];
-        if (q_len < 0)
-            FAIL(ATTN_ERR_INVALID_ARGUMENT,
-                 "cpu-ref: cu_seqlens_q decreases at sequence %d (%d -> %d)", (int)i,
-                 (int)a->cu_seqlens_q[i], (int)a->cu_seqlens_q[i + 1]);
-        if (q_len > a->max_seqlen_q)
-            FAIL(ATTN_ERR_INVALID_ARGUMENT,
-                 "cpu-ref: sequence %d has %d query tokens, more than max_seqlen_q %d", (int)i,
-                 (int)q_len, (int)a->max_seqlen_q);
-        if (kv_len < 0 || kv_len > a->max_seqlen_k)
-            FAIL(ATTN_ERR_INVALID_ARGUMENT,
-                 "cpu-ref: seqused_k[%d] = %d is outside 0..max_seqlen_k (%d)", (int)i, (int)kv_len,
-                 (int)a->max_seqlen_k);
         if (q_len == 0 || kv_len == 0)
             continue;
         int64_t pages = ((int64_t)kv_len + s->page_size - 1) / s->page_size;

@@ -471,6 +471,27 @@ class _Closable:
         self.close()
 
 
+def _check_seqlens(cu, sk):
+    """The per-sequence rules of plugins/common/attn_batch_check.h on host
+    arrays, with the same wording: a batch that contradicts itself is an
+    error naming the sequence and the array, never rows of zeros (issue 20:
+    8 query tokens over seqused_k 2 gave 6 zero rows). Device arrays are not
+    read (that would synchronise); cpu-ref checks again in C."""
+    if cu[0] != 0:
+        raise ValueError(f"cu_seqlens_q[0] is {cu[0]}, must be 0")
+    for i, kv_len in enumerate(sk):
+        q_len = cu[i + 1] - cu[i]
+        if q_len < 0:
+            raise ValueError(f"cu_seqlens_q decreases at sequence {i} (cu_seqlens_q[{i}] = "
+                             f"{cu[i]}, cu_seqlens_q[{i + 1}] = {cu[i + 1]})")
+        if kv_len < 0:
+            raise ValueError(f"seqused_k[{i}] is {kv_len}: sequence {i} needs a key count >= 0")
+        if q_len > kv_len:
+            raise ValueError(f"sequence {i} has {q_len} query tokens (cu_seqlens_q[{i}..{i + 1}]) "
+                             f"but seqused_k[{i}] is {kv_len}: the keys include the new tokens, "
+                             f"so seqused_k must be at least the query tokens")
+
+
 class Registry(_Closable):
     """An open registry (attn_registry_open): reads the conf files, loads no
     plugin until one is asked. A context manager; close() when done (Backends
@@ -943,6 +964,8 @@ class Backend(_Closable):
             if host_cu[-1] != T:
                 raise ValueError(f"cu_seqlens_q: the last entry is {host_cu[-1]}, expected "
                                  f"num_tokens {T} (q.shape[0])")
+            if host_sk is not None:
+                _check_seqlens(host_cu, host_sk)
             if max_seqlen_q is None:
                 max_seqlen_q = max((b - a for a, b in zip(host_cu, host_cu[1:])), default=0)
         if host_sk is not None and max_seqlen_k is None:

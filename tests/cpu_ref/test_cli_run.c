@@ -222,6 +222,16 @@ START_TEST(test_inconsistent_inputs)
     ck_assert_int_eq(run_attnreg(&p, "", messages, sizeof messages), 2);
     ck_assert_msg(strstr(messages, "dtype is <f4, expected <u2"), "%s", messages);
     p.shape.q_dtype = ATTN_DTYPE_F32;
+    /* More query tokens than keys (issue 20): named by sequence and array
+     * before anything is selected or uploaded, never rows of zeros. */
+    int32_t keys = p.seqused_k[1], q1 = p.cu_seqlens_q[2] - p.cu_seqlens_q[1];
+    ck_assert_int_ge(q1, 1);
+    p.seqused_k[1] = q1 - 1;
+    write_problem(&p);
+    ck_assert_int_eq(run_attnreg(&p, "", messages, sizeof messages), 2);
+    ck_assert_msg(strstr(messages, "sequence 1 has") && strstr(messages, "seqused_k[1] is"), "%s",
+                  messages);
+    p.seqused_k[1] = keys;
     /* A block-table entry beyond the cache. */
     p.block_table[0] = p.num_blocks + 5;
     write_problem(&p);

@@ -258,7 +258,11 @@ static void make_config(uint64_t seed, int index, sweep_config *c)
     o->seed = attn_oracle_rand_next(&rng);
     o->num_seqs = attn_oracle_rand_int(&rng, 1, 4);
     o->strided = attn_oracle_rand_int(&rng, 0, 9) < 3;
-    o->allow_short_kv = attn_oracle_rand_int(&rng, 0, 6) == 0;
+    /* Fewer keys than query tokens is an error since issue 20
+     * (test_short_kv_is_an_error); the draw stays so that every other field
+     * of the 240 configurations is what it was. */
+    (void)attn_oracle_rand_int(&rng, 0, 6);
+    o->allow_short_kv = 0;
     o->allow_empty_q = attn_oracle_rand_int(&rng, 0, 6) == 0;
     o->extra_table_columns = attn_oracle_rand_int(&rng, 0, 3);
     o->extra_blocks = attn_oracle_rand_int(&rng, 0, 3);
@@ -356,45 +360,107 @@ static attn_status run_plugin(attn_oracle_problem *p, attn_forward_args *a,
     return harness_run(&plugin, &hc.ctx, &p->shape, a, err, err_size);
 }
 
-START_TEST(test_empty_rows_are_zero)
+/* Every output element of a forward that ran against the float64 oracle. */
+static void assert_matches_oracle(const attn_oracle_problem *p, const attn_forward_args *a)
 {
-    /* Causal with fewer keys than queries: the first queries sit at negative
-     * positions and see nothing; q_len 0 sequences have no rows at all. */
+    char err[512];
+    double *want = calloc((size_t)p->num_tokens * p->shape.num_q_heads * p->shape.head_dim_v + 1,
+                          sizeof(double));
+    ck_assert_int_eq(attn_oracle_forward(&p->shape, a, want, err, sizeof err), 0);
+    element_check c;
+    check_elements(p, a, want, &c);
+    ck_assert_msg(c.bad == 0, "%lld elements outside the tolerance", (long long)c.bad);
+    free(want);
+}
+
+START_TEST(test_short_kv_is_an_error)
+{
+    /* Issue 20: a sequence with more query tokens than keys (the keys include
+     * the new tokens) used to give rows of zeros; it is an error naming the
+     * sequence and both arrays, and nothing is written. Sequences without
+     * query tokens (and without keys) stay valid. */
     attn_shape s;
     base_shape(&s);
     s.max_q_len = 8;
-    s.max_kv_len = 3;
-    attn_oracle_problem_options o = {
-        .num_seqs = 4, .seed = 7, .allow_short_kv = 1, .allow_empty_q = 1};
+    s.max_kv_len = 64;
+    attn_oracle_problem_options o = {.num_seqs = 4, .seed = 7, .allow_empty_q = 1};
     attn_oracle_problem p;
     char err[512];
     ck_assert_int_eq(attn_oracle_problem_random(&p, &s, &o, err, sizeof err), 0);
-    /* Force one sequence to see nothing at all. */
-    p.seqused_k[0] = 0;
+    int32_t bad = -1;
+    for (int32_t i = 0; i < p.num_seqs && bad < 0; i++)
+        if (p.cu_seqlens_q[i + 1] - p.cu_seqlens_q[i] >= 2)
+            bad = i;
+    ck_assert_int_ge(bad, 0);
+    int32_t q_len = p.cu_seqlens_q[bad + 1] - p.cu_seqlens_q[bad];
+    p.seqused_k[bad] = q_len - 1;
+    memset(p.out, 0x5a, p.out_bytes);
     attn_forward_args a;
+    ck_assert_int_eq(run_plugin(&p, &a, two_threads, err, sizeof err), ATTN_ERR_INVALID_ARGUMENT);
+    char want[96];
+    snprintf(want, sizeof want, "sequence %d has %d query tokens", (int)bad, (int)q_len);
+    ck_assert_msg(strstr(err, want) != NULL, "%s", err);
+    snprintf(want, sizeof want, "seqused_k[%d] is %d", (int)bad, (int)q_len - 1);
+    ck_assert_msg(strstr(err, want) != NULL && strstr(err, "cu_seqlens_q") != NULL, "%s", err);
+    for (size_t i = 0; i < p.out_bytes; i++)
+        ck_assert_msg(((unsigned char *)p.out)[i] == 0x5a, "out written at byte %zu", i);
+
+    /* No keys at all under query tokens: the same error, not zeros. */
+    p.seqused_k[bad] = 0;
+    ck_assert_int_eq(run_plugin(&p, &a, two_threads, err, sizeof err), ATTN_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(err, "seqused_k") != NULL, "%s", err);
+
+    /* A query-less sequence with no keys is fine, and the rest is right. */
+    p.seqused_k[bad] = q_len;
+    p.cu_seqlens_q[bad + 1] = p.cu_seqlens_q[bad]; /* shift: make `bad` empty */
+    for (int32_t i = bad + 1; i < p.num_seqs; i++)
+        p.cu_seqlens_q[i + 1] -= q_len;
+    p.seqused_k[bad] = 0;
+    p.num_tokens -= q_len;
     ck_assert_int_eq(run_plugin(&p, &a, two_threads, err, sizeof err), ATTN_OK);
-    int32_t q0 = p.cu_seqlens_q[1] - p.cu_seqlens_q[0];
-    for (int64_t t = 0; t < q0; t++)
-        for (int32_t h = 0; h < s.num_q_heads; h++)
-            for (int32_t i = 0; i < s.head_dim; i++) {
-                float v = ((float *)p.out)[t * p.out_stride_token + h * p.out_stride_head + i];
-                ck_assert_msg(v == 0.0f, "row not zero: %g", (double)v);
-            }
-    double *want = calloc((size_t)p.num_tokens * s.num_q_heads * s.head_dim + 1, sizeof(double));
-    ck_assert_int_eq(attn_oracle_forward(&p.shape, &a, want, err, sizeof err), 0);
-    element_check c;
-    check_elements(&p, &a, want, &c);
-    ck_assert_int_eq(c.bad, 0);
-    free(want);
+    assert_matches_oracle(&p, &a);
     attn_oracle_problem_free(&p);
 }
 END_TEST
 
-START_TEST(test_sinks_with_all_keys_masked)
+START_TEST(test_other_bad_metadata_is_named)
 {
-    /* A window of (0, 0) with non-causal masking and K < Q leaves rows whose
-     * position is negative with no key; with sinks they must still be zeros
-     * (the sink has no value), never NaN. */
+    /* The rest of the shared checks (plugins/common/attn_batch_check.h):
+     * each names the array and, per sequence, the sequence. */
+    attn_shape s;
+    base_shape(&s);
+    s.max_q_len = 4;
+    s.max_kv_len = 64;
+    attn_oracle_problem_options o = {.num_seqs = 3, .seed = 12};
+    attn_oracle_problem p;
+    char err[512];
+    ck_assert_int_eq(attn_oracle_problem_random(&p, &s, &o, err, sizeof err), 0);
+    attn_forward_args a;
+    int32_t saved = p.seqused_k[1];
+    p.seqused_k[1] = -3;
+    ck_assert_int_eq(run_plugin(&p, &a, two_threads, err, sizeof err), ATTN_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(err, "seqused_k[1] is -3") != NULL, "%s", err);
+    p.seqused_k[1] = saved;
+    int32_t mid = p.cu_seqlens_q[2];
+    p.cu_seqlens_q[2] = p.cu_seqlens_q[1] - 1;
+    ck_assert_int_eq(run_plugin(&p, &a, two_threads, err, sizeof err), ATTN_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(err, "cu_seqlens_q decreases at sequence 1") != NULL, "%s", err);
+    p.cu_seqlens_q[2] = mid;
+    p.cu_seqlens_q[0] = 1;
+    ck_assert_int_eq(run_plugin(&p, &a, two_threads, err, sizeof err), ATTN_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(err, "cu_seqlens_q[0] is 1") != NULL, "%s", err);
+    p.cu_seqlens_q[0] = 0;
+    ck_assert_int_eq(run_plugin(&p, &a, two_threads, err, sizeof err), ATTN_OK);
+    attn_oracle_problem_free(&p);
+}
+END_TEST
+
+START_TEST(test_sinks_with_one_visible_key)
+{
+    /* A window of (0, 0) leaves each row its own key only; with sinks the
+     * denominator is that key plus the sink (which has no value). Against
+     * the float64 oracle. (Rows with no key at all need Q > K, an error
+     * since issue 20.) */
     attn_shape s;
     base_shape(&s);
     s.has_sinks = 1;
@@ -402,21 +468,14 @@ START_TEST(test_sinks_with_all_keys_masked)
     s.window_left = 0;
     s.window_right = 0;
     s.max_q_len = 6;
-    s.max_kv_len = 2;
-    attn_oracle_problem_options o = {.num_seqs = 3, .seed = 11, .allow_short_kv = 1};
+    s.max_kv_len = 40;
+    attn_oracle_problem_options o = {.num_seqs = 3, .seed = 11};
     attn_oracle_problem p;
     char err[512];
     ck_assert_int_eq(attn_oracle_problem_random(&p, &s, &o, err, sizeof err), 0);
-    for (int32_t i = 0; i < p.num_seqs; i++)
-        p.seqused_k[i] = 0; /* no keys anywhere: only sinks */
     attn_forward_args a;
     ck_assert_int_eq(run_plugin(&p, &a, two_threads, err, sizeof err), ATTN_OK);
-    for (int64_t t = 0; t < p.num_tokens; t++)
-        for (int32_t h = 0; h < s.num_q_heads; h++)
-            for (int32_t i = 0; i < s.head_dim; i++) {
-                float v = ((float *)p.out)[t * p.out_stride_token + h * p.out_stride_head + i];
-                ck_assert_msg(v == 0.0f, "sink-only row gave %g", (double)v);
-            }
+    assert_matches_oracle(&p, &a);
     attn_oracle_problem_free(&p);
 }
 END_TEST
@@ -575,12 +634,7 @@ START_TEST(test_strided_views_leave_padding_alone)
         if (out[i] != 0x7FC0u)
             written++;
     ck_assert_int_eq(written, (int64_t)p.num_tokens * s.num_q_heads * 24);
-    double *want = calloc((size_t)p.num_tokens * s.num_q_heads * 24 + 1, sizeof(double));
-    ck_assert_int_eq(attn_oracle_forward(&p.shape, &a, want, err, sizeof err), 0);
-    element_check c;
-    check_elements(&p, &a, want, &c);
-    ck_assert_int_eq(c.bad, 0);
-    free(want);
+    assert_matches_oracle(&p, &a);
     attn_oracle_problem_free(&p);
 }
 END_TEST
@@ -870,8 +924,9 @@ static Suite *cpu_ref_suite(void)
     TCase *edges = tcase_create("edges");
     tcase_add_unchecked_fixture(edges, load_plugin, unload_plugin);
     tcase_set_timeout(edges, 120);
-    tcase_add_test(edges, test_empty_rows_are_zero);
-    tcase_add_test(edges, test_sinks_with_all_keys_masked);
+    tcase_add_test(edges, test_short_kv_is_an_error);
+    tcase_add_test(edges, test_other_bad_metadata_is_named);
+    tcase_add_test(edges, test_sinks_with_one_visible_key);
     tcase_add_test(edges, test_window_larger_than_context);
     tcase_add_test(edges, test_block_table_trailing_entries);
     tcase_add_test(edges, test_sliding_window_mappings);

@@ -187,3 +187,29 @@ def test_torch_argument_checks(reg):
                        torch.zeros(2, 16, 2, 16, dtype=torch.bfloat16), bt, cu, sk)
         with pytest.raises(ValueError, match="cu_seqlens_q: the last entry is 2"):
             be.forward(q, kv, kv, bt, torch.tensor([0, 2], dtype=torch.int32), sk)
+
+
+def test_metadata_inconsistencies_are_errors(reg):
+    """Issue 20: more query tokens than keys (the keys include the new
+    tokens), a negative key count and a decreasing cu_seqlens_q are errors
+    naming the sequence and the array, never rows of zeros."""
+    rng = np.random.default_rng(20)
+    shape = attnreg.Shape(q_heads=4, kv_heads=2, head_dim=32, max_q_len=8, max_kv_len=64)
+    b = paged_batch(rng, [2, 8], [30, 8], 4, 2, 32, 32, 16, "bf16", "bf16", False)
+    with reg.create(reg.select(shape)) as be:
+        def run(cu, sk):
+            return be.forward(b["q"], b["k"], b["v"], b["bt"], np.array(cu, dtype=np.int32),
+                              np.array(sk, dtype=np.int32))
+        good = run(b["cu"], b["sk"])
+        want = attention(decode(b["q"], "bf16"), decode(b["k"], "bf16"), decode(b["v"], "bf16"),
+                         b["bt"], b["cu"], b["sk"], 1 / np.sqrt(32))
+        assert np.abs(decode(good, "bf16") - want).max() < 2e-2
+        with pytest.raises(ValueError, match=r"sequence 1 has 8 query tokens "
+                                             r"\(cu_seqlens_q\[1\.\.2\]\) but seqused_k\[1\] is 2"):
+            run(b["cu"], [30, 2])
+        with pytest.raises(ValueError, match=r"seqused_k\[0\] is -1: sequence 0"):
+            run(b["cu"], [-1, 8])
+        with pytest.raises(ValueError, match="cu_seqlens_q decreases at sequence 1"):
+            run([0, 11, 10], b["sk"])
+        with pytest.raises(ValueError, match=r"cu_seqlens_q\[0\] is 1"):
+            run([1, 2, 10], b["sk"])

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * attn_batch_check.h — the checks of a batch's per-sequence metadata
+ * (cu_seqlens_q, seqused_k) that need the arrays themselves, so they run
+ * where the arrays live: in cpu-ref's forward (host memory) and in the CLI's
+ * run path before the arrays are uploaded to a device. The Python package
+ * applies the same rules to host arrays (python/attnreg, _check_batch).
+ *
+ * Why: a batch that contradicts itself must be an error naming the sequence
+ * and the array, never a result. The case that motivated it (issue 20):
+ * 8 query tokens over seqused_k = 2 gave 6 rows of zeros with no error. The
+ * keys of a sequence include its new tokens (the brief's semantics: query i
+ * sits at position K - Q + i), so Q > K cannot describe a real batch.
+ *
+ * Header-only and dependent on attn_types.h alone: plugins do not link
+ * libattnreg. Block-table checks (width, entries) stay with their callers.
+ */
+#ifndef ATTN_BATCH_CHECK_H
+#define ATTN_BATCH_CHECK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "attn_types.h"
+
+/* Checks, in this order, naming the first problem in err (prefixed with
+ * `who`, e.g. "cpu-ref: "):
+ *   cu_seqlens_q[0] == 0 and cu_seqlens_q[num_seqs] == num_tokens;
+ *   for each sequence i: cu_seqlens_q does not decrease, seqused_k[i] >= 0,
+ *   the query tokens do not exceed seqused_k[i] (the keys include them), and
+ *   the lengths stay within max_seqlen_q / max_seqlen_k (pass INT32_MAX to
+ *   skip those two, e.g. when the maxima are computed from the arrays).
+ * Returns ATTN_OK or ATTN_ERR_INVALID_ARGUMENT. num_seqs >= 1 and both
+ * arrays readable (num_seqs + 1 and num_seqs entries) are the caller's. */
+static inline attn_status attn_batch_check_seqlens(const char *who, const int32_t *cu_seqlens_q,
+                                                   const int32_t *seqused_k, int32_t num_seqs,
+                                                   int64_t num_tokens, int32_t max_seqlen_q,
+                                                   int32_t max_seqlen_k, char *err, size_t err_size)
+{
+#define ATTN_BATCH_FAIL(...)                                                                       \
+    do {                                                                                           \
+        if (err && err_size) {                                                                     \
+            int attn_batch_n_ = snprintf(err, err_size, "%s", who ? who : "");                     \
+            if (attn_batch_n_ >= 0 && (size_t)attn_batch_n_ < err_size)                            \
+                snprintf(err + attn_batch_n_, err_size - (size_t)attn_batch_n_, __VA_ARGS__);      \
+        }                                                                                          \
+        return ATTN_ERR_INVALID_ARGUMENT;                                                          \
+    } while (0)
+    if (cu_seqlens_q[0] != 0)
+        ATTN_BATCH_FAIL("cu_seqlens_q[0] is %d, must be 0", (int)cu_seqlens_q[0]);
+    if (cu_seqlens_q[num_seqs] != num_tokens)
+        ATTN_BATCH_FAIL("cu_seqlens_q[%d] (the last entry) is %d, but the batch has %lld query "
+                        "tokens",
+                        (int)num_seqs, (int)cu_seqlens_q[num_seqs], (long long)num_tokens);
+    for (int32_t i = 0; i < num_seqs; i++) {
+        /* In 64 bits: a decreasing pair far apart must not wrap into a
+         * plausible length. */
+        int64_t q_len = (int64_t)cu_seqlens_q[i + 1] - cu_seqlens_q[i];
+        int32_t kv_len = seqused_k[i];
+        if (q_len < 0)
+            ATTN_BATCH_FAIL("cu_seqlens_q decreases at sequence %d (cu_seqlens_q[%d] = %d, "
+                            "cu_seqlens_q[%d] = %d)",
+                            (int)i, (int)i, (int)cu_seqlens_q[i], (int)i + 1,
+                            (int)cu_seqlens_q[i + 1]);
+        if (kv_len < 0)
+            ATTN_BATCH_FAIL("seqused_k[%d] is %d: sequence %d needs a key count >= 0", (int)i,
+                            (int)kv_len, (int)i);
+        if (q_len > kv_len)
+            ATTN_BATCH_FAIL("sequence %d has %lld query tokens (cu_seqlens_q[%d..%d]) but "
+                            "seqused_k[%d] is %d: the keys include the new tokens, so seqused_k "
+                            "must be at least the query tokens",
+                            (int)i, (long long)q_len, (int)i, (int)i + 1, (int)i, (int)kv_len);
+        if (q_len > max_seqlen_q)
+            ATTN_BATCH_FAIL("sequence %d has %lld query tokens (cu_seqlens_q), more than "
+                            "max_seqlen_q %d",
+                            (int)i, (long long)q_len, (int)max_seqlen_q);
+        if (kv_len > max_seqlen_k)
+            ATTN_BATCH_FAIL("seqused_k[%d] is %d, more than max_seqlen_k %d", (int)i, (int)kv_len,
+                            (int)max_seqlen_k);
+    }
+#undef ATTN_BATCH_FAIL
+    return ATTN_OK;
+}
+
+#endif /* ATTN_BATCH_CHECK_H */

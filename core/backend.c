@@ -4,6 +4,7 @@
  * happen in create, each with its own status, because selection answers for
  * the arch the host names even when this machine cannot run it. */
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -153,6 +154,49 @@ ATTNREG_API attn_status attn_backend_workspace_size(const attn_backend *b,
     return ATTN_OK;
 }
 
+/* K/V strides (0.4): what a plugin is handed. A stride equal to the
+ * contiguous layout's becomes 0, so a plugin tells "today's layout" by
+ * zeros alone and needs no shape arithmetic at its boundary; negative
+ * strides, and a token or head stride smaller than the row they step over
+ * (rows that overlap), are refused here for every backend. Returns 1 when
+ * any stride is left non-zero (a layout other than the contiguous one). */
+static int resolve_kv_strides(const attn_shape *s, attn_forward_args *a, char *why, size_t size)
+{
+    const int64_t hkv = attn_shape_kv_heads(s), page = s->page_size;
+    const int64_t dims[2] = {s->head_dim, attn_shape_head_dim_v(s)};
+    int64_t *strides[2][3] = {{&a->k_stride_block, &a->k_stride_token, &a->k_stride_head},
+                              {&a->v_stride_block, &a->v_stride_token, &a->v_stride_head}};
+    static const char *const names[2][3] = {{"k_stride_block", "k_stride_token", "k_stride_head"},
+                                            {"v_stride_block", "v_stride_token", "v_stride_head"}};
+    int custom = 0;
+    why[0] = '\0';
+    for (int kv = 0; kv < 2; kv++) {
+        const int64_t d = dims[kv];
+        const int64_t contiguous[3] = {page * hkv * d, hkv * d, d};
+        /* A token or head stride that is used (more than one token per page,
+         * more than one KV head) must step over at least one row of d. */
+        const int64_t counts[3] = {1, page, hkv};
+        for (int i = 0; i < 3; i++) {
+            int64_t v = *strides[kv][i];
+            if (v < 0) {
+                snprintf(why, size, "%s is %lld: strides are element counts >= 0 (0 = contiguous)",
+                         names[kv][i], (long long)v);
+                return -1;
+            }
+            if (v != 0 && i > 0 && counts[i] > 1 && v < d) {
+                snprintf(why, size,
+                         "%s is %lld, less than the %lld elements of a row: rows would overlap",
+                         names[kv][i], (long long)v, (long long)d);
+                return -1;
+            }
+            if (v == contiguous[i])
+                *strides[kv][i] = 0;
+            custom |= *strides[kv][i] != 0;
+        }
+    }
+    return custom;
+}
+
 ATTNREG_API attn_status attn_backend_forward(attn_backend *b, const attn_forward_args *args)
 {
     if (!b || !args)
@@ -161,12 +205,30 @@ ATTNREG_API attn_status attn_backend_forward(attn_backend *b, const attn_forward
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
                          "forward args struct_size %u is smaller than the oldest layout's %zu",
                          args->struct_size, (size_t)ATTN_FORWARD_ARGS_SIZE_0_1);
+    /* Always a private copy: older hosts' missing fields read as zero, and
+     * the K/V strides are resolved in it (never in the host's struct). */
     attn_forward_args full_args;
-    if (args->struct_size < sizeof full_args) {
-        attn_copy_versioned(&full_args, sizeof full_args, args, args->struct_size);
-        full_args.struct_size = sizeof full_args;
-        args = &full_args;
-    }
+    attn_copy_versioned(&full_args, sizeof full_args, args,
+                        args->struct_size < sizeof full_args ? args->struct_size
+                                                             : sizeof full_args);
+    full_args.struct_size = sizeof full_args;
+    args = &full_args;
+    char why[256];
+    int custom = resolve_kv_strides(&b->shape, &full_args, why, sizeof why);
+    if (custom < 0)
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "%s: %s", b->candidate->name, why);
+    /* forward_features is 0 for plugins older than 1.3 (the descriptor is
+     * copied by its struct_size), so one test covers them. */
+    if (custom && !(b->candidate->desc.forward_features & ATTN_FORWARD_KV_STRIDES))
+        return attn_fail(ATTN_ERR_UNSUPPORTED,
+                         "%s: reads only contiguous [blocks, page, kv_heads, head_dim] K/V caches "
+                         "(its plugin, ABI %u.%u, does not declare ATTN_FORWARD_KV_STRIDES); got "
+                         "k strides (%lld, %lld, %lld), v strides (%lld, %lld, %lld)",
+                         b->candidate->name, (unsigned)b->candidate->desc.abi_major,
+                         (unsigned)b->candidate->desc.abi_minor, (long long)args->k_stride_block,
+                         (long long)args->k_stride_token, (long long)args->k_stride_head,
+                         (long long)args->v_stride_block, (long long)args->v_stride_token,
+                         (long long)args->v_stride_head);
     /* Cheap checks of the call against the shape the backend was built for:
      * a kernel selected for 2-4 query tokens must not be handed 8. */
     const attn_shape *s = &b->shape;

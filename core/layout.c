@@ -60,6 +60,12 @@ static const layout_field forward_args_fields[] = {
     F(attn_forward_args, workspace),
     F(attn_forward_args, workspace_size),
     F(attn_forward_args, stream),
+    F(attn_forward_args, k_stride_block),
+    F(attn_forward_args, k_stride_token),
+    F(attn_forward_args, k_stride_head),
+    F(attn_forward_args, v_stride_block),
+    F(attn_forward_args, v_stride_token),
+    F(attn_forward_args, v_stride_head),
 };
 
 static const layout_field batch_limits_fields[] = {

@@ -22,6 +22,15 @@
  *        Appended ATTN_REASON_RESOURCE for predicates that find no launch
  *        plan within the arch's limits. Hosts accept 1.0 and 1.1 plugins and
  *        treat them as not capturable, with no plan and no limits.
+ *   1.3  attn_forward_args (attn_types.h) appended K/V cache strides
+ *        (k_stride_block/token/head, v_stride_block/token/head; 0 = the
+ *        contiguous layout's). Appended attn_plugin_descriptor.
+ *        forward_features (ATTN_FORWARD_KV_STRIDES). The host hands a plugin
+ *        strides equal to the contiguous ones as 0, and refuses a call with
+ *        any other stride (ATTN_ERR_UNSUPPORTED) for a plugin that does not
+ *        set ATTN_FORWARD_KV_STRIDES (every 1.0-1.2 plugin). A plugin whose
+ *        kernels cannot take a layout returns an error status with a
+ *        sentence, never a result computed on the wrong rows.
  *
  * Threads: the host may call predicates, create and probe_devices from
  * several threads at once (selection is concurrent); they must not modify
@@ -47,7 +56,7 @@ extern "C" {
 #endif
 
 #define ATTN_PLUGIN_ABI_MAJOR 1
-#define ATTN_PLUGIN_ABI_MINOR 2
+#define ATTN_PLUGIN_ABI_MINOR 3
 #define ATTN_PLUGIN_ENTRY_SYMBOL "attn_plugin_entry"
 
 #if defined(_WIN32)
@@ -149,7 +158,18 @@ typedef struct attn_plugin_descriptor {
      * against (`attnreg check` prints them). */
     const attn_arch_limits *arch_limits;
     uint32_t num_arch_limits;
+    /* ABI 1.3. What forward reads beyond the 1.2 arguments, ATTN_FORWARD_*
+     * bits. A plugin sets a bit only for what its forward really honours:
+     * rebuilding an old plugin against these headers leaves it 0, and the
+     * host then refuses such calls rather than letting it compute on the
+     * wrong memory. */
+    uint32_t forward_features;
 } attn_plugin_descriptor;
+
+/* attn_plugin_descriptor.forward_features (ABI 1.3). */
+/* forward reads attn_forward_args.k_stride_* / v_stride_* (KV caches in any
+ * strided layout, last dimension contiguous). */
+#define ATTN_FORWARD_KV_STRIDES (1u << 0)
 
 typedef const attn_plugin_descriptor *(*attn_plugin_entry_fn)(uint32_t host_abi_major,
                                                               uint32_t host_abi_minor);

@@ -200,7 +200,24 @@ static inline void attn_shape_defaults(attn_shape *s)
 
 /* The tensors of one forward call (vLLM's paged layouts). Pointers are in
  * the backend's memory space (host memory for cpu-ref, device memory for
- * GPU backends). Strides are in elements. */
+ * GPU backends). Strides are in elements.
+ *
+ * KV caches by stride (0.4, plugin ABI 1.3): element (block b, token t of the
+ * page, KV head h, d) of the K cache is at
+ *   k_cache + b * k_stride_block + t * k_stride_token + h * k_stride_head + d
+ * (V likewise with v_stride_*); the last dimension is contiguous. A stride of
+ * 0 is that stride of the contiguous layout [num_blocks, page_size, Hkv, D]
+ * (k_stride_block = page_size * Hkv * D, k_stride_token = Hkv * D,
+ * k_stride_head = D; V with Dv), so a host that leaves them zero, as every
+ * host built before 0.4 does, passes what it always did. Engines' caches in
+ * place:
+ *   vLLM [2, blocks, page, H, D], kv.unbind(0): contiguous, all 0;
+ *   FlashInfer NHD [blocks, 2, page, H, D]: block 2*page*H*D, token H*D, head D;
+ *   FlashInfer HND [blocks, 2, H, page, D]: block 2*H*page*D, token D, head page*D;
+ *   one [blocks, page, H, D + Dv] tensor holding K and V side by side.
+ * A backend that cannot read a layout refuses the call (never a wrong
+ * result); the registry refuses non-contiguous strides for plugins older
+ * than ABI 1.3, which do not know the fields. */
 typedef struct attn_forward_args {
     uint32_t struct_size;
     int32_t num_seqs;
@@ -208,8 +225,8 @@ typedef struct attn_forward_args {
     const void *q;      /* [num_tokens, Hq, D], q_dtype */
     int64_t q_stride_token;
     int64_t q_stride_head;
-    const void *k_cache; /* [num_blocks, page_size, Hkv, D], kv_dtype, contiguous */
-    const void *v_cache; /* [num_blocks, page_size, Hkv, Dv], kv_dtype, contiguous */
+    const void *k_cache; /* [num_blocks, page_size, Hkv, D], kv_dtype, k_stride_* */
+    const void *v_cache; /* [num_blocks, page_size, Hkv, Dv], kv_dtype, v_stride_* */
     int32_t num_blocks;
     const int32_t *block_table; /* [num_seqs, block_table_stride] */
     int32_t block_table_stride;
@@ -228,6 +245,14 @@ typedef struct attn_forward_args {
     void *workspace; /* scratch sized by attn_backend_workspace_size */
     size_t workspace_size;
     void *stream; /* hipStream_t / cudaStream_t; NULL = default */
+    /* 0.4 / plugin ABI 1.3: K/V cache strides in elements (see above; 0 =
+     * the contiguous layout's). */
+    int64_t k_stride_block;
+    int64_t k_stride_token; /* between the tokens of one page */
+    int64_t k_stride_head;
+    int64_t v_stride_block;
+    int64_t v_stride_token;
+    int64_t v_stride_head;
 } attn_forward_args;
 
 /* Limits of the batches a backend object will see, for sizing scratch. */

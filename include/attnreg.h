@@ -67,6 +67,14 @@
  *        registry with live backends defers the unload to the last
  *        attn_backend_destroy. The library reads no ATTNREG_* variable in a
  *        privileged process.
+ *   0.4  KV caches by stride: attn_forward_args.k_stride_block,
+ *        k_stride_token, k_stride_head, v_stride_block, v_stride_token,
+ *        v_stride_head (appended; 0 = the contiguous layout's, so older hosts
+ *        are unchanged; see attn_types.h). attn_backend_forward refuses
+ *        negative strides, rows they would overlap, and non-contiguous
+ *        strides for a plugin that does not declare ATTN_FORWARD_KV_STRIDES
+ *        (attn_plugin.h, ABI 1.3; no plugin older than 1.3 does):
+ *        ATTN_ERR_UNSUPPORTED naming the strides.
  */
 #ifndef ATTNREG_H
 #define ATTNREG_H
@@ -84,7 +92,7 @@ extern "C" {
 #endif
 
 #define ATTNREG_VERSION_MAJOR 0
-#define ATTNREG_VERSION_MINOR 3
+#define ATTNREG_VERSION_MINOR 4
 #define ATTNREG_VERSION_PATCH 0
 
 /* The oldest struct_size the library accepts for each versioned struct a

@@ -45,7 +45,7 @@ START_TEST(public_structs_keep_their_layout)
     OFF(attn_shape, window_right, 88);
     OFF(attn_shape, softcap, 92);
     OFF(attn_shape, has_sinks, 96);
-    SIZE(attn_forward_args, 176);
+    SIZE(attn_forward_args, 224);
     OFF(attn_forward_args, struct_size, 0);
     OFF(attn_forward_args, num_seqs, 4);
     OFF(attn_forward_args, num_tokens, 8);
@@ -72,6 +72,12 @@ START_TEST(public_structs_keep_their_layout)
     OFF(attn_forward_args, workspace, 152);
     OFF(attn_forward_args, workspace_size, 160);
     OFF(attn_forward_args, stream, 168);
+    OFF(attn_forward_args, k_stride_block, 176); /* 0.4 */
+    OFF(attn_forward_args, k_stride_token, 184);
+    OFF(attn_forward_args, k_stride_head, 192);
+    OFF(attn_forward_args, v_stride_block, 200);
+    OFF(attn_forward_args, v_stride_token, 208);
+    OFF(attn_forward_args, v_stride_head, 216);
     SIZE(attn_batch_limits, 12);
     OFF(attn_batch_limits, struct_size, 0);
     OFF(attn_batch_limits, max_num_seqs, 4);
@@ -272,6 +278,7 @@ START_TEST(public_structs_keep_their_layout)
     OFF(attn_plugin_descriptor, describe_plan, 128);
     OFF(attn_plugin_descriptor, arch_limits, 136);
     OFF(attn_plugin_descriptor, num_arch_limits, 144);
+    OFF(attn_plugin_descriptor, forward_features, 148); /* ABI 1.3, in the padding */
 #endif
 }
 END_TEST
@@ -280,7 +287,7 @@ START_TEST(oldest_sizes_are_the_published_ones)
 {
     /* The named minimum sizes are those of the first published layouts. */
     ck_assert_uint_eq(ATTN_SHAPE_SIZE_0_1, 100);
-    ck_assert_uint_eq(ATTN_FORWARD_ARGS_SIZE_0_1, sizeof(attn_forward_args));
+    ck_assert_uint_eq(ATTN_FORWARD_ARGS_SIZE_0_1, 176);
     ck_assert_uint_eq(ATTN_BATCH_LIMITS_SIZE_0_1, 12);
     ck_assert_uint_eq(ATTN_REGISTRY_OPTIONS_SIZE_0_1, 84);
     ck_assert_uint_eq(ATTN_REGISTRY_OPTIONS_SIZE_0_2, 88);

@@ -132,6 +132,55 @@ START_TEST(create_workspace_forward_destroy)
 }
 END_TEST
 
+START_TEST(forward_kv_strides)
+{
+    /* 0.4: K/V strides. Strides equal to the contiguous layout's reach the
+     * plugin as 0 (so a plugin that reads no strides still runs); any other
+     * layout is refused for a plugin without ATTN_FORWARD_KV_STRIDES (the
+     * fake declares none), never computed on the wrong rows; negative and
+     * overlapping strides are refused for every plugin. */
+    attn_registry *reg = open_single("good", "fake-good", NULL);
+    static tensors t;
+    attn_forward_args args;
+    attn_selection sel;
+    attn_shape shape;
+    attn_backend *be = NULL;
+    forward_shape(&shape); /* page 16, one KV head, D 128 */
+    select_ok(reg, &shape, &sel, "fake-good");
+    ck_assert_int_eq(attn_backend_create(reg, &sel, &be), ATTN_OK);
+    fill_args(&args, &t, sizeof t.workspace);
+    args.k_stride_block = args.v_stride_block = 16 * 128;
+    args.k_stride_token = args.v_stride_token = 128;
+    args.k_stride_head = args.v_stride_head = 128;
+    ck_assert_msg(attn_backend_forward(be, &args) == ATTN_OK, "%s", attn_last_error());
+    ck_assert_int_eq(args.k_stride_block, 16 * 128); /* the host's struct is left alone */
+
+    fill_args(&args, &t, sizeof t.workspace);
+    args.k_stride_token = 256; /* NHD-like: K and V interleaved per token */
+    ck_assert_int_eq(attn_backend_forward(be, &args), ATTN_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(attn_last_error(), "ATTN_FORWARD_KV_STRIDES") &&
+                      strstr(attn_last_error(), "k strides (0, 256, 0)"),
+                  "%s", attn_last_error());
+
+    fill_args(&args, &t, sizeof t.workspace);
+    args.v_stride_head = -128;
+    ck_assert_int_eq(attn_backend_forward(be, &args), ATTN_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(attn_last_error(), "v_stride_head is -128"), "%s", attn_last_error());
+    fill_args(&args, &t, sizeof t.workspace);
+    args.k_stride_token = 64; /* rows of 128 elements 64 apart */
+    ck_assert_int_eq(attn_backend_forward(be, &args), ATTN_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(attn_last_error(), "overlap"), "%s", attn_last_error());
+
+    /* A 0.3 host's args (no stride fields) run as before. */
+    fill_args(&args, &t, sizeof t.workspace);
+    args.struct_size = ATTN_FORWARD_ARGS_SIZE_0_1;
+    args.k_stride_token = 256; /* past its struct_size: never read */
+    ck_assert_msg(attn_backend_forward(be, &args) == ATTN_OK, "%s", attn_last_error());
+    attn_backend_destroy(be);
+    attn_registry_close(reg);
+}
+END_TEST
+
 START_TEST(create_refused_by_plugin)
 {
     attn_registry *reg = open_single("create_fails", "fake-create-fails", NULL);
@@ -285,6 +334,7 @@ static Suite *backend_suite(void)
     TCase *tc = tcase_create("create");
     ts_add_fixtures(tc, 20);
     tcase_add_test(tc, create_workspace_forward_destroy);
+    tcase_add_test(tc, forward_kv_strides);
     tcase_add_test(tc, create_refused_by_plugin);
     tcase_add_loop_test(tc, create_checks_what_is_there, 0,
                         (int)(sizeof create_cases / sizeof create_cases[0]));

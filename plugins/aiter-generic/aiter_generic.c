@@ -314,13 +314,22 @@ attn_status aiter_generic_kernels_probe_devices(const attn_plugin_context *ctx,
 
 #endif /* ATTNREG_HAVE_GPU_KERNELS */
 
+/* The forward entry: the kernels take contiguous K/V caches only, so K/V
+ * strides (ABI 1.3) are refused here with a sentence before any launch. */
+static attn_status aiter_generic_forward(void *backend, const attn_forward_args *args, char *err,
+                                         size_t err_size)
+{
+    attn_status st = attn_pred_refuse_kv_strides(AITER_GENERIC_NAME, args, err, err_size);
+    return st != ATTN_OK ? st : AITER_GENERIC_FORWARD(backend, args, err, err_size);
+}
+
 ATTN_PLUGIN_DEFINE(.name = AITER_GENERIC_NAME, .version = "0.1.0",
                    .description = "paged unified attention for any MHA/GQA/MQA ratio (2D and "
                                   "split-KV 3D kernels)",
                    .built_archs = AITER_GENERIC_BUILT_ARCHS, .predicates = aiter_generic_predicates,
                    .num_predicates = ATTN_PRED_COUNT(aiter_generic_predicates),
                    .create = AITER_GENERIC_CREATE, .workspace_size = AITER_GENERIC_WORKSPACE_SIZE,
-                   .forward = AITER_GENERIC_FORWARD, .destroy = AITER_GENERIC_DESTROY,
+                   .forward = aiter_generic_forward, .destroy = AITER_GENERIC_DESTROY,
                    .probe_devices = AITER_GENERIC_PROBE_DEVICES, .graph_capturable = 1,
                    .describe_plan = aiter_generic_describe_plan,
                    .arch_limits = attn_gpu_arch_limits,

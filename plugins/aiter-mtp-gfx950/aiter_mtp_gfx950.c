@@ -260,13 +260,22 @@ attn_status aiter_mtp_kernels_probe_devices(const attn_plugin_context *ctx,
 
 #endif /* ATTNREG_HAVE_GPU_KERNELS */
 
+/* The forward entry: the kernels take contiguous K/V caches only, so K/V
+ * strides (ABI 1.3) are refused here with a sentence before any launch. */
+static attn_status aiter_mtp_forward(void *backend, const attn_forward_args *args, char *err,
+                                     size_t err_size)
+{
+    attn_status st = attn_pred_refuse_kv_strides(AITER_MTP_NAME, args, err, err_size);
+    return st != ATTN_OK ? st : AITER_MTP_FORWARD(backend, args, err, err_size);
+}
+
 ATTN_PLUGIN_DEFINE(.name = AITER_MTP_NAME, .version = "0.1.0",
                    .description = "speculative-decoding (MTP) verify kernel: 2-4 query tokens, "
                                   "GQA 16, head_dim 256, fp8_e4m3fn KV, page 16",
                    .built_archs = AITER_MTP_BUILT_ARCHS, .predicates = aiter_mtp_predicates,
                    .num_predicates = ATTN_PRED_COUNT(aiter_mtp_predicates),
                    .create = AITER_MTP_CREATE, .workspace_size = AITER_MTP_WORKSPACE_SIZE,
-                   .forward = AITER_MTP_FORWARD, .destroy = AITER_MTP_DESTROY,
+                   .forward = aiter_mtp_forward, .destroy = AITER_MTP_DESTROY,
                    .probe_devices = AITER_MTP_PROBE_DEVICES, .graph_capturable = 1,
                    .describe_plan = aiter_mtp_describe_plan, .arch_limits = attn_gpu_arch_limits,
                    .num_arch_limits = (uint32_t)ATTN_GPU_ARCH_LIMITS_COUNT)

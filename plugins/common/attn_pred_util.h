@@ -229,4 +229,31 @@ static inline void attn_pred_set_error(char *err, size_t err_size, const char *s
         snprintf(err, err_size, "%s", sentence);
 }
 
+/* The guard at the forward entry of a plugin whose kernels read only
+ * contiguous [blocks, page, Hkv, D] K/V caches (issue 20): any K/V stride
+ * in the args (ABI 1.3; the host passes the contiguous ones as 0) is
+ * ATTN_ERR_UNSUPPORTED with a sentence naming them, never a result computed
+ * on the wrong rows. The host refuses such calls already for a plugin
+ * without ATTN_FORWARD_KV_STRIDES; this holds for callers of the descriptor
+ * too. ATTN_OK when the args carry no strides (or predate them). */
+static inline attn_status attn_pred_refuse_kv_strides(const char *plugin,
+                                                      const attn_forward_args *args, char *err,
+                                                      size_t err_size)
+{
+    if (!args || args->struct_size < offsetof(attn_forward_args, v_stride_head) + sizeof(int64_t))
+        return ATTN_OK;
+    if (!args->k_stride_block && !args->k_stride_token && !args->k_stride_head &&
+        !args->v_stride_block && !args->v_stride_token && !args->v_stride_head)
+        return ATTN_OK;
+    if (err && err_size)
+        snprintf(err, err_size,
+                 "%s: the GPU kernels read contiguous [blocks, page, kv_heads, head_dim] K/V "
+                 "caches only, not k strides (%lld, %lld, %lld) / v strides (%lld, %lld, %lld) "
+                 "(block, token, head; 0 = contiguous): pass contiguous caches",
+                 plugin, (long long)args->k_stride_block, (long long)args->k_stride_token,
+                 (long long)args->k_stride_head, (long long)args->v_stride_block,
+                 (long long)args->v_stride_token, (long long)args->v_stride_head);
+    return ATTN_ERR_UNSUPPORTED;
+}
+
 #endif /* ATTN_PRED_UTIL_H */

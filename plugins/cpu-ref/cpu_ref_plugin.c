@@ -585,6 +585,15 @@ static attn_status validate_args(const cpu_ref_backend *b, const attn_forward_ar
         }
         needs_cache = 1;
     }
+    if (a->struct_size >= offsetof(attn_forward_args, v_stride_head) + sizeof(int64_t) &&
+        (a->k_stride_block < 0 || a->k_stride_token < 0 || a->k_stride_head < 0 ||
+         a->v_stride_block < 0 || a->v_stride_token < 0 || a->v_stride_head < 0))
+        FAIL(ATTN_ERR_INVALID_ARGUMENT,
+             "cpu-ref: K/V strides must be >= 0 (0 = contiguous), got k (%lld, %lld, %lld) v "
+             "(%lld, %lld, %lld)",
+             (long long)a->k_stride_block, (long long)a->k_stride_token,
+             (long long)a->k_stride_head, (long long)a->v_stride_block,
+             (long long)a->v_stride_token, (long long)a->v_stride_head);
     if (needs_cache && (!a->k_cache || !a->v_cache))
         FAIL(ATTN_ERR_INVALID_ARGUMENT, "cpu-ref: k_cache and v_cache must not be NULL");
     return ATTN_OK;
@@ -630,8 +639,22 @@ static attn_status cpu_ref_forward(void *backend, const attn_forward_args *a, ch
     p.q = a->q;
     p.q_stride_token = a->q_stride_token;
     p.q_stride_head = a->q_stride_head;
-    p.k_cache = a->k_cache;
-    p.v_cache = a->v_cache;
+    /* K/V strides (args 0.4): 0 is the contiguous layout's; an older host's
+     * args end before them and read as 0 too. */
+    const int64_t hkv = b->num_kv_heads, page = s->page_size;
+    const int have_strides =
+        a->struct_size >= offsetof(attn_forward_args, v_stride_head) + sizeof(int64_t);
+    const int64_t ks[3] = {have_strides ? a->k_stride_block : 0,
+                           have_strides ? a->k_stride_token : 0,
+                           have_strides ? a->k_stride_head : 0};
+    const int64_t vs[3] = {have_strides ? a->v_stride_block : 0,
+                           have_strides ? a->v_stride_token : 0,
+                           have_strides ? a->v_stride_head : 0};
+    const int64_t d = s->head_dim, dv = b->head_dim_v;
+    p.k_cache = (cpu_ref_cache){a->k_cache, ks[0] ? ks[0] : page * hkv * d, ks[1] ? ks[1] : hkv * d,
+                                ks[2] ? ks[2] : d};
+    p.v_cache = (cpu_ref_cache){a->v_cache, vs[0] ? vs[0] : page * hkv * dv,
+                                vs[1] ? vs[1] : hkv * dv, vs[2] ? vs[2] : dv};
     p.block_table = a->block_table;
     p.block_table_stride = a->block_table_stride;
     p.cu_seqlens_q = a->cu_seqlens_q;
@@ -709,4 +732,5 @@ ATTN_PLUGIN_DEFINE(.name = "cpu-ref", .version = "1.0.0", .graph_capturable = 0,
                    .built_archs = cpu_ref_built_archs, .predicates = cpu_ref_predicates,
                    .num_predicates = CPU_REF_NUM_PREDICATES, .create = cpu_ref_create,
                    .workspace_size = cpu_ref_workspace_size, .forward = cpu_ref_forward,
-                   .destroy = cpu_ref_destroy, .probe_devices = cpu_ref_probe)
+                   .destroy = cpu_ref_destroy, .probe_devices = cpu_ref_probe,
+                   .forward_features = ATTN_FORWARD_KV_STRIDES)

@@ -44,6 +44,7 @@ __all__ = [
     "Registry", "Shape", "Selection", "Backend", "Plan", "Error", "InvalidShapeError",
     "UnsupportedError", "BackendRejectedError", "ConfError", "BackendError", "__version__",
     "library_path", "DTYPES", "LOG_LEVELS", "to_bf16_bits", "from_bf16_bits", "check_layout",
+    "kv_views", "KV_LAYOUTS",
 ]
 
 DTYPES = tuple(n for n in _native.DTYPE_NAMES if n != "invalid")
@@ -879,7 +880,9 @@ class Backend(_Closable):
                 workspace=None, stream=None, max_seqlen_q=None, max_seqlen_k=None):
         """Paged attention in vLLM's layouts: q [T, Hq, D] (rows may be strided;
         the last dimension contiguous), k_cache [blocks, page, Hkv, D] and
-        v_cache [blocks, page, Hkv, Dv] contiguous, block_table int32
+        v_cache [blocks, page, Hkv, Dv] as views with any strides (the last
+        dimension contiguous; see kv_views() for the engines' layouts; a
+        backend that cannot read a layout refuses it), block_table int32
         [seqs, W] (row stride free), cu_seqlens_q int32 [seqs + 1],
         seqused_k int32 [seqs], out [T, Hq, Dv] (allocated when None), sinks
         float32 [Hq] iff the shape has sinks. NumPy arrays for CPU backends
@@ -926,8 +929,11 @@ class Backend(_Closable):
         nblocks = vk.shape[0]
         vv.expect_shape((nblocks, sh.page_size, hkv, dv),
                         "[num_blocks, page_size, kv_heads, head_dim_v], num_blocks as k_cache")
-        vk.expect_contiguous()
-        vv.expect_contiguous()
+        # Any strided view (vLLM's kv.unbind(0), FlashInfer NHD kv[:, 0], HND
+        # k.transpose(1, 2), K and V sharing one tensor): taken in place, the
+        # strides go to C; only the last dimension must be contiguous.
+        vk.expect_cache_strides()
+        vv.expect_cache_strides()
         vbt, vcu, vsk = views["block_table"], views["cu_seqlens_q"], views["seqused_k"]
         for v in (vbt, vcu, vsk):
             v.expect_dtype(("int32",), "int32")
@@ -989,6 +995,8 @@ class Backend(_Closable):
         a.num_seqs, a.num_tokens = ns, T
         a.q, a.q_stride_token, a.q_stride_head = vq.ptr, vq.strides[0], vq.strides[1]
         a.k_cache, a.v_cache, a.num_blocks = vk.ptr, vv.ptr, nblocks
+        a.k_stride_block, a.k_stride_token, a.k_stride_head = vk.strides[:3]
+        a.v_stride_block, a.v_stride_token, a.v_stride_head = vv.strides[:3]
         a.block_table, a.block_table_stride = vbt.ptr, vbt.strides[0] if ns else vbt.shape[1]
         a.cu_seqlens_q, a.seqused_k = vcu.ptr, vsk.ptr
         a.max_seqlen_q, a.max_seqlen_k = max_seqlen_q, max_seqlen_k
@@ -1008,6 +1016,33 @@ class Backend(_Closable):
 
 
 # ---- NumPy encodings --------------------------------------------------------------
+
+#: The engines' paged KV-cache tensors kv_views() takes apart.
+KV_LAYOUTS = ("vllm", "nhd", "hnd")
+
+
+def kv_views(cache, layout):
+    """(k_cache, v_cache) views of one engine KV tensor, in forward()'s
+    [blocks, page, kv_heads, head_dim] order, without a copy (NumPy array or
+    torch tensor): "vllm" [2, blocks, page, H, D] (FlashAttention's layout,
+    kv.unbind(0)); "nhd" FlashInfer's [blocks, 2, page, H, D]; "hnd"
+    FlashInfer's [blocks, 2, H, page, D]. A tensor holding K and V side by
+    side in its last dimension needs no helper: cache[..., :D], cache[..., D:]."""
+    if layout not in KV_LAYOUTS:
+        raise ValueError(f"kv_views: layout {layout!r} is not one of {', '.join(KV_LAYOUTS)}")
+    if len(cache.shape) != 5 or cache.shape[0 if layout == "vllm" else 1] != 2:
+        want = {"vllm": "[2, blocks, page, H, D]", "nhd": "[blocks, 2, page, H, D]",
+                "hnd": "[blocks, 2, H, page, D]"}[layout]
+        raise ValueError(f"kv_views: a {layout} cache is {want}, got {list(cache.shape)}")
+    if layout == "vllm":
+        return cache[0], cache[1]
+    k, v = cache[:, 0], cache[:, 1]
+    if layout == "hnd":  # [blocks, H, page, D] -> [blocks, page, H, D], a view
+        swap = (lambda x: x.transpose(1, 2)) if _arrays.is_torch(cache) else (
+            lambda x: x.swapaxes(1, 2))
+        k, v = swap(k), swap(v)
+    return k, v
+
 
 def to_bf16_bits(x):
     """A float array as bf16 raw bits (numpy uint16, round to nearest even):

@@ -90,6 +90,18 @@ class View:
             raise ValueError(f"{self.name}: expected a contiguous array, got strides "
                              f"{list(self.strides)} (elements) for shape {list(self.shape)}")
 
+    def expect_cache_strides(self):
+        """A paged cache view [blocks, page, heads, dim]: strides >= 0 with
+        the last dimension contiguous; C gets the three outer strides. A size-1
+        dimension's stride is never used, so it is passed as 0 (contiguous):
+        torch and NumPy report arbitrary strides for them."""
+        self.expect_inner_contiguous()
+        if any(s < 0 for s in self.strides):
+            raise ValueError(f"{self.name}: negative strides {list(self.strides)} (elements) "
+                             f"are not supported")
+        self.strides = tuple(0 if size == 1 else st for size, st in
+                             zip(self.shape[:-1], self.strides[:-1])) + self.strides[-1:]
+
     def expect_inner_contiguous(self):
         if self.shape and self.shape[-1] != 1 and self.strides[-1] != 1:
             raise ValueError(f"{self.name}: the last dimension must be contiguous (stride 1), "

@@ -68,7 +68,10 @@ class ForwardArgs(ctypes.Structure):
                 ("scale", c_float), ("q_descale", c_float), ("k_descale", c_float),
                 ("v_descale", c_float), ("sinks", c_vp), ("out", c_vp),
                 ("out_stride_token", c_i64), ("out_stride_head", c_i64), ("workspace", c_vp),
-                ("workspace_size", c_size), ("stream", c_vp)]
+                ("workspace_size", c_size), ("stream", c_vp),
+                # 0.4: K/V cache strides in elements (0 = contiguous)
+                ("k_stride_block", c_i64), ("k_stride_token", c_i64), ("k_stride_head", c_i64),
+                ("v_stride_block", c_i64), ("v_stride_token", c_i64), ("v_stride_head", c_i64)]
 
 
 class BatchLimits(ctypes.Structure):

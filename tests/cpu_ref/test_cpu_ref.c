@@ -480,6 +480,136 @@ START_TEST(test_sinks_with_one_visible_key)
 }
 END_TEST
 
+/* ---- K/V caches by stride (issue 20) ------------------------------------ */
+
+/* One engine layout: where K and V of (block, token, head) live in one
+ * buffer, in elements. */
+typedef struct kv_layout {
+    const char *name;
+    int64_t v_offset; /* V's first element within the buffer */
+    int64_t k_strides[3], v_strides[3];
+    int64_t elements;
+} kv_layout;
+
+/* The layouts engines keep their caches in, for a shape of hkv heads, page,
+ * d and dv (d == dv where K and V share one tensor's inner dimensions). */
+static int make_layout(int which, int64_t blocks, int64_t page, int64_t hkv, int64_t d, int64_t dv,
+                       kv_layout *l)
+{
+    memset(l, 0, sizeof *l);
+    switch (which) {
+    case 0: /* vLLM [2, blocks, page, H, D]: kv.unbind(0), each contiguous */
+        l->name = "vllm [2, blocks, page, H, D]";
+        l->v_offset = blocks * page * hkv * d;
+        l->elements = l->v_offset + blocks * page * hkv * dv;
+        return d == dv;
+    case 1: /* FlashInfer NHD [blocks, 2, page, H, D] */
+        l->name = "flashinfer NHD [blocks, 2, page, H, D]";
+        l->v_offset = page * hkv * d;
+        l->k_strides[0] = l->v_strides[0] = 2 * page * hkv * d;
+        l->k_strides[1] = l->v_strides[1] = hkv * d;
+        l->k_strides[2] = l->v_strides[2] = d;
+        l->elements = blocks * 2 * page * hkv * d;
+        return d == dv;
+    case 2: /* FlashInfer HND [blocks, 2, H, page, D] */
+        l->name = "flashinfer HND [blocks, 2, H, page, D]";
+        l->v_offset = hkv * page * d;
+        l->k_strides[0] = l->v_strides[0] = 2 * hkv * page * d;
+        l->k_strides[1] = l->v_strides[1] = d;
+        l->k_strides[2] = l->v_strides[2] = page * d;
+        l->elements = blocks * 2 * hkv * page * d;
+        return d == dv;
+    default: /* one [blocks, page, H, D + Dv] tensor: K and V side by side */
+        l->name = "combined [blocks, page, H, D + Dv]";
+        l->v_offset = d;
+        l->k_strides[0] = l->v_strides[0] = page * hkv * (d + dv);
+        l->k_strides[1] = l->v_strides[1] = hkv * (d + dv);
+        l->k_strides[2] = l->v_strides[2] = d + dv;
+        l->elements = blocks * page * hkv * (d + dv);
+        return 1;
+    }
+}
+
+/* Copies a contiguous cache into the layout (one of K or V). */
+static void relayout(const void *src, char *dst, size_t elem, int64_t offset, const int64_t st[3],
+                     int64_t blocks, int64_t page, int64_t hkv, int64_t dim)
+{
+    const int64_t sb = st[0] ? st[0] : page * hkv * dim, stok = st[1] ? st[1] : hkv * dim,
+                  sh = st[2] ? st[2] : dim;
+    for (int64_t b = 0; b < blocks; b++)
+        for (int64_t t = 0; t < page; t++)
+            for (int64_t h = 0; h < hkv; h++)
+                memcpy(dst + (size_t)(offset + b * sb + t * stok + h * sh) * elem,
+                       (const char *)src + (size_t)(((b * page + t) * hkv + h) * dim) * elem,
+                       (size_t)dim * elem);
+}
+
+START_TEST(test_kv_layouts_match_contiguous)
+{
+    /* Each engine layout, read in place through the K/V strides, gives the
+     * same bits as the contiguous copy and passes the float64 oracle (which
+     * reads the strides on its own). The elements no layout uses hold NaN,
+     * so a read off the strides shows. Bf16 and both FP8 caches, GQA, decode
+     * and a prefill chunk, head_dim_v != head_dim for the combined tensor. */
+    static const int32_t layout_kv_dtypes[] = {ATTN_DTYPE_BF16, ATTN_DTYPE_FP8_E4M3FN,
+                                               ATTN_DTYPE_FP8_E4M3FNUZ};
+    for (int c = 0; c < 3; c++) {
+        attn_shape s;
+        base_shape(&s);
+        s.num_q_heads = 8;
+        s.num_kv_heads = 2;
+        s.head_dim = 64;
+        s.head_dim_v = c == 0 ? 64 : 32;
+        s.kv_dtype = layout_kv_dtypes[c];
+        s.max_q_len = c == 1 ? 1 : 5;
+        s.max_kv_len = 700;
+        attn_oracle_problem_options o = {
+            .num_seqs = 3, .seed = 40 + (uint64_t)c, .extra_blocks = 2};
+        attn_oracle_problem p;
+        char err[512];
+        ck_assert_int_eq(attn_oracle_problem_random(&p, &s, &o, err, sizeof err), 0);
+        attn_forward_args a;
+        ck_assert_int_eq(run_plugin(&p, &a, two_threads, err, sizeof err), ATTN_OK);
+        void *contiguous = malloc(p.out_bytes);
+        memcpy(contiguous, p.out, p.out_bytes);
+        const size_t elem = attn_conv_dtype_size(s.kv_dtype);
+        const unsigned char nan_byte = s.kv_dtype == ATTN_DTYPE_FP8_E4M3FNUZ ? 0x80 : 0xFF;
+        const int64_t hkv = p.shape.num_kv_heads, d = s.head_dim, dv = p.shape.head_dim_v;
+        for (int which = 0; which < 4; which++) {
+            kv_layout l;
+            if (!make_layout(which, p.num_blocks, s.page_size, hkv, d, dv, &l))
+                continue;
+            char *buf = malloc((size_t)l.elements * elem);
+            memset(buf, nan_byte, (size_t)l.elements * elem);
+            relayout(p.k_cache, buf, elem, 0, l.k_strides, p.num_blocks, s.page_size, hkv, d);
+            relayout(p.v_cache, buf, elem, l.v_offset, l.v_strides, p.num_blocks, s.page_size, hkv,
+                     dv);
+            harness_context hc;
+            harness_context_init(&hc, two_threads);
+            attn_oracle_problem_args(&p, &a);
+            a.k_cache = buf;
+            a.v_cache = buf + (size_t)l.v_offset * elem;
+            a.k_stride_block = l.k_strides[0];
+            a.k_stride_token = l.k_strides[1];
+            a.k_stride_head = l.k_strides[2];
+            a.v_stride_block = l.v_strides[0];
+            a.v_stride_token = l.v_strides[1];
+            a.v_stride_head = l.v_strides[2];
+            attn_oracle_problem_poison_out(&p);
+            ck_assert_msg(harness_run(&plugin, &hc.ctx, &p.shape, &a, err, sizeof err) == ATTN_OK,
+                          "%s: %s", l.name, err);
+            ck_assert_msg(memcmp(p.out, contiguous, p.out_bytes) == 0,
+                          "%s (%s KV): not the contiguous copy's bits", l.name,
+                          attn_dtype_spelling(s.kv_dtype));
+            assert_matches_oracle(&p, &a);
+            free(buf);
+        }
+        free(contiguous);
+        attn_oracle_problem_free(&p);
+    }
+}
+END_TEST
+
 START_TEST(test_window_larger_than_context)
 {
     /* A window wider than any context must give exactly the unwindowed
@@ -928,6 +1058,7 @@ static Suite *cpu_ref_suite(void)
     tcase_add_test(edges, test_other_bad_metadata_is_named);
     tcase_add_test(edges, test_sinks_with_one_visible_key);
     tcase_add_test(edges, test_window_larger_than_context);
+    tcase_add_test(edges, test_kv_layouts_match_contiguous);
     tcase_add_test(edges, test_block_table_trailing_entries);
     tcase_add_test(edges, test_sliding_window_mappings);
     tcase_add_test(edges, test_engine_page_sizes);

@@ -182,9 +182,9 @@ def test_torch_argument_checks(reg):
             be.forward(q.half(), kv, kv, bt, cu, sk)
         with pytest.raises(ValueError, match="block_table: a numpy array among torch arrays"):
             be.forward(q, kv, kv, bt.numpy(), cu, sk)
-        with pytest.raises(ValueError, match="k_cache: expected a contiguous array"):
-            be.forward(q, torch.zeros(4, 16, 2, 16, dtype=torch.bfloat16)[::2],
-                       torch.zeros(2, 16, 2, 16, dtype=torch.bfloat16), bt, cu, sk)
+        with pytest.raises(ValueError, match="k_cache: the last dimension must be contiguous"):
+            be.forward(q, torch.zeros(1, 16, 2, 32, dtype=torch.bfloat16)[..., ::2], kv, bt, cu,
+                       sk)
         with pytest.raises(ValueError, match="cu_seqlens_q: the last entry is 2"):
             be.forward(q, kv, kv, bt, torch.tensor([0, 2], dtype=torch.int32), sk)
 
@@ -213,3 +213,72 @@ def test_metadata_inconsistencies_are_errors(reg):
             run([0, 11, 10], b["sk"])
         with pytest.raises(ValueError, match=r"cu_seqlens_q\[0\] is 1"):
             run([1, 2, 10], b["sk"])
+
+
+def _engine_caches(rng, b, layout, np_or_torch):
+    """The batch's contiguous K/V caches re-laid in an engine's layout (the
+    unused elements NaN, so a read off the strides shows), and the views
+    forward gets of them."""
+    k, v = b["k"], b["v"]
+    blocks, page, h, d = k.shape
+    dv = v.shape[3]
+    nan = np.uint16(0x7FC0)
+    if layout == "combined":
+        cache = np.full((blocks, page, h, d + dv), nan, dtype=np.uint16)
+        cache[..., :d], cache[..., d:] = k, v
+        cache = np_or_torch(cache)
+        return cache[..., :d], cache[..., d:]
+    if layout == "vllm":
+        cache = np.stack([k, v])
+    elif layout == "nhd":
+        cache = np.stack([k, v], axis=1)
+    else:  # hnd: [blocks, 2, H, page, D]
+        cache = np.stack([k.swapaxes(1, 2), v.swapaxes(1, 2)], axis=1)
+    return attnreg.kv_views(np_or_torch(np.ascontiguousarray(cache)), layout)
+
+
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+@pytest.mark.parametrize("layout", ["vllm", "nhd", "hnd", "combined"])
+def test_engine_kv_layouts_in_place(reg, kind, layout):
+    """Issue 20: vLLM's [2, blocks, page, H, D], FlashInfer's NHD and HND and
+    a combined K/V tensor are taken as strided views (no copy) and give the
+    bits of the contiguous caches; against the float64 reference too."""
+    if kind == "torch":
+        torch = pytest.importorskip("torch")
+
+        def np_or_torch(a):
+            return torch.from_numpy(a.astype(np.int16)).view(torch.bfloat16)
+    else:
+        def np_or_torch(a):
+            return a
+    rng = np.random.default_rng(31)
+    dv = 16 if layout == "combined" else 32
+    shape = attnreg.Shape(q_heads=8, kv_heads=2, head_dim=32, head_dim_v=dv, max_q_len=4,
+                          max_kv_len=90)
+    b = paged_batch(rng, [4, 1, 3], [90, 41, 3], 8, 2, 32, dv, 16, "bf16", "bf16", False)
+    with reg.create(reg.select(shape)) as be:
+        want = be.forward(b["q"], b["k"], b["v"], b["bt"], b["cu"], b["sk"])
+        k, v = _engine_caches(rng, b, layout, np_or_torch)
+        if layout != "vllm":
+            assert not attnreg._arrays.View("k", k).contiguous()
+        args = [np_or_torch(b["q"]), k, v] + [
+            (torch.from_numpy(b[n]) if kind == "torch" else b[n]) for n in ("bt", "cu", "sk")]
+        got = be.forward(*args)
+        if kind == "torch":
+            got = got.view(torch.int16).numpy().view(np.uint16)
+    assert np.array_equal(got, want), layout
+    ref = attention(decode(b["q"], "bf16"), decode(b["k"], "bf16"), decode(b["v"], "bf16"),
+                    b["bt"], b["cu"], b["sk"], 1 / np.sqrt(32))
+    assert np.abs(decode(got, "bf16") - ref).max() < 2e-2
+
+
+def test_kv_views_shapes():
+    cache = np.zeros((2, 5, 16, 4, 8), dtype=np.uint16)
+    k, v = attnreg.kv_views(cache, "vllm")
+    assert k.shape == (5, 16, 4, 8) and np.shares_memory(k, cache)
+    k, v = attnreg.kv_views(np.zeros((5, 2, 4, 16, 8), dtype=np.uint16), "hnd")
+    assert k.shape == (5, 16, 4, 8) and k.strides[1:3] == (16, 16 * 8 * 2)
+    with pytest.raises(ValueError, match=r"a nhd cache is \[blocks, 2, page, H, D\]"):
+        attnreg.kv_views(cache, "nhd")
+    with pytest.raises(ValueError, match="not one of vllm, nhd, hnd"):
+        attnreg.kv_views(cache, "paged")

@@ -163,6 +163,9 @@ int cli_cmd_run(int argc, char **argv)
     unsigned given_lengths = c.given & (CLI_GIVEN_MAX_Q_LEN | CLI_GIVEN_MAX_KV_LEN);
     if (f.sinks)
         c.shape.has_sinks = 1;
+    if (c.shape.return_lse)
+        return cli_usage_error("run: --lse: run writes no log-sum-exp file yet (the C and Python "
+                               "APIs return it)");
     cli_common_finish(&c);
     attn_shape *s = &c.shape;
     const int32_t hq = s->num_q_heads;
@@ -215,7 +218,8 @@ int cli_cmd_run(int argc, char **argv)
      * --seqused-k; the maxima are computed below, so not checked here. */
     char why[512];
     if (attn_batch_check_seqlens("the batch files: ", cu_data, sk_data, num_seqs, num_tokens,
-                                 INT32_MAX, INT32_MAX, why, sizeof why) != ATTN_OK) {
+                                 attn_batch_positional(s), INT32_MAX, INT32_MAX, why,
+                                 sizeof why) != ATTN_OK) {
         rc = mismatch("%s", why);
         goto done;
     }

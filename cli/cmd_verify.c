@@ -85,6 +85,9 @@ int cli_cmd_verify(int argc, char **argv)
             return cli_usage_error("verify: unknown argument '%s'", argv[i]);
         }
     }
+    if (c.shape.return_lse)
+        return cli_usage_error("verify: --lse: verify checks the attention output only (the "
+                               "cpu-ref tests check the log-sum-exp against the oracle)");
     cli_common_finish(&c);
 
     attn_registry *reg = NULL;

@@ -258,6 +258,7 @@ void cli_json_shape(struct cli_json *j, const char *key, const attn_shape *shape
     cli_json_int_member(j, "window_right", shape->window_right);
     cli_json_double_member(j, "softcap", shape->softcap);
     cli_json_bool_member(j, "has_sinks", shape->has_sinks);
+    cli_json_bool_member(j, "return_lse", shape->return_lse);
     cli_json_end_object(j);
 }
 

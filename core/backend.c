@@ -251,6 +251,24 @@ ATTNREG_API attn_status attn_backend_forward(attn_backend *b, const attn_forward
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
                          "%s: the shape has sinks but forward got no sinks array",
                          b->candidate->name);
+    /* The LSE output (0.4) is part of the decision (shape.return_lse), so
+     * an array without the flag, or the flag without an array, is the
+     * host's mistake, not something to ignore. */
+    if (s->return_lse && !args->lse)
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                         "%s: the shape asks for the log-sum-exp (return_lse) but forward got no "
+                         "lse array",
+                         b->candidate->name);
+    if (!s->return_lse && args->lse)
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                         "%s: forward got an lse array, but the backend was created for a shape "
+                         "without return_lse",
+                         b->candidate->name);
+    if (args->lse_stride_token < 0 || args->lse_stride_head < 0)
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                         "%s: lse strides (%lld, %lld) must be >= 0 (0 = [num_tokens, Hq])",
+                         b->candidate->name, (long long)args->lse_stride_token,
+                         (long long)args->lse_stride_head);
     char err[512] = "";
     attn_status st = b->candidate->desc.forward(b->impl, args, err, sizeof err);
     err[sizeof err - 1] = '\0';

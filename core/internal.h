@@ -58,6 +58,9 @@ attn_invalid(char *msg, size_t size, const char *fmt, ...);
 
 /* Copy min(dst_size, src_size) bytes of a versioned struct; zero the rest. */
 void attn_copy_versioned(void *dst, uint32_t dst_size, const void *src, size_t src_size);
+/* Writes a selection in today's layout into `out` in the layout its
+ * struct_size names (0.1's, 0.3's, today's or a newer host's) (select.c). */
+void attn_selection_to_layout(const attn_selection *full, attn_selection *out);
 
 /* A hash map from a pair of strings (b may be NULL) to an index (strmap.c).
  * Keys are not copied: they must outlive the map (or be owned by it and
@@ -82,7 +85,8 @@ void strmap_free(strmap *m, int free_keys);
 static inline int attn_reason_is_plugin(int32_t reason)
 {
     return (reason >= ATTN_REASON_ARCH && reason <= ATTN_REASON_FP8_COMPUTE_MHA_ONLY) ||
-           reason == ATTN_REASON_OTHER || reason == ATTN_REASON_RESOURCE;
+           reason == ATTN_REASON_OTHER || reason == ATTN_REASON_RESOURCE ||
+           reason == ATTN_REASON_LSE;
 }
 
 /* Seconds a plugin may take to load in the probing child (plugin.c). */

@@ -31,6 +31,7 @@ static const layout_field shape_fields[] = {
     F(attn_shape, out_dtype),    F(attn_shape, page_size), F(attn_shape, max_q_len),
     F(attn_shape, max_kv_len),   F(attn_shape, causal),    F(attn_shape, window_left),
     F(attn_shape, window_right), F(attn_shape, softcap),   F(attn_shape, has_sinks),
+    F(attn_shape, return_lse),
 };
 
 static const layout_field forward_args_fields[] = {
@@ -66,6 +67,9 @@ static const layout_field forward_args_fields[] = {
     F(attn_forward_args, v_stride_block),
     F(attn_forward_args, v_stride_token),
     F(attn_forward_args, v_stride_head),
+    F(attn_forward_args, lse),
+    F(attn_forward_args, lse_stride_token),
+    F(attn_forward_args, lse_stride_head),
 };
 
 static const layout_field batch_limits_fields[] = {
@@ -193,10 +197,23 @@ static const layout_field plan_summary_fields[] = {
 };
 
 static const layout_field plan_entry_fields[] = {
-    F(attn_plan_entry, struct_size), F(attn_plan_entry, phase),  F(attn_plan_entry, layer_kind),
-    F(attn_plan_entry, layer_type),  F(attn_plan_entry, layers), F(attn_plan_entry, num_layers),
-    F(attn_plan_entry, status),      F(attn_plan_entry, shape),  F(attn_plan_entry, selection),
-    F(attn_plan_entry, message),
+    F(attn_plan_entry, struct_size),     F(attn_plan_entry, phase),
+    F(attn_plan_entry, layer_kind),      F(attn_plan_entry, layer_type),
+    F(attn_plan_entry, layers),          F(attn_plan_entry, num_layers),
+    F(attn_plan_entry, status),          F(attn_plan_entry, shape),
+    F(attn_plan_entry, selection),       F(attn_plan_entry, message),
+    F(attn_plan_entry, effective_shape),
+};
+
+static const layout_field merge_args_fields[] = {
+    F(attn_merge_args, struct_size),     F(attn_merge_args, num_tokens),
+    F(attn_merge_args, num_heads),       F(attn_merge_args, head_dim),
+    F(attn_merge_args, dtype),           F(attn_merge_args, a),
+    F(attn_merge_args, lse_a),           F(attn_merge_args, b),
+    F(attn_merge_args, lse_b),           F(attn_merge_args, out),
+    F(attn_merge_args, lse_out),         F(attn_merge_args, stride_token),
+    F(attn_merge_args, stride_head),     F(attn_merge_args, lse_stride_token),
+    F(attn_merge_args, lse_stride_head),
 };
 
 #undef F
@@ -223,6 +240,7 @@ static const layout_struct layout_table[] = {
     S(attn_arch_limits, arch_limits_fields),
     S(attn_kernel_plan, kernel_plan_fields),
     S(attn_launch_plan, launch_plan_fields),
+    S(attn_merge_args, merge_args_fields),
 };
 
 #undef S

@@ -82,6 +82,7 @@ static const char *const reason_names[ATTN_REASON_COUNT] = {
     [ATTN_REASON_OTHER] = "OTHER",
     [ATTN_REASON_INVALID_REASON] = "INVALID_REASON",
     [ATTN_REASON_RESOURCE] = "RESOURCE",
+    [ATTN_REASON_LSE] = "LSE",
 };
 
 ATTNREG_API const char *attn_reason_name(int32_t reason)

@@ -31,6 +31,11 @@
  *        set ATTN_FORWARD_KV_STRIDES (every 1.0-1.2 plugin). A plugin whose
  *        kernels cannot take a layout returns an error status with a
  *        sentence, never a result computed on the wrong rows.
+ *        The log-sum-exp output: attn_shape.return_lse, attn_forward_args.
+ *        lse / lse_stride_token / lse_stride_head, ATTN_FORWARD_LSE and
+ *        ATTN_REASON_LSE. Selection rejects (LSE, "host") a plugin that does
+ *        not declare ATTN_FORWARD_LSE for a shape with return_lse, after its
+ *        own predicates (which may say why first).
  *
  * Threads: the host may call predicates, create and probe_devices from
  * several threads at once (selection is concurrent); they must not modify
@@ -170,6 +175,8 @@ typedef struct attn_plugin_descriptor {
 /* forward reads attn_forward_args.k_stride_* / v_stride_* (KV caches in any
  * strided layout, last dimension contiguous). */
 #define ATTN_FORWARD_KV_STRIDES (1u << 0)
+/* forward writes attn_forward_args.lse when the shape has return_lse. */
+#define ATTN_FORWARD_LSE (1u << 1)
 
 typedef const attn_plugin_descriptor *(*attn_plugin_entry_fn)(uint32_t host_abi_major,
                                                               uint32_t host_abi_minor);

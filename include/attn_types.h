@@ -113,14 +113,17 @@ typedef enum attn_reason {
     ATTN_REASON_NO_DEVICE = 27,
     ATTN_REASON_OTHER = 28,
     /* the host's record of a predicate that answered with a code outside
-     * the plugin range (ARCH .. FP8_COMPUTE_MHA_ONLY, OTHER, RESOURCE): conf,
+     * the plugin range (ARCH .. FP8_COMPUTE_MHA_ONLY, OTHER, RESOURCE, LSE): conf,
      * load and runnable codes are the host's to give (0.3) */
     ATTN_REASON_INVALID_REASON = 29,
     /* capability (appended, 0.3): no launch plan of the kernels fits the
      * arch's limits (shared memory / LDS, threads, registers) */
-    ATTN_REASON_RESOURCE = 30
+    ATTN_REASON_RESOURCE = 30,
+    /* capability (appended, 0.4): the shape asks for the log-sum-exp output
+     * (attn_shape.return_lse) and the backend does not write it */
+    ATTN_REASON_LSE = 31
 } attn_reason;
-#define ATTN_REASON_COUNT 31
+#define ATTN_REASON_COUNT 32
 
 /* Longest arch name, including the terminating NUL. */
 #define ATTN_ARCH_MAX 32
@@ -170,11 +173,17 @@ typedef struct attn_shape {
     int32_t window_right;  /* keys p .. p + window_right visible; -1 = unbounded */
     float softcap;         /* 0 = none */
     int32_t has_sinks;     /* 1 = per-head sink logits are passed */
+    /* 0.4: 1 = forward also writes the log-sum-exp of each (token, query
+     * head) row into attn_forward_args.lse (cascade attention, context-
+     * parallel decode, chunked-context merging: attn_merge_states). A shape
+     * flag, so selection only picks backends that write it and a captured
+     * graph's decision covers it. */
+    int32_t return_lse;
 } attn_shape;
 
 /* The defaults of attn_shape_init(): arch "cpu", 1 query head, MHA, head_dim
  * 128, every dtype bf16, page 16, q and kv length 1, causal, no window, no
- * softcap, no sinks. */
+ * softcap, no sinks, no LSE output. */
 static inline void attn_shape_defaults(attn_shape *s)
 {
     static const attn_shape defaults = {sizeof(attn_shape),
@@ -194,6 +203,7 @@ static inline void attn_shape_defaults(attn_shape *s)
                                         -1,
                                         -1,
                                         0.0f,
+                                        0,
                                         0};
     *s = defaults;
 }
@@ -253,6 +263,18 @@ typedef struct attn_forward_args {
     int64_t v_stride_block;
     int64_t v_stride_token;
     int64_t v_stride_head;
+    /* 0.4 / plugin ABI 1.3: the log-sum-exp output, float32, one value per
+     * (token, query head) at lse[token * lse_stride_token + head *
+     * lse_stride_head] (0 strides: [num_tokens, Hq] contiguous; vLLM's
+     * [Hq, num_tokens] is lse_stride_token 1, lse_stride_head num_tokens).
+     * Written iff shape.return_lse (then required); NULL otherwise. The value
+     * is ln(sum over the row's visible keys of exp(s)) with s the score after
+     * scale and softcap (the softmax's own units), the sink's exp(sink[h])
+     * included when the shape has sinks; -inf for a row with nothing in its
+     * denominator. */
+    float *lse;
+    int64_t lse_stride_token;
+    int64_t lse_stride_head;
 } attn_forward_args;
 
 /* Limits of the batches a backend object will see, for sizing scratch. */

@@ -75,6 +75,14 @@
  *        strides for a plugin that does not declare ATTN_FORWARD_KV_STRIDES
  *        (attn_plugin.h, ABI 1.3; no plugin older than 1.3 does):
  *        ATTN_ERR_UNSUPPORTED naming the strides.
+ *        Log-sum-exp output and merging: attn_shape.return_lse (appended;
+ *        attn_selection's effective_shape grows with it, the 0.3 selection
+ *        layout is kept for older hosts), attn_forward_args.lse,
+ *        lse_stride_token, lse_stride_head (appended), ATTN_REASON_LSE;
+ *        attn_merge_args, ATTN_MERGE_ARGS_SIZE_0_4 and attn_merge_states (on
+ *        the CPU: host memory). attn_plan_entry.effective_shape (appended): a
+ *        host whose attn_plan_entry is the 0.3 size gets its `selection` in
+ *        the 0.3 layout.
  */
 #ifndef ATTNREG_H
 #define ATTNREG_H
@@ -106,6 +114,7 @@ extern "C" {
 #define ATTN_BATCH_LIMITS_SIZE_0_1 (offsetof(attn_batch_limits, max_num_tokens) + sizeof(int32_t))
 #define ATTN_REGISTRY_OPTIONS_SIZE_0_1 offsetof(attn_registry_options, skip_env)
 #define ATTN_REGISTRY_OPTIONS_SIZE_0_2 offsetof(attn_registry_options, probe_out_of_process)
+#define ATTN_MERGE_ARGS_SIZE_0_4 (offsetof(attn_merge_args, lse_stride_head) + sizeof(int64_t))
 
 typedef struct attn_registry attn_registry;       /* opaque */
 typedef struct attn_backend attn_backend;         /* opaque: a constructed backend */
@@ -523,6 +532,12 @@ typedef struct attn_plan_entry {
                                         and reason); NULL when not attention */
     const char *message;             /* "" when selected; the failure's reason; or, when not
                                         attention, why nothing is planned */
+    /* 0.4: selection->effective_shape (NULL when not attention). Hosts
+     * whose attn_plan_entry ends before this field were built against the
+     * 0.3 headers: their `selection` points at a selection in the 0.3
+     * layout (attn_shape grew in 0.4 and moved the fields after
+     * effective_shape), so their reads stay right. */
+    const attn_shape *effective_shape;
 } attn_plan_entry;
 
 /* Fills entry `index` (0 .. num_entries - 1). */
@@ -548,6 +563,43 @@ ATTNREG_API attn_status attn_backend_forward(attn_backend *backend, const attn_f
 ATTNREG_API void attn_backend_destroy(attn_backend *backend);
 ATTNREG_API const char *attn_backend_name(const attn_backend *backend);
 ATTNREG_API const attn_shape *attn_backend_shape(const attn_backend *backend);
+
+/* ---- merging partial attention states (0.4) ------------------------- */
+
+/* Two attention results over disjoint key ranges of the same queries (a
+ * shared prefix and each request's suffix in cascade attention, two ranks
+ * of context-parallel decode, two chunks of a long context), each with its
+ * log-sum-exp (attn_forward_args.lse), merged into the result over the
+ * union: with m = max(lse_a, lse_b), w_a = exp(lse_a - m), w_b = exp(lse_b -
+ * m), out = (a * w_a + b * w_b) / (w_a + w_b) and lse_out = m + ln(w_a +
+ * w_b), per (token, head) row, in float arithmetic. A side whose lse is -inf
+ * saw no key and contributes nothing; both -inf gives a zero row and -inf.
+ * (With sinks, pass the sink to one side only: each side's lse includes it.)
+ * Set struct_size (sizeof, or at least ATTN_MERGE_ARGS_SIZE_0_4) and zero
+ * what you do not set. */
+typedef struct attn_merge_args {
+    uint32_t struct_size;
+    int32_t num_tokens;
+    int32_t num_heads;
+    int32_t head_dim;   /* of the values (head_dim_v) */
+    int32_t dtype;      /* attn_dtype of a, b and out: f32, f16 or bf16 */
+    const void *a;      /* [num_tokens, num_heads, head_dim] */
+    const float *lse_a; /* [num_tokens, num_heads] */
+    const void *b;
+    const float *lse_b;
+    void *out;                /* may be a or b (each row is read before it is written) */
+    float *lse_out;           /* NULL = not wanted; may be lse_a or lse_b */
+    int64_t stride_token;     /* of a, b and out, in elements; 0 = num_heads * head_dim */
+    int64_t stride_head;      /* 0 = head_dim; the last dimension is contiguous */
+    int64_t lse_stride_token; /* of lse_a, lse_b and lse_out; 0 = num_heads */
+    int64_t lse_stride_head;  /* 0 = 1 */
+} attn_merge_args;
+
+/* Host memory only (a CPU merge; device arrays are the GPU plugins' to
+ * merge). ATTN_ERR_INVALID_ARGUMENT with attn_last_error() naming the field
+ * for NULL arrays, negative counts or strides, an unsupported dtype or a
+ * struct_size below ATTN_MERGE_ARGS_SIZE_0_4. */
+ATTNREG_API attn_status attn_merge_states(const attn_merge_args *args);
 
 /* ---- struct layouts (for bindings) ---------------------------------- */
 

@@ -181,6 +181,35 @@ START_TEST(forward_kv_strides)
 }
 END_TEST
 
+START_TEST(lse_needs_a_plugin_that_writes_it)
+{
+    /* 0.4: a shape with return_lse is refused by the host (reason LSE,
+     * check "host") for a plugin that accepts it in its predicates but does
+     * not declare ATTN_FORWARD_LSE (the fake, like every older plugin), so
+     * the LSE is never left unwritten. */
+    attn_registry *reg = open_single("good", "fake-good", NULL);
+    attn_shape shape;
+    forward_shape(&shape);
+    shape.return_lse = 1;
+    attn_selection sel;
+    attn_selection_init(&sel);
+    ck_assert_int_eq(attn_registry_select(reg, &shape, &sel), ATTN_ERR_UNSUPPORTED);
+    attn_explanation *ex = NULL;
+    ck_assert_int_eq(attn_registry_explain(reg, &shape, &ex), ATTN_ERR_UNSUPPORTED);
+    attn_verdict_record r = {.struct_size = sizeof r};
+    ck_assert_int_eq(attn_explanation_record(ex, 0, &r), ATTN_OK);
+    ck_assert_int_eq(r.reason, ATTN_REASON_LSE);
+    ck_assert_str_eq(r.predicate, "host");
+    ck_assert_msg(strstr(r.message, "ATTN_FORWARD_LSE"), "%s", r.message);
+    attn_explanation_free(ex);
+    shape.return_lse = 2;
+    char why[256];
+    ck_assert_int_eq(attn_shape_validate(&shape, why, sizeof why), 0);
+    ck_assert_msg(strstr(why, "return_lse must be 0 or 1"), "%s", why);
+    attn_registry_close(reg);
+}
+END_TEST
+
 START_TEST(create_refused_by_plugin)
 {
     attn_registry *reg = open_single("create_fails", "fake-create-fails", NULL);
@@ -335,6 +364,7 @@ static Suite *backend_suite(void)
     ts_add_fixtures(tc, 20);
     tcase_add_test(tc, create_workspace_forward_destroy);
     tcase_add_test(tc, forward_kv_strides);
+    tcase_add_test(tc, lse_needs_a_plugin_that_writes_it);
     tcase_add_test(tc, create_refused_by_plugin);
     tcase_add_loop_test(tc, create_checks_what_is_there, 0,
                         (int)(sizeof create_cases / sizeof create_cases[0]));

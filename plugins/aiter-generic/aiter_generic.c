@@ -253,6 +253,14 @@ static attn_status aiter_generic_describe_plan(const attn_plugin_context *ctx,
     return attn_plan_describe(attn_plan_generic, shape, plan);
 }
 
+/* The kernels write no log-sum-exp output (yet): refused with a reason. */
+static int aiter_generic_check_lse(const attn_plugin_context *ctx, const attn_shape *shape,
+                                   attn_verdict *verdict)
+{
+    (void)ctx;
+    return attn_pred_refuse_lse(verdict, shape, AITER_GENERIC_NAME);
+}
+
 /* Causal and non-causal masking, sliding windows, softcap and sinks are all
  * handled by the kernels, so there is no predicate for them: a predicate
  * that always accepts would only add noise to `attnreg explain`. */
@@ -270,6 +278,7 @@ static const attn_predicate aiter_generic_predicates[] = {
     {"page_size", aiter_generic_check_page_size},
     {"q_len", aiter_generic_check_q_len},
     {"kv_len", aiter_generic_check_kv_len},
+    {"lse", aiter_generic_check_lse},
     {"launch_plan", aiter_generic_check_launch_plan},
 };
 

@@ -208,15 +208,32 @@ static attn_status aiter_mtp_describe_plan(const attn_plugin_context *ctx, const
     return attn_plan_describe(attn_plan_mtp, shape, plan);
 }
 
+/* The kernels write no log-sum-exp output (yet): refused with a reason. */
+static int aiter_mtp_check_lse(const attn_plugin_context *ctx, const attn_shape *shape,
+                               attn_verdict *verdict)
+{
+    (void)ctx;
+    return attn_pred_refuse_lse(verdict, shape, AITER_MTP_NAME);
+}
+
 static const attn_predicate aiter_mtp_predicates[] = {
-    {"arch", aiter_mtp_check_arch},           {"q_len", aiter_mtp_check_q_len},
-    {"kv_len", aiter_mtp_check_kv_len},       {"gqa_ratio", aiter_mtp_check_gqa_ratio},
-    {"head_dim", aiter_mtp_check_head_dim},   {"head_dim_v", aiter_mtp_check_head_dim_v},
-    {"page_size", aiter_mtp_check_page_size}, {"q_dtype", aiter_mtp_check_q_dtype},
-    {"kv_dtype", aiter_mtp_check_kv_dtype},   {"compute_dtype", aiter_mtp_check_compute_dtype},
-    {"out_dtype", aiter_mtp_check_out_dtype}, {"causal", aiter_mtp_check_causal},
-    {"window", aiter_mtp_check_window},       {"softcap", aiter_mtp_check_softcap},
-    {"sinks", aiter_mtp_check_sinks},         {"launch_plan", aiter_mtp_check_launch_plan},
+    {"arch", aiter_mtp_check_arch},
+    {"q_len", aiter_mtp_check_q_len},
+    {"kv_len", aiter_mtp_check_kv_len},
+    {"gqa_ratio", aiter_mtp_check_gqa_ratio},
+    {"head_dim", aiter_mtp_check_head_dim},
+    {"head_dim_v", aiter_mtp_check_head_dim_v},
+    {"page_size", aiter_mtp_check_page_size},
+    {"q_dtype", aiter_mtp_check_q_dtype},
+    {"kv_dtype", aiter_mtp_check_kv_dtype},
+    {"compute_dtype", aiter_mtp_check_compute_dtype},
+    {"out_dtype", aiter_mtp_check_out_dtype},
+    {"causal", aiter_mtp_check_causal},
+    {"window", aiter_mtp_check_window},
+    {"softcap", aiter_mtp_check_softcap},
+    {"sinks", aiter_mtp_check_sinks},
+    {"lse", aiter_mtp_check_lse},
+    {"launch_plan", aiter_mtp_check_launch_plan},
 };
 
 /* ---- backend: create / workspace_size / forward / destroy --------------

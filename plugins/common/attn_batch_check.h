@@ -10,7 +10,12 @@
  * and the array, never a result. The case that motivated it (issue 20):
  * 8 query tokens over seqused_k = 2 gave 6 rows of zeros with no error. The
  * keys of a sequence include its new tokens (the brief's semantics: query i
- * sits at position K - Q + i), so Q > K cannot describe a real batch.
+ * sits at position K - Q + i), so under causal masking or a window, whose
+ * visible keys follow the query's position, Q > K leaves rows at negative
+ * positions and cannot describe a real batch. Without either mask every
+ * query sees every key whatever its position: that is how cascade attention
+ * runs queries over a shared prefix shorter than them (then merged with
+ * attn_merge_states), so there Q > K is allowed.
  *
  * Header-only and dependent on attn_types.h alone: plugins do not link
  * libattnreg. Block-table checks (width, entries) stay with their callers.
@@ -24,19 +29,27 @@
 
 #include "attn_types.h"
 
+/* 1 when a shape's visible keys depend on the query's position. */
+static inline int attn_batch_positional(const attn_shape *s)
+{
+    return s->causal || s->window_left >= 0 || s->window_right >= 0;
+}
+
 /* Checks, in this order, naming the first problem in err (prefixed with
  * `who`, e.g. "cpu-ref: "):
  *   cu_seqlens_q[0] == 0 and cu_seqlens_q[num_seqs] == num_tokens;
  *   for each sequence i: cu_seqlens_q does not decrease, seqused_k[i] >= 0,
- *   the query tokens do not exceed seqused_k[i] (the keys include them), and
+ *   with `positional` (causal masking or a window bound >= 0) the query
+ *   tokens do not exceed seqused_k[i] (the keys include them), and
  *   the lengths stay within max_seqlen_q / max_seqlen_k (pass INT32_MAX to
  *   skip those two, e.g. when the maxima are computed from the arrays).
  * Returns ATTN_OK or ATTN_ERR_INVALID_ARGUMENT. num_seqs >= 1 and both
  * arrays readable (num_seqs + 1 and num_seqs entries) are the caller's. */
 static inline attn_status attn_batch_check_seqlens(const char *who, const int32_t *cu_seqlens_q,
                                                    const int32_t *seqused_k, int32_t num_seqs,
-                                                   int64_t num_tokens, int32_t max_seqlen_q,
-                                                   int32_t max_seqlen_k, char *err, size_t err_size)
+                                                   int64_t num_tokens, int positional,
+                                                   int32_t max_seqlen_q, int32_t max_seqlen_k,
+                                                   char *err, size_t err_size)
 {
 #define ATTN_BATCH_FAIL(...)                                                                       \
     do {                                                                                           \
@@ -66,10 +79,10 @@ static inline attn_status attn_batch_check_seqlens(const char *who, const int32_
         if (kv_len < 0)
             ATTN_BATCH_FAIL("seqused_k[%d] is %d: sequence %d needs a key count >= 0", (int)i,
                             (int)kv_len, (int)i);
-        if (q_len > kv_len)
+        if (positional && q_len > kv_len)
             ATTN_BATCH_FAIL("sequence %d has %lld query tokens (cu_seqlens_q[%d..%d]) but "
                             "seqused_k[%d] is %d: the keys include the new tokens, so seqused_k "
-                            "must be at least the query tokens",
+                            "must be at least the query tokens under causal masking or a window",
                             (int)i, (long long)q_len, (int)i, (int)i + 1, (int)i, (int)kv_len);
         if (q_len > max_seqlen_q)
             ATTN_BATCH_FAIL("sequence %d has %lld query tokens (cu_seqlens_q), more than "

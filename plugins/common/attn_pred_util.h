@@ -229,6 +229,20 @@ static inline void attn_pred_set_error(char *err, size_t err_size, const char *s
         snprintf(err, err_size, "%s", sentence);
 }
 
+/* The predicate of a plugin whose kernels write no log-sum-exp (issue 20):
+ * a shape with return_lse is refused with ATTN_REASON_LSE and a sentence,
+ * so selection moves on to a backend that writes it. */
+static inline int attn_pred_refuse_lse(attn_verdict *verdict, const attn_shape *shape,
+                                       const char *plugin)
+{
+    if (shape->struct_size < offsetof(attn_shape, return_lse) + sizeof(int32_t) ||
+        !shape->return_lse)
+        return attn_accept(verdict);
+    return attn_reject(verdict, ATTN_REASON_LSE,
+                       "%s's kernels write no log-sum-exp output (the shape has return_lse)",
+                       plugin);
+}
+
 /* The guard at the forward entry of a plugin whose kernels read only
  * contiguous [blocks, page, Hkv, D] K/V caches (issue 20): any K/V stride
  * in the args (ABI 1.3; the host passes the contiguous ones as 0) is

@@ -99,6 +99,9 @@ typedef struct cpu_ref_problem {
     void *out;
     int64_t out_stride_token;
     int64_t out_stride_head;
+    float *lse; /* NULL = not asked; else resolved (non-zero) strides */
+    int64_t lse_stride_token;
+    int64_t lse_stride_head;
     /* decomposition (see cpu_ref_geometry) */
     int32_t num_seqs;
     int32_t heads_per_item;

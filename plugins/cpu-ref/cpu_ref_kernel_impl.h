@@ -475,22 +475,29 @@ static void accumulate_tile(const float *probs, const float *v_tile, float *acc,
 
 /* Writes one output row from its unnormalised accumulator `acc` (head_dim_v
  * floats), running max `m` and sum `l`, folding in the head's sink logit. A
- * row that saw no key and has no sink (l == 0) is written as zeros. */
+ * row that saw no key and has no sink (l == 0) is written as zeros. When
+ * asked, the row's log-sum-exp: ln of the softmax denominator in the
+ * scores' own units (m + ln l, the sink included), -inf for an empty one. */
 static void write_output_row(const cpu_ref_problem *p, int64_t token, int32_t head, float m,
                              float l, const float *acc)
 {
-    float factor = 0.0f;
+    float factor = 0.0f, lse = -INFINITY;
     if (p->sinks) {
         float sink = p->sinks[head];
         float new_max = m > sink ? m : sink;
         float shift = new_max == -INFINITY ? 0.0f : new_max;
         float keep = m == -INFINITY ? 0.0f : expf(m - shift);
         float denom = l * keep + expf(sink - shift);
-        if (denom > 0.0f)
+        if (denom > 0.0f) {
             factor = keep * p->v_scale / denom;
+            lse = shift + logf(denom);
+        }
     } else if (l > 0.0f) {
         factor = p->v_scale / l;
+        lse = m + logf(l);
     }
+    if (p->lse)
+        p->lse[token * p->lse_stride_token + (int64_t)head * p->lse_stride_head] = lse;
     size_t base = (size_t)(token * p->out_stride_token + (int64_t)head * p->out_stride_head);
     for (int32_t dv = 0; dv < p->head_dim_v; dv++)
         attn_conv_store_f32(p->out_dtype, p->out, (int64_t)base + dv, acc[dv] * factor);

@@ -257,6 +257,12 @@ static int check_features(const attn_plugin_context *ctx, const attn_shape *shap
     if (shape->has_sinks != 0 && shape->has_sinks != 1)
         return attn_reject(v, ATTN_REASON_SINKS, "has_sinks must be 0 or 1, not %d",
                            (int)shape->has_sinks);
+    /* return_lse (0.4): a shape of an older host ends before it (off). */
+    int32_t lse = shape->struct_size >= offsetof(attn_shape, return_lse) + sizeof(int32_t)
+                      ? shape->return_lse
+                      : 0;
+    if (lse != 0 && lse != 1)
+        return attn_reject(v, ATTN_REASON_LSE, "return_lse must be 0 or 1, not %d", (int)lse);
     return attn_accept(v);
 }
 
@@ -415,6 +421,7 @@ static attn_status cpu_ref_create(const attn_plugin_context *ctx, const attn_sha
         set_error(err, err_size, "cpu-ref: out of memory");
         return ATTN_ERR_NO_MEMORY;
     }
+    /* Fields past an older host's struct_size read as 0 (return_lse off). */
     memcpy(&b->shape, shape,
            sizeof b->shape < shape->struct_size ? sizeof b->shape : shape->struct_size);
     b->shape.struct_size = sizeof b->shape;
@@ -548,6 +555,18 @@ static attn_status validate_args(const cpu_ref_backend *b, const attn_forward_ar
              (double)a->q_descale, attn_dtype_spelling(s->compute_dtype));
     if (s->has_sinks && !a->sinks)
         FAIL(ATTN_ERR_INVALID_ARGUMENT, "cpu-ref: the shape has sinks but args.sinks is NULL");
+    const int have_lse =
+        a->struct_size >= offsetof(attn_forward_args, lse_stride_head) + sizeof(int64_t);
+    if (s->return_lse && (!have_lse || !a->lse) && a->num_tokens > 0)
+        FAIL(ATTN_ERR_INVALID_ARGUMENT,
+             "cpu-ref: the shape asks for the log-sum-exp (return_lse) but args.lse is NULL");
+    if (have_lse && !s->return_lse && a->lse)
+        FAIL(ATTN_ERR_INVALID_ARGUMENT,
+             "cpu-ref: args.lse is set but the backend was created for a shape without "
+             "return_lse");
+    if (have_lse && (a->lse_stride_token < 0 || a->lse_stride_head < 0))
+        FAIL(ATTN_ERR_INVALID_ARGUMENT, "cpu-ref: lse strides (%lld, %lld) must be >= 0",
+             (long long)a->lse_stride_token, (long long)a->lse_stride_head);
     if (!s->has_sinks && a->sinks)
         FAIL(ATTN_ERR_INVALID_ARGUMENT,
              "cpu-ref: args.sinks is set but the backend was created for a shape without sinks");
@@ -556,11 +575,11 @@ static attn_status validate_args(const cpu_ref_backend *b, const attn_forward_ar
              "cpu-ref: block_table_stride (%d) and num_blocks (%d) must be >= 0",
              (int)a->block_table_stride, (int)a->num_blocks);
     /* The per-sequence lengths against each other and the maxima (shared
-     * with the CLI's run path): Q > K for a sequence is an error, never rows
-     * of zeros. */
-    attn_status st =
-        attn_batch_check_seqlens("cpu-ref: ", a->cu_seqlens_q, a->seqused_k, a->num_seqs,
-                                 a->num_tokens, a->max_seqlen_q, a->max_seqlen_k, err, err_size);
+     * with the CLI's run path): Q > K for a sequence under causal masking or
+     * a window is an error, never rows of zeros. */
+    attn_status st = attn_batch_check_seqlens("cpu-ref: ", a->cu_seqlens_q, a->seqused_k,
+                                              a->num_seqs, a->num_tokens, attn_batch_positional(s),
+                                              a->max_seqlen_q, a->max_seqlen_k, err, err_size);
     if (st != ATTN_OK)
         return st;
     int needs_cache = 0;
@@ -662,6 +681,11 @@ static attn_status cpu_ref_forward(void *backend, const attn_forward_args *a, ch
     p.out = a->out;
     p.out_stride_token = a->out_stride_token;
     p.out_stride_head = a->out_stride_head;
+    if (s->return_lse) { /* validate_args made sure the array is there */
+        p.lse = a->lse;
+        p.lse_stride_token = a->lse_stride_token ? a->lse_stride_token : s->num_q_heads;
+        p.lse_stride_head = a->lse_stride_head ? a->lse_stride_head : 1;
+    }
     p.num_seqs = a->num_seqs;
     p.heads_per_item = b->geometry.heads_per_item;
     p.head_groups = b->geometry.head_groups;
@@ -733,4 +757,4 @@ ATTN_PLUGIN_DEFINE(.name = "cpu-ref", .version = "1.0.0", .graph_capturable = 0,
                    .num_predicates = CPU_REF_NUM_PREDICATES, .create = cpu_ref_create,
                    .workspace_size = cpu_ref_workspace_size, .forward = cpu_ref_forward,
                    .destroy = cpu_ref_destroy, .probe_devices = cpu_ref_probe,
-                   .forward_features = ATTN_FORWARD_KV_STRIDES)
+                   .forward_features = ATTN_FORWARD_KV_STRIDES | ATTN_FORWARD_LSE)

@@ -44,7 +44,7 @@ __all__ = [
     "Registry", "Shape", "Selection", "Backend", "Plan", "Error", "InvalidShapeError",
     "UnsupportedError", "BackendRejectedError", "ConfError", "BackendError", "__version__",
     "library_path", "DTYPES", "LOG_LEVELS", "to_bf16_bits", "from_bf16_bits", "check_layout",
-    "kv_views", "KV_LAYOUTS",
+    "kv_views", "KV_LAYOUTS", "merge_states",
 ]
 
 DTYPES = tuple(n for n in _native.DTYPE_NAMES if n != "invalid")
@@ -163,12 +163,12 @@ class Shape:
 
     __slots__ = ("arch", "q_heads", "kv_heads", "head_dim", "head_dim_v", "q_dtype", "kv_dtype",
                  "compute_dtype", "out_dtype", "page_size", "max_q_len", "max_kv_len", "causal",
-                 "window", "softcap", "sinks")
+                 "window", "softcap", "sinks", "lse")
 
     def __init__(self, arch="cpu", q_heads=1, kv_heads=0, head_dim=128, head_dim_v=0,
                  q_dtype="bf16", kv_dtype=None, compute_dtype=None, out_dtype=None, page_size=16,
                  max_q_len=1, max_kv_len=None, causal=True, window=(-1, -1), softcap=0.0,
-                 sinks=False):
+                 sinks=False, lse=False):
         if not isinstance(arch, str) or len(arch.encode()) >= _native.ATTN_ARCH_MAX or not arch:
             raise ValueError(f"Shape.arch: expected a name of 1..{_native.ATTN_ARCH_MAX - 1} "
                              f"bytes, got {arch!r}")
@@ -198,6 +198,7 @@ class Shape:
         self.window = (left, right)
         self.softcap = float(softcap)
         self.sinks = bool(sinks)
+        self.lse = bool(lse)  # forward also returns the log-sum-exp (return_lse)
 
     @property
     def kv_heads_effective(self):
@@ -222,6 +223,7 @@ class Shape:
         s.window_left, s.window_right = self.window
         s.softcap = self.softcap
         s.has_sinks = int(self.sinks)
+        s.return_lse = int(self.lse)
         return s
 
     @classmethod
@@ -234,7 +236,7 @@ class Shape:
                    out_dtype=dt(s.out_dtype), page_size=s.page_size, max_q_len=s.max_q_len,
                    max_kv_len=s.max_kv_len, causal=bool(s.causal),
                    window=(s.window_left, s.window_right), softcap=s.softcap,
-                   sinks=bool(s.has_sinks))
+                   sinks=bool(s.has_sinks), lse=bool(s.return_lse))
 
     def validate(self):
         """None when valid; otherwise the registry's reason (a str)."""
@@ -251,7 +253,7 @@ class Shape:
                 "page_size": self.page_size, "max_q_len": self.max_q_len,
                 "max_kv_len": self.max_kv_len, "causal": self.causal,
                 "window_left": self.window[0], "window_right": self.window[1],
-                "softcap": self.softcap, "has_sinks": self.sinks}
+                "softcap": self.softcap, "has_sinks": self.sinks, "return_lse": self.lse}
 
     def replace(self, **changes):
         kw = {k: getattr(self, k) for k in self.__slots__}
@@ -472,12 +474,15 @@ class _Closable:
         self.close()
 
 
-def _check_seqlens(cu, sk):
+def _check_seqlens(cu, sk, positional):
     """The per-sequence rules of plugins/common/attn_batch_check.h on host
     arrays, with the same wording: a batch that contradicts itself is an
     error naming the sequence and the array, never rows of zeros (issue 20:
-    8 query tokens over seqused_k 2 gave 6 zero rows). Device arrays are not
-    read (that would synchronise); cpu-ref checks again in C."""
+    8 query tokens over seqused_k 2 gave 6 zero rows). Q > K is refused only
+    under causal masking or a window (positional), where it leaves rows at
+    negative positions; without them every query sees every key (cascade
+    attention over a shorter shared prefix). Device arrays are not read (that
+    would synchronise); cpu-ref checks again in C."""
     if cu[0] != 0:
         raise ValueError(f"cu_seqlens_q[0] is {cu[0]}, must be 0")
     for i, kv_len in enumerate(sk):
@@ -487,10 +492,11 @@ def _check_seqlens(cu, sk):
                              f"{cu[i]}, cu_seqlens_q[{i + 1}] = {cu[i + 1]})")
         if kv_len < 0:
             raise ValueError(f"seqused_k[{i}] is {kv_len}: sequence {i} needs a key count >= 0")
-        if q_len > kv_len:
+        if positional and q_len > kv_len:
             raise ValueError(f"sequence {i} has {q_len} query tokens (cu_seqlens_q[{i}..{i + 1}]) "
                              f"but seqused_k[{i}] is {kv_len}: the keys include the new tokens, "
-                             f"so seqused_k must be at least the query tokens")
+                             f"so seqused_k must be at least the query tokens under causal "
+                             f"masking or a window")
 
 
 class Registry(_Closable):
@@ -877,7 +883,7 @@ class Backend(_Closable):
 
     def forward(self, q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out=None, *,
                 scale=None, q_descale=1.0, k_descale=1.0, v_descale=1.0, sinks=None,
-                workspace=None, stream=None, max_seqlen_q=None, max_seqlen_k=None):
+                workspace=None, stream=None, max_seqlen_q=None, max_seqlen_k=None, lse=None):
         """Paged attention in vLLM's layouts: q [T, Hq, D] (rows may be strided;
         the last dimension contiguous), k_cache [blocks, page, Hkv, D] and
         v_cache [blocks, page, Hkv, Dv] as views with any strides (the last
@@ -891,7 +897,10 @@ class Backend(_Closable):
         max_seqlen_q/k default to the shape's capacities on devices and to
         the batch's real maxima for host arrays. The workspace is allocated
         and cached when not given (reserve_workspace() sizes it ahead, e.g.
-        before a CUDA graph capture). Returns out."""
+        before a CUDA graph capture). Returns out; for a Shape(lse=True)
+        backend (out, lse): the float32 log-sum-exp per (token, query head),
+        into ``lse`` when given (a [T, Hq] view with any strides, e.g. vLLM's
+        [Hq, T] transposed), for merge_states()."""
         h = self._handle()
         sh = self.shape
         hq, hkv, d, dv = sh.q_heads, sh.kv_heads_effective, sh.head_dim, sh.head_dim_v_effective
@@ -964,6 +973,21 @@ class Backend(_Closable):
         vo.expect_shape((T, hq, dv), "[num_tokens, q_heads, head_dim_v], num_tokens from q")
         vo.expect_inner_contiguous()
 
+        if sh.lse:
+            if lse is None:
+                lse = _arrays.empty_like_spec(kind, device, (T, hq), "float32")
+            vl = _arrays.View("lse", lse)
+            if vl.kind != kind or vl.device != device:
+                raise ValueError(f"lse: a {vl.kind} array on {vl.device}, expected {kind} on "
+                                 f"{device}")
+            vl.expect_dtype(("float32",), "float32")
+            vl.expect_shape((T, hq), "[num_tokens, q_heads]")
+            if any(st < 0 for st in vl.strides):
+                raise ValueError(f"lse: negative strides {list(vl.strides)} are not supported")
+        elif lse is not None:
+            raise ValueError("lse: given, but the backend's shape does not ask for it "
+                             "(Shape(lse=True))")
+
         host_cu = _arrays.host_int_list(vcu)
         host_sk = _arrays.host_int_list(vsk)
         if host_cu is not None:
@@ -971,7 +995,7 @@ class Backend(_Closable):
                 raise ValueError(f"cu_seqlens_q: the last entry is {host_cu[-1]}, expected "
                                  f"num_tokens {T} (q.shape[0])")
             if host_sk is not None:
-                _check_seqlens(host_cu, host_sk)
+                _check_seqlens(host_cu, host_sk, sh.causal or sh.window != (-1, -1))
             if max_seqlen_q is None:
                 max_seqlen_q = max((b - a for a, b in zip(host_cu, host_cu[1:])), default=0)
         if host_sk is not None and max_seqlen_k is None:
@@ -1006,13 +1030,85 @@ class Backend(_Closable):
         a.out, a.out_stride_token, a.out_stride_head = vo.ptr, vo.strides[0], vo.strides[1]
         a.workspace, a.workspace_size = (ws_ptr if ws_size else None), ws_size
         a.stream = _arrays.stream_handle(stream, device)
+        if sh.lse:
+            # a size-1 dimension's stride is never used: 0 = the default
+            a.lse = vl.ptr
+            a.lse_stride_token = vl.strides[0] if T > 1 else 0
+            a.lse_stride_head = vl.strides[1] if hq > 1 else 0
         st = _lib.attn_backend_forward(h, ctypes.byref(a))
         if st != _native.OK:
             raise _error(st)
-        return out
+        return (out, lse) if sh.lse else out
 
     def __repr__(self):
         return f"Backend({self.name!r}, {self.shape})"
+
+
+# ---- merging partial states (attn_merge_states) ----------------------------------
+
+_MERGE_DTYPES = {("numpy", "float32"): "f32", ("numpy", "float16"): "f16",
+                 ("numpy", "uint16"): "bf16", ("torch", "float32"): "f32",
+                 ("torch", "float16"): "f16", ("torch", "bfloat16"): "bf16"}
+
+
+def merge_states(a, lse_a, b, lse_b, out=None, lse_out=None):
+    """Merges two attention results over disjoint key ranges of the same
+    queries by their log-sum-exp (attn_merge_states, on the CPU): a and b
+    [T, H, D] (f32, f16, or bf16: NumPy uint16 bits or torch.bfloat16), lse_a
+    and lse_b float32 [T, H], any strides with the last dimension contiguous
+    (out may be a or b). Host memory: NumPy arrays or CPU torch tensors.
+    Returns (out, lse_out), allocated when not given: the result over the
+    union of the key ranges and its log-sum-exp, as cascade attention merges
+    a shared prefix with each request's suffix."""
+    va, vb = _arrays.View("a", a), _arrays.View("b", b)
+    vla, vlb = _arrays.View("lse_a", lse_a), _arrays.View("lse_b", lse_b)
+    for v in (va, vb, vla, vlb):
+        if v.device != "cpu":
+            raise ValueError(f"{v.name}: on {v.device}: merge_states runs on the CPU (host "
+                             f"memory)")
+    if len(va.shape) != 3:
+        raise ValueError(f"a: expected shape [num_tokens, heads, head_dim], got {list(va.shape)}")
+    T, H, D = va.shape
+    dtype = _MERGE_DTYPES.get((va.kind, va.dtype))
+    if dtype is None:
+        raise ValueError(f"a: dtype {va.dtype}: the states are float32, float16 or bf16")
+    if out is None:
+        out = _arrays.empty_like_spec(va.kind, "cpu", (T, H, D), va.dtype)
+    if lse_out is None:
+        lse_out = _arrays.empty_like_spec(va.kind, "cpu", (T, H), "float32")
+    vo, vlo = _arrays.View("out", out), _arrays.View("lse_out", lse_out)
+    for v in (vb, vo):
+        v.expect_dtype((va.dtype,), f"the dtype of a, {va.dtype}")
+        v.expect_shape((T, H, D), "[num_tokens, heads, head_dim] as a")
+    for v in (va, vb, vo):
+        v.expect_inner_contiguous()
+    for v in (vla, vlb, vlo):
+        v.expect_dtype(("float32",), "float32")
+        v.expect_shape((T, H), "[num_tokens, heads] as a")
+    # The C call takes one stride pair for the three states and one for the
+    # three LSE arrays; views that differ are refused rather than copied
+    # behind the caller's back.
+    if any(v.kind != va.kind for v in (vb, vo, vla, vlb, vlo)):
+        raise ValueError("merge_states: pass one kind of array (NumPy or torch)")
+    if vb.strides != vo.strides or va.strides != vo.strides or any(
+            v.strides != vlo.strides for v in (vla, vlb)):
+        raise ValueError(f"merge_states: a, b and out must share strides ({list(va.strides)}, "
+                         f"{list(vb.strides)}, {list(vo.strides)}), and so must lse_a, lse_b "
+                         f"and lse_out")
+    if any(st < 0 for v in (vo, vlo) for st in v.strides):
+        raise ValueError("merge_states: negative strides are not supported")
+    m = _native.new(_native.MergeArgs)
+    m.num_tokens, m.num_heads, m.head_dim = T, H, D
+    m.dtype = _native.DTYPE[dtype]
+    m.a, m.lse_a, m.b, m.lse_b = va.ptr, vla.ptr, vb.ptr, vlb.ptr
+    m.out, m.lse_out = vo.ptr, vlo.ptr
+    m.stride_token, m.stride_head = (vo.strides[0] if T > 1 else 0), (vo.strides[1] if H > 1 else 0)
+    m.lse_stride_token = vlo.strides[0] if T > 1 else 0
+    m.lse_stride_head = vlo.strides[1] if H > 1 else 0
+    st = _lib.attn_merge_states(ctypes.byref(m))
+    if st != _native.OK:
+        raise _error(st)
+    return out, lse_out
 
 
 # ---- NumPy encodings --------------------------------------------------------------

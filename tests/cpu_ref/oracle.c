@@ -132,6 +132,12 @@ static int64_t cache_row_index(const attn_forward_args *a, int v, int64_t block,
 int attn_oracle_forward(const attn_shape *shape, const attn_forward_args *args, double *out,
                         char *err, size_t err_size)
 {
+    return attn_oracle_forward_lse(shape, args, out, NULL, err, err_size);
+}
+
+int attn_oracle_forward_lse(const attn_shape *shape, const attn_forward_args *args, double *out,
+                            double *lse, char *err, size_t err_size)
+{
     const int32_t hq = shape->num_q_heads;
     const int32_t hkv = shape->num_kv_heads ? shape->num_kv_heads : hq;
     const int32_t d = shape->head_dim;
@@ -230,6 +236,8 @@ int attn_oracle_forward(const attn_shape *shape, const attn_forward_args *args, 
                 double *o = out + (token * hq + h) * dv;
                 for (int32_t i = 0; i < dv; i++)
                     o[i] = 0;
+                if (lse)
+                    lse[token * hq + h] = -INFINITY;
                 if (max == -INFINITY)
                     continue; /* no visible key and no sink: zeros */
                 double denominator = has_sink ? exp(sink - max) : 0.0;
@@ -243,6 +251,8 @@ int attn_oracle_forward(const attn_shape *shape, const attn_forward_args *args, 
                 }
                 for (int32_t i = 0; i < dv; i++)
                     o[i] /= denominator;
+                if (lse)
+                    lse[token * hq + h] = max + log(denominator);
             }
         }
         free(keys);

@@ -40,6 +40,7 @@
 #include <string.h>
 
 #include "attn_dtype_conv.h"
+#include "attnreg.h"
 #include "oracle.h"
 #include "plugin_harness.h"
 
@@ -258,11 +259,12 @@ static void make_config(uint64_t seed, int index, sweep_config *c)
     o->seed = attn_oracle_rand_next(&rng);
     o->num_seqs = attn_oracle_rand_int(&rng, 1, 4);
     o->strided = attn_oracle_rand_int(&rng, 0, 9) < 3;
-    /* Fewer keys than query tokens is an error since issue 20
-     * (test_short_kv_is_an_error); the draw stays so that every other field
-     * of the 240 configurations is what it was. */
-    (void)attn_oracle_rand_int(&rng, 0, 6);
-    o->allow_short_kv = 0;
+    /* Fewer keys than query tokens is an error under causal masking or a
+     * window since issue 20 (test_short_kv_is_an_error); without them every
+     * query sees every key (cascade attention's shorter prefix), which stays
+     * in the sweep. */
+    o->allow_short_kv = attn_oracle_rand_int(&rng, 0, 6) == 0 && !s->causal && s->window_left < 0 &&
+                        s->window_right < 0;
     o->allow_empty_q = attn_oracle_rand_int(&rng, 0, 6) == 0;
     o->extra_table_columns = attn_oracle_rand_int(&rng, 0, 3);
     o->extra_blocks = attn_oracle_rand_int(&rng, 0, 3);
@@ -607,6 +609,294 @@ START_TEST(test_kv_layouts_match_contiguous)
         free(contiguous);
         attn_oracle_problem_free(&p);
     }
+}
+END_TEST
+
+/* ---- log-sum-exp output and merging (issue 20) -------------------------- */
+
+/* Runs the problem with return_lse, the LSE in vLLM's [Hq, T] layout (token
+ * stride 1, head stride T) to exercise the strides; lse gets [T][Hq]. */
+static attn_status run_with_lse(attn_oracle_problem *p, attn_forward_args *a, float *lse, char *err,
+                                size_t err_size)
+{
+    harness_context hc;
+    harness_context_init(&hc, two_threads);
+    attn_oracle_problem_args(p, a);
+    float *hq_major = malloc(((size_t)p->num_tokens * p->shape.num_q_heads + 1) * sizeof(float));
+    a->lse = hq_major;
+    a->lse_stride_token = 1;
+    a->lse_stride_head = p->num_tokens;
+    p->shape.return_lse = 1;
+    attn_status st = harness_run(&plugin, &hc.ctx, &p->shape, a, err, err_size);
+    p->shape.return_lse = 0;
+    for (int64_t t = 0; t < p->num_tokens; t++)
+        for (int32_t h = 0; h < p->shape.num_q_heads; h++)
+            lse[t * p->shape.num_q_heads + h] = hq_major[(int64_t)h * p->num_tokens + t];
+    free(hq_major);
+    a->lse = NULL;
+    return st;
+}
+
+/* |got - want| within float32 accumulation of the softmax denominator. */
+static void assert_lse_close(const float *got, const double *want, int64_t n, const char *what)
+{
+    for (int64_t i = 0; i < n; i++) {
+        double w = want[i], g = got[i];
+        if (w == -INFINITY) {
+            ck_assert_msg(g == -INFINITY, "%s: lse[%lld] = %g, want -inf", what, (long long)i, g);
+            continue;
+        }
+        ck_assert_msg(fabs(g - w) <= 2e-4 + 1e-5 * fabs(w), "%s: lse[%lld] = %.7g, oracle %.7g",
+                      what, (long long)i, g, w);
+    }
+}
+
+START_TEST(test_lse_matches_oracle)
+{
+    /* cpu-ref's log-sum-exp against the float64 oracle's: GQA prefill and
+     * decode with sinks and softcap; long-context decode that the kernels
+     * split (the combine path) on an fp8 cache with descales; a window. The
+     * output is bitwise the one without the LSE. */
+    for (int c = 0; c < 3; c++) {
+        attn_shape s;
+        base_shape(&s);
+        s.num_q_heads = 8;
+        s.num_kv_heads = 2;
+        s.head_dim = 64;
+        s.max_q_len = c == 1 ? 1 : 6;
+        s.max_kv_len = c == 1 ? 3000 : 300;
+        s.has_sinks = c == 0;
+        s.softcap = c == 0 ? 30.0f : 0.0f;
+        if (c == 1)
+            s.kv_dtype = ATTN_DTYPE_FP8_E4M3FN;
+        if (c == 2) {
+            s.window_left = 40;
+            s.window_right = 0;
+        }
+        attn_oracle_problem_options o = {.num_seqs = c == 1 ? 2 : 3, .seed = 70 + (uint64_t)c};
+        attn_oracle_problem p;
+        char err[512];
+        ck_assert_int_eq(attn_oracle_problem_random(&p, &s, &o, err, sizeof err), 0);
+        if (c == 1)
+            p.k_descale = 0.75f, p.v_descale = 1.25f;
+        attn_forward_args a;
+        ck_assert_int_eq(run_plugin(&p, &a, two_threads, err, sizeof err), ATTN_OK);
+        void *plain = malloc(p.out_bytes);
+        memcpy(plain, p.out, p.out_bytes);
+        const int64_t rows = (int64_t)p.num_tokens * s.num_q_heads;
+        float *lse = malloc((size_t)(rows + 1) * sizeof(float));
+        ck_assert_msg(run_with_lse(&p, &a, lse, err, sizeof err) == ATTN_OK, "%s", err);
+        ck_assert_msg(memcmp(plain, p.out, p.out_bytes) == 0, "config %d: output changed", c);
+        double *want = calloc((size_t)rows * p.shape.head_dim_v + 1, sizeof(double));
+        double *want_lse = calloc((size_t)rows + 1, sizeof(double));
+        ck_assert_int_eq(attn_oracle_forward_lse(&p.shape, &a, want, want_lse, err, sizeof err), 0);
+        assert_lse_close(lse, want_lse, rows,
+                         c == 0   ? "sinks+softcap"
+                         : c == 1 ? "split"
+                                  : "window");
+        free(want);
+        free(want_lse);
+        free(lse);
+        free(plain);
+        attn_oracle_problem_free(&p);
+    }
+}
+END_TEST
+
+START_TEST(test_split_then_merge_equals_whole)
+{
+    /* Cascade attention: each sequence's keys split into a prefix of whole
+     * pages before its new tokens (attended without causal masking: every
+     * query sees all of it, even when it is shorter than the queries or
+     * empty) and the rest (causal, so the mask is the whole's), merged by
+     * attn_merge_states, equal attention over all the keys, output and LSE;
+     * f32 and bf16 states. */
+    for (int c = 0; c < 2; c++) {
+        attn_shape s;
+        base_shape(&s);
+        s.num_q_heads = 4;
+        s.num_kv_heads = 2;
+        s.head_dim = 32;
+        s.max_q_len = 5;
+        s.max_kv_len = 400;
+        s.out_dtype = c == 0 ? ATTN_DTYPE_F32 : ATTN_DTYPE_BF16;
+        attn_oracle_problem_options o = {.num_seqs = 4, .seed = 90 + (uint64_t)c};
+        attn_oracle_problem p;
+        char err[512];
+        ck_assert_int_eq(attn_oracle_problem_random(&p, &s, &o, err, sizeof err), 0);
+        const int64_t rows = (int64_t)p.num_tokens * s.num_q_heads;
+        float *lse_whole = malloc((size_t)(rows + 1) * sizeof(float));
+        float *lse_prefix = malloc((size_t)(rows + 1) * sizeof(float));
+        float *lse_suffix = malloc((size_t)(rows + 1) * sizeof(float));
+        attn_forward_args a;
+        ck_assert_msg(run_with_lse(&p, &a, lse_whole, err, sizeof err) == ATTN_OK, "%s", err);
+        char *whole = malloc(p.out_bytes), *prefix = malloc(p.out_bytes);
+        memcpy(whole, p.out, p.out_bytes);
+
+        int32_t *kv = malloc((size_t)p.num_seqs * sizeof(int32_t));
+        int32_t *table = malloc((size_t)p.num_seqs * p.block_table_stride * sizeof(int32_t));
+        memcpy(kv, p.seqused_k, (size_t)p.num_seqs * sizeof(int32_t));
+        memcpy(table, p.block_table, (size_t)p.num_seqs * p.block_table_stride * sizeof(int32_t));
+        int32_t *cut = malloc((size_t)p.num_seqs * sizeof(int32_t));
+        for (int32_t i = 0; i < p.num_seqs; i++) {
+            int32_t q = p.cu_seqlens_q[i + 1] - p.cu_seqlens_q[i];
+            cut[i] = (kv[i] - q) / s.page_size * s.page_size;
+            if (i == 0)
+                cut[i] = 0; /* one sequence with an empty prefix (lse -inf) */
+            p.seqused_k[i] = cut[i];
+        }
+        p.shape.causal = 0;
+        ck_assert_msg(run_with_lse(&p, &a, lse_prefix, err, sizeof err) == ATTN_OK, "%s", err);
+        memcpy(prefix, p.out, p.out_bytes);
+        p.shape.causal = 1;
+        for (int32_t i = 0; i < p.num_seqs; i++) {
+            p.seqused_k[i] = kv[i] - cut[i];
+            for (int32_t j = 0; j < p.block_table_stride; j++) {
+                int32_t from = j + cut[i] / s.page_size;
+                p.block_table[(size_t)i * p.block_table_stride + j] =
+                    from < p.block_table_stride ? table[(size_t)i * p.block_table_stride + from]
+                                                : 0;
+            }
+        }
+        ck_assert_msg(run_with_lse(&p, &a, lse_suffix, err, sizeof err) == ATTN_OK, "%s", err);
+
+        attn_merge_args m;
+        memset(&m, 0, sizeof m);
+        m.struct_size = sizeof m;
+        m.num_tokens = p.num_tokens;
+        m.num_heads = s.num_q_heads;
+        m.head_dim = p.shape.head_dim_v;
+        m.dtype = s.out_dtype;
+        m.a = prefix;
+        m.lse_a = lse_prefix;
+        m.b = p.out; /* merged in place over the suffix's output */
+        m.lse_b = lse_suffix;
+        m.out = p.out;
+        m.lse_out = lse_suffix;
+        m.stride_token = p.out_stride_token;
+        m.stride_head = p.out_stride_head;
+        ck_assert_int_eq(attn_merge_states(&m), ATTN_OK);
+
+        const double tol_rel = c == 0 ? 1e-5 : 0x1p-7, tol_abs = c == 0 ? 2e-6 : 0x1p-9;
+        for (int64_t t = 0; t < p.num_tokens; t++)
+            for (int32_t h = 0; h < s.num_q_heads; h++)
+                for (int32_t i = 0; i < p.shape.head_dim_v; i++) {
+                    int64_t at = t * p.out_stride_token + h * p.out_stride_head + i;
+                    double w = attn_oracle_decode(s.out_dtype, whole, at);
+                    double g = attn_oracle_decode(s.out_dtype, p.out, at);
+                    ck_assert_msg(fabs(g - w) <= tol_abs + tol_rel * fabs(w),
+                                  "%s: token %lld head %d [%d]: merged %.7g, whole %.7g",
+                                  attn_dtype_spelling(s.out_dtype), (long long)t, (int)h, (int)i, g,
+                                  w);
+                }
+        for (int64_t r = 0; r < rows; r++)
+            ck_assert_msg(fabsf(lse_suffix[r] - lse_whole[r]) <=
+                              1e-4f + 1e-5f * fabsf(lse_whole[r]),
+                          "row %lld: merged lse %.7g, whole %.7g", (long long)r,
+                          (double)lse_suffix[r], (double)lse_whole[r]);
+        memcpy(p.block_table, table, (size_t)p.num_seqs * p.block_table_stride * sizeof(int32_t));
+        memcpy(p.seqused_k, kv, (size_t)p.num_seqs * sizeof(int32_t));
+        free(cut);
+        free(table);
+        free(kv);
+        free(whole);
+        free(prefix);
+        free(lse_whole);
+        free(lse_prefix);
+        free(lse_suffix);
+        attn_oracle_problem_free(&p);
+    }
+}
+END_TEST
+
+START_TEST(test_merge_states_edges)
+{
+    /* attn_merge_states on its own: against a float64 merge of random rows,
+     * a side at -inf contributes nothing, both at -inf give zeros and -inf;
+     * the errors name what is wrong. */
+    enum { T = 3, H = 2, D = 5 };
+    float a[T][H][D], b[T][H][D], out[T][H][D], la[T][H], lb[T][H], lo[T][H];
+    uint64_t rng = 12345;
+    for (int t = 0; t < T; t++)
+        for (int h = 0; h < H; h++) {
+            la[t][h] = (float)(4.0 * attn_oracle_rand_uniform(&rng) - 2.0);
+            lb[t][h] = (float)(4.0 * attn_oracle_rand_uniform(&rng) - 2.0);
+            for (int i = 0; i < D; i++) {
+                a[t][h][i] = (float)(2.0 * attn_oracle_rand_uniform(&rng) - 1.0);
+                b[t][h][i] = (float)(2.0 * attn_oracle_rand_uniform(&rng) - 1.0);
+            }
+        }
+    la[1][0] = -INFINITY;
+    la[2][1] = lb[2][1] = -INFINITY;
+    attn_merge_args m;
+    memset(&m, 0, sizeof m);
+    m.struct_size = ATTN_MERGE_ARGS_SIZE_0_4;
+    m.num_tokens = T;
+    m.num_heads = H;
+    m.head_dim = D;
+    m.dtype = ATTN_DTYPE_F32;
+    m.a = a;
+    m.lse_a = &la[0][0];
+    m.b = b;
+    m.lse_b = &lb[0][0];
+    m.out = out;
+    m.lse_out = &lo[0][0];
+    ck_assert_int_eq(attn_merge_states(&m), ATTN_OK);
+    for (int t = 0; t < T; t++)
+        for (int h = 0; h < H; h++) {
+            double x = la[t][h], y = lb[t][h];
+            if (x == -INFINITY && y == -INFINITY) {
+                ck_assert(lo[t][h] == -INFINITY);
+                for (int i = 0; i < D; i++)
+                    ck_assert(out[t][h][i] == 0.0f);
+                continue;
+            }
+            double mx = x > y ? x : y, wa = exp(x - mx), wb = exp(y - mx);
+            ck_assert(fabs(lo[t][h] - (mx + log(wa + wb))) < 1e-6);
+            for (int i = 0; i < D; i++) {
+                double want = (a[t][h][i] * wa + b[t][h][i] * wb) / (wa + wb);
+                ck_assert_msg(fabs(out[t][h][i] - want) < 1e-6, "[%d][%d][%d] %g vs %g", t, h, i,
+                              (double)out[t][h][i], want);
+            }
+        }
+    ck_assert(out[1][0][0] == b[1][0][0]); /* a side at -inf: the other, exactly */
+    m.dtype = ATTN_DTYPE_FP8_E4M3FN;
+    ck_assert_int_eq(attn_merge_states(&m), ATTN_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(attn_last_error(), "f32, f16 or bf16"), "%s", attn_last_error());
+    m.dtype = ATTN_DTYPE_F32;
+    m.lse_b = NULL;
+    ck_assert_int_eq(attn_merge_states(&m), ATTN_ERR_INVALID_ARGUMENT);
+    m.lse_b = &lb[0][0];
+    m.struct_size = 8;
+    ck_assert_int_eq(attn_merge_states(&m), ATTN_ERR_INVALID_ARGUMENT);
+}
+END_TEST
+
+START_TEST(test_lse_flag_and_array_agree)
+{
+    /* return_lse without an lse array, or an array without the flag, is an
+     * error naming it (never an unwritten or ignored output). */
+    attn_shape s;
+    base_shape(&s);
+    attn_oracle_problem_options o = {.num_seqs = 2, .seed = 3};
+    attn_oracle_problem p;
+    char err[512];
+    ck_assert_int_eq(attn_oracle_problem_random(&p, &s, &o, err, sizeof err), 0);
+    harness_context hc;
+    harness_context_init(&hc, two_threads);
+    attn_forward_args a;
+    attn_oracle_problem_args(&p, &a);
+    p.shape.return_lse = 1;
+    ck_assert_int_eq(harness_run(&plugin, &hc.ctx, &p.shape, &a, err, sizeof err),
+                     ATTN_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(err, "return_lse") && strstr(err, "args.lse is NULL"), "%s", err);
+    p.shape.return_lse = 0;
+    float lse[64];
+    a.lse = lse;
+    ck_assert_int_eq(harness_run(&plugin, &hc.ctx, &p.shape, &a, err, sizeof err),
+                     ATTN_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(err, "without return_lse"), "%s", err);
+    attn_oracle_problem_free(&p);
 }
 END_TEST
 
@@ -1059,6 +1349,10 @@ static Suite *cpu_ref_suite(void)
     tcase_add_test(edges, test_sinks_with_one_visible_key);
     tcase_add_test(edges, test_window_larger_than_context);
     tcase_add_test(edges, test_kv_layouts_match_contiguous);
+    tcase_add_test(edges, test_lse_matches_oracle);
+    tcase_add_test(edges, test_split_then_merge_equals_whole);
+    tcase_add_test(edges, test_merge_states_edges);
+    tcase_add_test(edges, test_lse_flag_and_array_agree);
     tcase_add_test(edges, test_block_table_trailing_entries);
     tcase_add_test(edges, test_sliding_window_mappings);
     tcase_add_test(edges, test_engine_page_sizes);

@@ -282,3 +282,75 @@ def test_kv_views_shapes():
         attnreg.kv_views(cache, "nhd")
     with pytest.raises(ValueError, match="not one of vllm, nhd, hnd"):
         attnreg.kv_views(cache, "paged")
+
+
+def test_lse_against_reference_and_split_then_merge(reg):
+    """Issue 20: Shape(lse=True) returns the float32 log-sum-exp (here into a
+    vLLM-style [Hq, T] buffer, transposed) against the float64 reference, with
+    sinks; and cascade attention: a non-causal prefix of whole pages and the
+    causal rest, merged by merge_states, equal attention over all keys."""
+    rng = np.random.default_rng(41)
+    q_lens, kv_lens, page = [3, 1, 5], [70, 33, 48], 16
+    kw = dict(q_heads=4, kv_heads=2, head_dim=32, q_dtype="f32", max_q_len=5, max_kv_len=70)
+    b = paged_batch(rng, q_lens, kv_lens, 4, 2, 32, 32, page, "f32", "f32", True)
+    scale = 1 / np.sqrt(32)
+    with reg.create(reg.select(attnreg.Shape(sinks=True, lse=True, **kw))) as be:
+        hq_major = np.empty((4, int(b["cu"][-1])), dtype=np.float32)
+        out, lse = be.forward(b["q"], b["k"], b["v"], b["bt"], b["cu"], b["sk"], sinks=b["sinks"],
+                              lse=hq_major.T)
+        assert lse.base is hq_major
+    want, want_lse = attention(b["q"].astype(np.float64), b["k"].astype(np.float64),
+                               b["v"].astype(np.float64), b["bt"], b["cu"], b["sk"], scale,
+                               sinks=b["sinks"].astype(np.float64), return_lse=True)
+    assert np.abs(out - want).max() < 1e-5
+    assert np.abs(lse - want_lse).max() < 1e-4
+
+    with reg.create(reg.select(attnreg.Shape(lse=True, **kw))) as whole_be:
+        whole, whole_lse = whole_be.forward(b["q"], b["k"], b["v"], b["bt"], b["cu"], b["sk"])
+    cut = [(k - q) // page * page for q, k in zip(q_lens, kv_lens)]
+    cut[1] = 0  # an empty prefix: lse -inf, contributes nothing
+    with reg.create(reg.select(attnreg.Shape(lse=True, causal=False, **kw))) as prefix_be:
+        pre, pre_lse = prefix_be.forward(b["q"], b["k"], b["v"], b["bt"], b["cu"],
+                                         np.array(cut, dtype=np.int32))
+    assert np.isneginf(pre_lse[3]).all()  # sequence 1's token
+    bt_suffix = np.zeros_like(b["bt"])
+    for i, c in enumerate(cut):
+        rest = b["bt"][i, c // page:]
+        bt_suffix[i, :len(rest)] = rest
+    with reg.create(reg.select(attnreg.Shape(lse=True, **kw))) as suffix_be:
+        suf, suf_lse = suffix_be.forward(b["q"], b["k"], b["v"], bt_suffix, b["cu"],
+                                         np.array([k - c for k, c in zip(kv_lens, cut)],
+                                                  dtype=np.int32))
+    merged, merged_lse = attnreg.merge_states(pre, pre_lse, suf, suf_lse)
+    assert np.abs(merged - whole).max() < 1e-5
+    assert np.abs(merged_lse - whole_lse).max() < 1e-4
+    # in place over one side, as cascade attention does
+    attnreg.merge_states(pre, pre_lse, suf, suf_lse, out=suf, lse_out=suf_lse)
+    assert np.array_equal(suf, merged)
+
+
+def test_merge_states_checks(reg):
+    a = np.zeros((2, 3, 4), np.float32)
+    lse = np.zeros((2, 3), np.float32)
+    with pytest.raises(ValueError, match="b: expected shape"):
+        attnreg.merge_states(a, lse, np.zeros((2, 3, 5), np.float32), lse)
+    with pytest.raises(ValueError, match="lse_a: expected dtype float32"):
+        attnreg.merge_states(a, lse.astype(np.float64), a, lse)
+    with pytest.raises(ValueError, match="must share strides"):
+        attnreg.merge_states(a, lse, np.zeros((3, 2, 4), np.float32).transpose(1, 0, 2), lse)
+    with pytest.raises(ValueError, match="lse: given, but the backend's shape does not ask"):
+        shape = attnreg.Shape(q_heads=2, head_dim=16, q_dtype="f32", max_kv_len=16)
+        with reg.create(reg.select(shape)) as be:
+            be.forward(np.zeros((1, 2, 16), np.float32), np.zeros((1, 16, 2, 16), np.float32),
+                       np.zeros((1, 16, 2, 16), np.float32), np.zeros((1, 1), np.int32),
+                       np.array([0, 1], np.int32), np.array([16], np.int32),
+                       lse=np.zeros((1, 2), np.float32))
+
+
+def test_lse_shape_flag_in_selection(reg):
+    """The aiter plugins refuse return_lse with their own reason; cpu-ref
+    writes it."""
+    ex = reg.explain(attnreg.Shape(arch="gfx950", q_heads=32, kv_heads=8, lse=True))
+    generic = [v for p in ex["passes"] for v in p["verdicts"] if v["backend"] == "aiter-generic"]
+    assert generic[0]["reason"] == "LSE" and "log-sum-exp" in generic[0]["message"]
+    assert reg.select(attnreg.Shape(lse=True)).backend == "cpu-ref"

@@ -278,6 +278,51 @@ ATTNREG_API attn_status attn_backend_forward(attn_backend *b, const attn_forward
     return ATTN_OK;
 }
 
+ATTNREG_API attn_status attn_backend_append_kv(attn_backend *b, const attn_append_args *args)
+{
+    if (!b || !args)
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_backend_append_kv: NULL argument");
+    if (args->struct_size < ATTN_APPEND_ARGS_SIZE_0_4)
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                         "append args struct_size %u is smaller than the oldest layout's %zu",
+                         args->struct_size, (size_t)ATTN_APPEND_ARGS_SIZE_0_4);
+    /* The descriptor is copied by its struct_size: NULL for plugins older
+     * than 1.3 and for those without an append. */
+    if (!b->candidate->desc.append_kv)
+        return attn_fail(ATTN_ERR_UNSUPPORTED, "%s has no KV append (its plugin has no append_kv)",
+                         b->candidate->name);
+    attn_append_args full;
+    attn_copy_versioned(&full, sizeof full, args,
+                        args->struct_size < sizeof full ? args->struct_size : sizeof full);
+    full.struct_size = sizeof full;
+    if (full.num_tokens < 0 || full.num_blocks < 0)
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                         "%s: append num_tokens (%d) and num_blocks (%d) must be >= 0",
+                         b->candidate->name, full.num_tokens, full.num_blocks);
+    if (full.num_tokens > 0 &&
+        (!full.k || !full.v || !full.slot_mapping || !full.k_cache || !full.v_cache))
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                         "%s: append needs k, v, slot_mapping, k_cache and v_cache",
+                         b->candidate->name);
+    const int64_t strides[] = {full.k_stride_token,       full.k_stride_head,
+                               full.v_stride_token,       full.v_stride_head,
+                               full.k_cache_stride_block, full.k_cache_stride_token,
+                               full.k_cache_stride_head,  full.v_cache_stride_block,
+                               full.v_cache_stride_token, full.v_cache_stride_head};
+    for (size_t i = 0; i < sizeof strides / sizeof strides[0]; i++)
+        if (strides[i] < 0)
+            return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
+                             "%s: append strides are element counts >= 0 (0 = contiguous)",
+                             b->candidate->name);
+    char err[512] = "";
+    attn_status st = b->candidate->desc.append_kv(b->impl, &full, err, sizeof err);
+    err[sizeof err - 1] = '\0';
+    if (st != ATTN_OK)
+        return attn_fail(st, "%s: KV append failed: %s", b->candidate->name,
+                         err[0] ? err : attn_status_message(st));
+    return ATTN_OK;
+}
+
 ATTNREG_API void attn_backend_destroy(attn_backend *b)
 {
     if (!b)

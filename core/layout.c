@@ -205,6 +205,31 @@ static const layout_field plan_entry_fields[] = {
     F(attn_plan_entry, effective_shape),
 };
 
+static const layout_field append_args_fields[] = {
+    F(attn_append_args, struct_size),
+    F(attn_append_args, num_tokens),
+    F(attn_append_args, src_dtype),
+    F(attn_append_args, k),
+    F(attn_append_args, v),
+    F(attn_append_args, k_stride_token),
+    F(attn_append_args, k_stride_head),
+    F(attn_append_args, v_stride_token),
+    F(attn_append_args, v_stride_head),
+    F(attn_append_args, slot_mapping),
+    F(attn_append_args, k_cache),
+    F(attn_append_args, v_cache),
+    F(attn_append_args, num_blocks),
+    F(attn_append_args, k_cache_stride_block),
+    F(attn_append_args, k_cache_stride_token),
+    F(attn_append_args, k_cache_stride_head),
+    F(attn_append_args, v_cache_stride_block),
+    F(attn_append_args, v_cache_stride_token),
+    F(attn_append_args, v_cache_stride_head),
+    F(attn_append_args, k_scale),
+    F(attn_append_args, v_scale),
+    F(attn_append_args, stream),
+};
+
 static const layout_field merge_args_fields[] = {
     F(attn_merge_args, struct_size),     F(attn_merge_args, num_tokens),
     F(attn_merge_args, num_heads),       F(attn_merge_args, head_dim),
@@ -241,6 +266,7 @@ static const layout_struct layout_table[] = {
     S(attn_kernel_plan, kernel_plan_fields),
     S(attn_launch_plan, launch_plan_fields),
     S(attn_merge_args, merge_args_fields),
+    S(attn_append_args, append_args_fields),
 };
 
 #undef S

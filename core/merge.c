@@ -13,9 +13,10 @@ ATTNREG_API attn_status attn_merge_states(const attn_merge_args *in)
     if (!in)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_merge_states: args is NULL");
     if (in->struct_size < ATTN_MERGE_ARGS_SIZE_0_4)
-        return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
-                         "attn_merge_states: struct_size %u is smaller than the oldest layout's %zu",
-                         in->struct_size, (size_t)ATTN_MERGE_ARGS_SIZE_0_4);
+        return attn_fail(
+            ATTN_ERR_INVALID_ARGUMENT,
+            "attn_merge_states: struct_size %u is smaller than the oldest layout's %zu",
+            in->struct_size, (size_t)ATTN_MERGE_ARGS_SIZE_0_4);
     /* A newer host's extra fields are not read; an older one has none. */
     attn_merge_args args;
     attn_copy_versioned(&args, sizeof args, in,
@@ -25,7 +26,8 @@ ATTNREG_API attn_status attn_merge_states(const attn_merge_args *in)
                          "attn_merge_states: num_tokens (%d) must be >= 0, num_heads (%d) and "
                          "head_dim (%d) >= 1",
                          args.num_tokens, args.num_heads, args.head_dim);
-    if (args.dtype != ATTN_DTYPE_F32 && args.dtype != ATTN_DTYPE_F16 && args.dtype != ATTN_DTYPE_BF16)
+    if (args.dtype != ATTN_DTYPE_F32 && args.dtype != ATTN_DTYPE_F16 &&
+        args.dtype != ATTN_DTYPE_BF16)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
                          "attn_merge_states: dtype %s: the states are f32, f16 or bf16",
                          attn_dtype_name(args.dtype));
@@ -34,11 +36,13 @@ ATTNREG_API attn_status attn_merge_states(const attn_merge_args *in)
     if (!args.a || !args.b || !args.out || !args.lse_a || !args.lse_b)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
                          "attn_merge_states: a, lse_a, b, lse_b and out must not be NULL");
-    if (args.stride_token < 0 || args.stride_head < 0 || args.lse_stride_token < 0 || args.lse_stride_head < 0)
+    if (args.stride_token < 0 || args.stride_head < 0 || args.lse_stride_token < 0 ||
+        args.lse_stride_head < 0)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
                          "attn_merge_states: strides must be >= 0 (0 = contiguous)");
     const int64_t sh = args.stride_head ? args.stride_head : args.head_dim;
-    const int64_t st = args.stride_token ? args.stride_token : (int64_t)args.num_heads * args.head_dim;
+    const int64_t st =
+        args.stride_token ? args.stride_token : (int64_t)args.num_heads * args.head_dim;
     const int64_t lh = args.lse_stride_head ? args.lse_stride_head : 1;
     const int64_t lt = args.lse_stride_token ? args.lse_stride_token : args.num_heads;
     for (int64_t t = 0; t < args.num_tokens; t++)

@@ -36,6 +36,8 @@
  *        ATTN_REASON_LSE. Selection rejects (LSE, "host") a plugin that does
  *        not declare ATTN_FORWARD_LSE for a shape with return_lse, after its
  *        own predicates (which may say why first).
+ *        KV append: attn_append_args (attn_types.h) and the optional
+ *        descriptor entry append_kv (appended after forward_features).
  *
  * Threads: the host may call predicates, create and probe_devices from
  * several threads at once (selection is concurrent); they must not modify
@@ -169,6 +171,11 @@ typedef struct attn_plugin_descriptor {
      * host then refuses such calls rather than letting it compute on the
      * wrong memory. */
     uint32_t forward_features;
+    /* ABI 1.3. Optional: write new tokens' K/V into the paged cache (see
+     * attn_append_args in attn_types.h); NULL = the backend has no KV append
+     * (the host answers ATTN_ERR_UNSUPPORTED). */
+    attn_status (*append_kv)(void *backend, const attn_append_args *args, char *err,
+                             size_t err_size);
 } attn_plugin_descriptor;
 
 /* attn_plugin_descriptor.forward_features (ABI 1.3). */

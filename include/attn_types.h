@@ -277,6 +277,41 @@ typedef struct attn_forward_args {
     int64_t lse_stride_head;
 } attn_forward_args;
 
+/* Writing new tokens' K and V into the paged cache (0.4 / plugin ABI 1.3),
+ * as vLLM's reshape_and_cache_flash and FlashInfer's append_paged_kv_cache
+ * do: token t's K row of KV head h goes to cache slot slot_mapping[t]
+ * (block = slot / page_size, offset = slot % page_size), converted to the
+ * backend's kv_dtype: rounded to nearest even for f16/bf16; for FP8 caches
+ * stored = value / k_scale (v_scale for V), saturating, so that forward's
+ * k_descale = k_scale reads it back. A negative slot skips the token (vLLM's
+ * padding). Pointers are in the backend's memory space; strides in
+ * elements, 0 = contiguous ([num_tokens, Hkv, D] for the new rows, the
+ * forward's layout for the caches); the last dimension is contiguous. */
+typedef struct attn_append_args {
+    uint32_t struct_size;
+    int32_t num_tokens;
+    int32_t src_dtype; /* attn_dtype of k and v (f32, f16, bf16); 0 = the shape's q_dtype */
+    const void *k;     /* [num_tokens, Hkv, D] */
+    const void *v;     /* [num_tokens, Hkv, Dv] */
+    int64_t k_stride_token;
+    int64_t k_stride_head;
+    int64_t v_stride_token;
+    int64_t v_stride_head;
+    const int64_t *slot_mapping; /* [num_tokens] */
+    void *k_cache;               /* [num_blocks, page_size, Hkv, D], kv_dtype */
+    void *v_cache;
+    int32_t num_blocks;
+    int64_t k_cache_stride_block;
+    int64_t k_cache_stride_token;
+    int64_t k_cache_stride_head;
+    int64_t v_cache_stride_block;
+    int64_t v_cache_stride_token;
+    int64_t v_cache_stride_head;
+    float k_scale; /* FP8 caches: stored = value / k_scale; ignored otherwise */
+    float v_scale;
+    void *stream; /* hipStream_t / cudaStream_t; NULL = default */
+} attn_append_args;
+
 /* Limits of the batches a backend object will see, for sizing scratch. */
 typedef struct attn_batch_limits {
     uint32_t struct_size;

@@ -83,6 +83,8 @@
  *        the CPU: host memory). attn_plan_entry.effective_shape (appended): a
  *        host whose attn_plan_entry is the 0.3 size gets its `selection` in
  *        the 0.3 layout.
+ *        KV append: attn_append_args (attn_types.h), ATTN_APPEND_ARGS_SIZE_0_4
+ *        and attn_backend_append_kv.
  */
 #ifndef ATTNREG_H
 #define ATTNREG_H
@@ -114,6 +116,7 @@ extern "C" {
 #define ATTN_BATCH_LIMITS_SIZE_0_1 (offsetof(attn_batch_limits, max_num_tokens) + sizeof(int32_t))
 #define ATTN_REGISTRY_OPTIONS_SIZE_0_1 offsetof(attn_registry_options, skip_env)
 #define ATTN_REGISTRY_OPTIONS_SIZE_0_2 offsetof(attn_registry_options, probe_out_of_process)
+#define ATTN_APPEND_ARGS_SIZE_0_4 (offsetof(attn_append_args, stream) + sizeof(void *))
 #define ATTN_MERGE_ARGS_SIZE_0_4 (offsetof(attn_merge_args, lse_stride_head) + sizeof(int64_t))
 
 typedef struct attn_registry attn_registry;       /* opaque */
@@ -560,6 +563,11 @@ ATTNREG_API attn_status attn_backend_create(attn_registry *registry,
 ATTNREG_API attn_status attn_backend_workspace_size(const attn_backend *backend,
                                                     const attn_batch_limits *limits, size_t *bytes);
 ATTNREG_API attn_status attn_backend_forward(attn_backend *backend, const attn_forward_args *args);
+/* 0.4: writes new tokens' K and V into the paged cache at their slots,
+ * converted to the backend's kv_dtype (attn_append_args, attn_types.h), on
+ * args->stream. ATTN_ERR_UNSUPPORTED when the backend has no KV append;
+ * ATTN_ERR_INVALID_ARGUMENT naming the field or token otherwise wrong. */
+ATTNREG_API attn_status attn_backend_append_kv(attn_backend *backend, const attn_append_args *args);
 ATTNREG_API void attn_backend_destroy(attn_backend *backend);
 ATTNREG_API const char *attn_backend_name(const attn_backend *backend);
 ATTNREG_API const attn_shape *attn_backend_shape(const attn_backend *backend);

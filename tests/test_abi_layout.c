@@ -282,7 +282,7 @@ START_TEST(public_structs_keep_their_layout)
     SIZE(attn_predicate, 16);
     OFF(attn_predicate, name, 0);
     OFF(attn_predicate, check, 8);
-    SIZE(attn_plugin_descriptor, 152);
+    SIZE(attn_plugin_descriptor, 160);
     OFF(attn_plugin_descriptor, struct_size, 0);
     OFF(attn_plugin_descriptor, abi_major, 4);
     OFF(attn_plugin_descriptor, abi_minor, 8);
@@ -304,6 +304,7 @@ START_TEST(public_structs_keep_their_layout)
     OFF(attn_plugin_descriptor, arch_limits, 136);
     OFF(attn_plugin_descriptor, num_arch_limits, 144);
     OFF(attn_plugin_descriptor, forward_features, 148); /* ABI 1.3, in the padding */
+    OFF(attn_plugin_descriptor, append_kv, 152);
 #endif
 }
 END_TEST
@@ -315,6 +316,7 @@ START_TEST(oldest_sizes_are_the_published_ones)
     ck_assert_uint_eq(ATTN_FORWARD_ARGS_SIZE_0_1, 176);
     ck_assert_uint_eq(ATTN_BATCH_LIMITS_SIZE_0_1, 12);
     ck_assert_uint_eq(ATTN_MERGE_ARGS_SIZE_0_4, 104);
+    ck_assert_uint_eq(ATTN_APPEND_ARGS_SIZE_0_4, 160);
     ck_assert_uint_eq(ATTN_REGISTRY_OPTIONS_SIZE_0_1, 84);
     ck_assert_uint_eq(ATTN_REGISTRY_OPTIONS_SIZE_0_2, 88);
 }

@@ -210,6 +210,31 @@ START_TEST(lse_needs_a_plugin_that_writes_it)
 }
 END_TEST
 
+START_TEST(append_kv_needs_a_plugin_that_has_it)
+{
+    /* 0.4: a backend whose plugin has no append_kv (the fake, and every
+     * plugin older than 1.3) answers ATTN_ERR_UNSUPPORTED with a sentence;
+     * bad arguments are refused before the plugin. */
+    attn_registry *reg = open_single("good", "fake-good", NULL);
+    attn_selection sel;
+    attn_shape shape;
+    attn_backend *be = NULL;
+    forward_shape(&shape);
+    select_ok(reg, &shape, &sel, "fake-good");
+    ck_assert_int_eq(attn_backend_create(reg, &sel, &be), ATTN_OK);
+    attn_append_args a;
+    memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    ck_assert_int_eq(attn_backend_append_kv(be, &a), ATTN_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(attn_last_error(), "has no KV append"), "%s", attn_last_error());
+    a.struct_size = 8;
+    ck_assert_int_eq(attn_backend_append_kv(be, &a), ATTN_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(attn_backend_append_kv(be, NULL), ATTN_ERR_INVALID_ARGUMENT);
+    attn_backend_destroy(be);
+    attn_registry_close(reg);
+}
+END_TEST
+
 START_TEST(create_refused_by_plugin)
 {
     attn_registry *reg = open_single("create_fails", "fake-create-fails", NULL);
@@ -365,6 +390,7 @@ static Suite *backend_suite(void)
     tcase_add_test(tc, create_workspace_forward_destroy);
     tcase_add_test(tc, forward_kv_strides);
     tcase_add_test(tc, lse_needs_a_plugin_that_writes_it);
+    tcase_add_test(tc, append_kv_needs_a_plugin_that_has_it);
     tcase_add_test(tc, create_refused_by_plugin);
     tcase_add_loop_test(tc, create_checks_what_is_there, 0,
                         (int)(sizeof create_cases / sizeof create_cases[0]));

@@ -748,6 +748,76 @@ static attn_status cpu_ref_forward(void *backend, const attn_forward_args *a, ch
     return ATTN_OK;
 }
 
+/* ---- KV append ------------------------------------------------------------ */
+
+/* Writes each new token's K and V rows into its cache slot in kv_dtype
+ * (attn_append_args): what vLLM's reshape_and_cache_flash does, on the CPU.
+ * Every slot is checked before anything is written, so a bad slot leaves
+ * the cache as it was. */
+static attn_status cpu_ref_append_kv(void *backend, const attn_append_args *a, char *err,
+                                     size_t err_size)
+{
+    const cpu_ref_backend *b = backend;
+    if (!b || !a || a->struct_size < offsetof(attn_append_args, stream) + sizeof(void *))
+        FAIL(ATTN_ERR_INVALID_ARGUMENT, "cpu-ref: append args missing or older than 0.4");
+    const attn_shape *s = &b->shape;
+    const int32_t src = a->src_dtype ? a->src_dtype : s->q_dtype;
+    if (!is_float_dtype(src))
+        FAIL(ATTN_ERR_INVALID_ARGUMENT,
+             "cpu-ref: append src_dtype %s: new K/V rows are f32, f16 "
+             "or bf16",
+             attn_dtype_spelling(src));
+    const int fp8 = attn_conv_dtype_is_fp8(s->kv_dtype);
+    if (fp8 && (!isfinite(a->k_scale) || !isfinite(a->v_scale) || a->k_scale == 0.0f ||
+                a->v_scale == 0.0f))
+        FAIL(ATTN_ERR_INVALID_ARGUMENT,
+             "cpu-ref: k_scale (%g) and v_scale (%g) must be finite and non-zero for a %s cache",
+             (double)a->k_scale, (double)a->v_scale, attn_dtype_spelling(s->kv_dtype));
+    if (a->num_tokens > 0 && (!a->k || !a->v || !a->slot_mapping || !a->k_cache || !a->v_cache))
+        FAIL(ATTN_ERR_INVALID_ARGUMENT,
+             "cpu-ref: append needs k, v, slot_mapping, k_cache and v_cache");
+    const int64_t slots = (int64_t)a->num_blocks * s->page_size;
+    for (int32_t t = 0; t < a->num_tokens; t++)
+        if (a->slot_mapping[t] >= slots)
+            FAIL(ATTN_ERR_INVALID_ARGUMENT,
+                 "cpu-ref: slot_mapping[%d] = %lld is past the cache (%d blocks of %d = %lld "
+                 "slots)",
+                 (int)t, (long long)a->slot_mapping[t], (int)a->num_blocks, (int)s->page_size,
+                 (long long)slots);
+    const int64_t hkv = b->num_kv_heads, page = s->page_size;
+    const int64_t dims[2] = {s->head_dim, b->head_dim_v};
+    const void *rows[2] = {a->k, a->v};
+    void *caches[2] = {a->k_cache, a->v_cache};
+    const int64_t row_st[2][2] = {{a->k_stride_token, a->k_stride_head},
+                                  {a->v_stride_token, a->v_stride_head}};
+    const int64_t cache_st[2][3] = {
+        {a->k_cache_stride_block, a->k_cache_stride_token, a->k_cache_stride_head},
+        {a->v_cache_stride_block, a->v_cache_stride_token, a->v_cache_stride_head}};
+    const float scales[2] = {a->k_scale, a->v_scale};
+    for (int kv = 0; kv < 2; kv++) {
+        const int64_t d = dims[kv];
+        const int64_t rt = row_st[kv][0] ? row_st[kv][0] : hkv * d,
+                      rh = row_st[kv][1] ? row_st[kv][1] : d;
+        const int64_t cb = cache_st[kv][0] ? cache_st[kv][0] : page * hkv * d;
+        const int64_t ct = cache_st[kv][1] ? cache_st[kv][1] : hkv * d;
+        const int64_t ch = cache_st[kv][2] ? cache_st[kv][2] : d;
+        for (int32_t t = 0; t < a->num_tokens; t++) {
+            const int64_t slot = a->slot_mapping[t];
+            if (slot < 0)
+                continue; /* padding */
+            const int64_t base = slot / page * cb + slot % page * ct;
+            for (int64_t h = 0; h < hkv; h++)
+                for (int64_t i = 0; i < d; i++) {
+                    /* fp8: x / scale in float, as vLLM's quantiser divides */
+                    float x = attn_conv_load_f32(src, rows[kv], t * rt + h * rh + i);
+                    attn_conv_store_f32(s->kv_dtype, caches[kv], base + h * ch + i,
+                                        fp8 ? x / scales[kv] : x);
+                }
+        }
+    }
+    return ATTN_OK;
+}
+
 static const char *const cpu_ref_built_archs[] = {"cpu", NULL};
 
 ATTN_PLUGIN_DEFINE(.name = "cpu-ref", .version = "1.0.0", .graph_capturable = 0,
@@ -757,4 +827,5 @@ ATTN_PLUGIN_DEFINE(.name = "cpu-ref", .version = "1.0.0", .graph_capturable = 0,
                    .num_predicates = CPU_REF_NUM_PREDICATES, .create = cpu_ref_create,
                    .workspace_size = cpu_ref_workspace_size, .forward = cpu_ref_forward,
                    .destroy = cpu_ref_destroy, .probe_devices = cpu_ref_probe,
-                   .forward_features = ATTN_FORWARD_KV_STRIDES | ATTN_FORWARD_LSE)
+                   .forward_features = ATTN_FORWARD_KV_STRIDES | ATTN_FORWARD_LSE,
+                   .append_kv = cpu_ref_append_kv)

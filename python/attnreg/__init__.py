@@ -1040,13 +1040,70 @@ class Backend(_Closable):
             raise _error(st)
         return (out, lse) if sh.lse else out
 
+    def append_kv(self, k, v, k_cache, v_cache, slot_mapping, *, k_scale=1.0, v_scale=1.0,
+                  stream=None):
+        """Writes new tokens' K and V ([T, kv_heads, head_dim] / [.., head_dim_v];
+        f32, f16 or bf16 in the shape's q_dtype or any of those) into the paged
+        caches at slot_mapping (int64 [T], slot = block * page_size + offset,
+        negative = skip, as vLLM's reshape_and_cache_flash takes it),
+        converted to the shape's kv_dtype (FP8: value / k_scale, v_scale).
+        The caches are views as forward() takes them (any strides)."""
+        h = self._handle()
+        sh = self.shape
+        hkv, d, dv = sh.kv_heads_effective, sh.head_dim, sh.head_dim_v_effective
+        vk, vv = _arrays.View("k", k), _arrays.View("v", v)
+        vkc, vvc = _arrays.View("k_cache", k_cache), _arrays.View("v_cache", v_cache)
+        vs = _arrays.View("slot_mapping", slot_mapping)
+        for x in (vv, vkc, vvc, vs):
+            if x.kind != vk.kind or x.device != vk.device:
+                raise ValueError(f"{x.name}: a {x.kind} array on {x.device}, expected "
+                                 f"{vk.kind} on {vk.device} (where k is)")
+        if (vk.device == "cpu") != self.is_cpu:
+            raise ValueError(f"k: on {vk.device}, but backend {self.name} runs on arch {sh.arch}")
+        src = _FLOAT_DTYPES.get((vk.kind, vk.dtype))
+        if src is None:
+            raise ValueError(f"k: dtype {vk.dtype}: new K/V rows are float32, float16 or bf16")
+        vk.expect_shape((None, hkv, d), "[num_tokens, kv_heads, head_dim]")
+        T = vk.shape[0]
+        vv.expect_dtype((vk.dtype,), f"the dtype of k, {vk.dtype}")
+        vv.expect_shape((T, hkv, dv), "[num_tokens, kv_heads, head_dim_v], num_tokens from k")
+        kvd = _arrays.dtypes_for(vk.kind, sh.kv_dtype)
+        vkc.expect_dtype(kvd, f"kv_dtype {sh.kv_dtype}")
+        vvc.expect_dtype(kvd, f"kv_dtype {sh.kv_dtype}")
+        vkc.expect_shape((None, sh.page_size, hkv, d), "[num_blocks, page_size, kv_heads, head_dim]")
+        vvc.expect_shape((vkc.shape[0], sh.page_size, hkv, dv),
+                         "[num_blocks, page_size, kv_heads, head_dim_v], num_blocks as k_cache")
+        for x in (vkc, vvc):
+            x.expect_cache_strides()
+        for x in (vk, vv):
+            x.expect_inner_contiguous()
+        vs.expect_dtype(("int64",), "int64")
+        vs.expect_shape((T,), "[num_tokens]")
+        vs.expect_contiguous()
+        a = _native.new(_native.AppendArgs)
+        a.num_tokens, a.src_dtype = T, _native.DTYPE[src]
+        a.k, a.v = vk.ptr, vv.ptr
+        a.k_stride_token, a.k_stride_head = vk.strides[0], vk.strides[1]
+        a.v_stride_token, a.v_stride_head = vv.strides[0], vv.strides[1]
+        a.slot_mapping = vs.ptr
+        a.k_cache, a.v_cache, a.num_blocks = vkc.ptr, vvc.ptr, vkc.shape[0]
+        (a.k_cache_stride_block, a.k_cache_stride_token,
+         a.k_cache_stride_head) = vkc.strides[:3]
+        (a.v_cache_stride_block, a.v_cache_stride_token,
+         a.v_cache_stride_head) = vvc.strides[:3]
+        a.k_scale, a.v_scale = float(k_scale), float(v_scale)
+        a.stream = _arrays.stream_handle(stream, vk.device)
+        st = _lib.attn_backend_append_kv(h, ctypes.byref(a))
+        if st != _native.OK:
+            raise _error(st)
+
     def __repr__(self):
         return f"Backend({self.name!r}, {self.shape})"
 
 
 # ---- merging partial states (attn_merge_states) ----------------------------------
 
-_MERGE_DTYPES = {("numpy", "float32"): "f32", ("numpy", "float16"): "f16",
+_FLOAT_DTYPES = {("numpy", "float32"): "f32", ("numpy", "float16"): "f16",
                  ("numpy", "uint16"): "bf16", ("torch", "float32"): "f32",
                  ("torch", "float16"): "f16", ("torch", "bfloat16"): "bf16"}
 
@@ -1069,7 +1126,7 @@ def merge_states(a, lse_a, b, lse_b, out=None, lse_out=None):
     if len(va.shape) != 3:
         raise ValueError(f"a: expected shape [num_tokens, heads, head_dim], got {list(va.shape)}")
     T, H, D = va.shape
-    dtype = _MERGE_DTYPES.get((va.kind, va.dtype))
+    dtype = _FLOAT_DTYPES.get((va.kind, va.dtype))
     if dtype is None:
         raise ValueError(f"a: dtype {va.dtype}: the states are float32, float16 or bf16")
     if out is None:

@@ -177,6 +177,17 @@ class PlanEntry(ctypes.Structure):
                 ("effective_shape", ctypes.POINTER(Shape))]
 
 
+class AppendArgs(ctypes.Structure):
+    _fields_ = [("struct_size", c_u32), ("num_tokens", c_i32), ("src_dtype", c_i32), ("k", c_vp),
+                ("v", c_vp), ("k_stride_token", c_i64), ("k_stride_head", c_i64),
+                ("v_stride_token", c_i64), ("v_stride_head", c_i64), ("slot_mapping", c_vp),
+                ("k_cache", c_vp), ("v_cache", c_vp), ("num_blocks", c_i32),
+                ("k_cache_stride_block", c_i64), ("k_cache_stride_token", c_i64),
+                ("k_cache_stride_head", c_i64), ("v_cache_stride_block", c_i64),
+                ("v_cache_stride_token", c_i64), ("v_cache_stride_head", c_i64),
+                ("k_scale", c_float), ("v_scale", c_float), ("stream", c_vp)]
+
+
 class MergeArgs(ctypes.Structure):
     _fields_ = [("struct_size", c_u32), ("num_tokens", c_i32), ("num_heads", c_i32),
                 ("head_dim", c_i32), ("dtype", c_i32), ("a", c_vp), ("lse_a", c_vp), ("b", c_vp),
@@ -192,6 +203,7 @@ MIRRORS = {
     "attn_plugin_load_info": PluginLoadInfo, "attn_selection": Selection,
     "attn_verdict_record": VerdictRecord, "attn_layer": Layer, "attn_model": Model,
     "attn_plan_summary": PlanSummary, "attn_plan_entry": PlanEntry, "attn_merge_args": MergeArgs,
+    "attn_append_args": AppendArgs,
     "attn_kernel_plan": KernelPlan, "attn_launch_plan": LaunchPlan,
 }
 
@@ -288,6 +300,7 @@ SIGNATURES = {
     "attn_plan_summarize": (ctypes.c_int, [c_vp, P(PlanSummary)]),
     "attn_plan_entry_get": (ctypes.c_int, [c_vp, c_size, P(PlanEntry)]),
     "attn_merge_states": (ctypes.c_int, [P(MergeArgs)]),
+    "attn_backend_append_kv": (ctypes.c_int, [c_vp, P(AppendArgs)]),
     "attn_plan_lookup": (ctypes.c_int, [c_vp, c_i32, c_i32, P(PlanEntry)]),
     "attn_backend_create": (ctypes.c_int, [c_vp, P(Selection), P(c_vp)]),
     "attn_registry_describe_plan": (ctypes.c_int, [c_vp, P(Selection), P(LaunchPlan)]),

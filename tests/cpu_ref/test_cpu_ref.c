@@ -900,6 +900,132 @@ START_TEST(test_lse_flag_and_array_agree)
 }
 END_TEST
 
+/* ---- KV append (issue 20) ------------------------------------------------ */
+
+START_TEST(test_append_kv_round_trips_every_dtype)
+{
+    /* New tokens' K/V rows written at their slots (a shuffled slot mapping
+     * with a padding entry, -1) into a cache of each dtype, the NHD layout
+     * for one of them: each element is what the oracle's own quantisation
+     * gives (fp8: the nearest code to x / scale; f16/bf16: within half an
+     * ulp of x), the padding token and every other slot untouched. */
+    static const int32_t dtypes[] = {ATTN_DTYPE_F32, ATTN_DTYPE_F16, ATTN_DTYPE_BF16,
+                                     ATTN_DTYPE_FP8_E4M3FN, ATTN_DTYPE_FP8_E4M3FNUZ};
+    enum { T = 7, HKV = 2, D = 16, DV = 8, PAGE = 4, BLOCKS = 5 };
+    for (int c = 0; c < 6; c++) {
+        const int32_t kv_dtype = dtypes[c < 5 ? c : 2];
+        const int nhd = c == 5; /* bf16 again, K and V interleaved per block */
+        attn_shape s;
+        base_shape(&s);
+        s.num_q_heads = 4;
+        s.num_kv_heads = HKV;
+        s.head_dim = D;
+        s.head_dim_v = DV;
+        s.page_size = PAGE;
+        s.kv_dtype = kv_dtype;
+        s.compute_dtype = ATTN_DTYPE_F32;
+        harness_context hc;
+        harness_context_init(&hc, two_threads);
+        void *backend = NULL;
+        char err[512];
+        ck_assert_msg(plugin.desc->create(&hc.ctx, &s, &backend, err, sizeof err) == ATTN_OK, "%s",
+                      err);
+        const size_t elem = attn_conv_dtype_size(kv_dtype);
+        /* NHD: [blocks, 2, page, H, D] with D == DV for both: use D for V's
+         * row too and only DV of it */
+        const int64_t k_block = nhd ? 2 * PAGE * HKV * D : PAGE * HKV * D;
+        const int64_t v_block = nhd ? 2 * PAGE * HKV * D : PAGE * HKV * DV;
+        const int64_t v_token = nhd ? HKV * D : HKV * DV, v_head = nhd ? D : DV;
+        const size_t bytes = (size_t)BLOCKS * (size_t)(nhd ? 2 * PAGE * HKV * D : PAGE * HKV * D);
+        unsigned char *kc = malloc(bytes * elem), *vc = malloc(bytes * elem);
+        unsigned char *kc0 = malloc(bytes * elem), *vc0 = malloc(bytes * elem);
+        memset(kc, 0x3c, bytes * elem);
+        memset(vc, 0x3c, bytes * elem);
+        memcpy(kc0, kc, bytes * elem);
+        memcpy(vc0, vc, bytes * elem);
+        float k[T][HKV][D], v[T][HKV][DV];
+        uint64_t rng = 500 + (uint64_t)c;
+        for (int t = 0; t < T; t++)
+            for (int h = 0; h < HKV; h++) {
+                for (int i = 0; i < D; i++)
+                    k[t][h][i] = (float)(6.0 * attn_oracle_rand_uniform(&rng) - 3.0);
+                for (int i = 0; i < DV; i++)
+                    v[t][h][i] = (float)(6.0 * attn_oracle_rand_uniform(&rng) - 3.0);
+            }
+        const int64_t slot_mapping[T] = {13, 2, -1, 19, 7, 0, 8};
+        attn_append_args a;
+        memset(&a, 0, sizeof a);
+        a.struct_size = sizeof a;
+        a.num_tokens = T;
+        a.src_dtype = ATTN_DTYPE_F32;
+        a.k = k;
+        a.v = v;
+        a.slot_mapping = slot_mapping;
+        a.k_cache = kc;
+        a.v_cache = nhd ? kc + (size_t)PAGE * HKV * D * elem : vc;
+        a.num_blocks = BLOCKS;
+        if (nhd) {
+            a.k_cache_stride_block = a.v_cache_stride_block = k_block;
+            a.v_cache_stride_token = v_token;
+            a.v_cache_stride_head = v_head;
+        }
+        a.k_scale = 0.5f;
+        a.v_scale = 0.25f;
+        ck_assert_msg(plugin.desc->append_kv(backend, &a, err, sizeof err) == ATTN_OK, "%s", err);
+        const int fp8 = attn_conv_dtype_is_fp8(kv_dtype);
+        for (int kvs = 0; kvs < 2; kvs++) {
+            const int64_t dim = kvs ? DV : D;
+            const int64_t block_st = kvs ? v_block : k_block;
+            const int64_t token_st = kvs ? v_token : HKV * D, head_st = kvs ? v_head : D;
+            const unsigned char *cache = (const unsigned char *)(kvs ? a.v_cache : a.k_cache);
+            for (int t = 0; t < T; t++) {
+                if (slot_mapping[t] < 0)
+                    continue;
+                for (int h = 0; h < HKV; h++)
+                    for (int i = 0; i < dim; i++) {
+                        int64_t at = slot_mapping[t] / PAGE * block_st +
+                                     slot_mapping[t] % PAGE * token_st + h * head_st + i;
+                        double x = kvs ? v[t][h][i] : k[t][h][i];
+                        if (fp8) {
+                            double q = x / (kvs ? 0.25 : 0.5);
+                            ck_assert_msg(cache[at] == attn_oracle_fp8_quantize(kv_dtype, q),
+                                          "%s: token %d code 0x%02x, oracle 0x%02x",
+                                          attn_dtype_spelling(kv_dtype), t, cache[at],
+                                          attn_oracle_fp8_quantize(kv_dtype, q));
+                            continue;
+                        }
+                        double got = attn_oracle_decode(kv_dtype, cache, at);
+                        double half_ulp = kv_dtype == ATTN_DTYPE_BF16  ? 0x1p-8
+                                          : kv_dtype == ATTN_DTYPE_F16 ? 0x1p-11
+                                                                       : 0.0;
+                        ck_assert_msg(fabs(got - x) <= half_ulp * fabs(x), "%s: %g stored as %g",
+                                      attn_dtype_spelling(kv_dtype), x, got);
+                    }
+            }
+        }
+        /* A slot no token maps to (slot 1: the padding token's -1 wrote
+         * nowhere) still holds the fill. */
+        const int64_t free_slot = 1;
+        ck_assert_int_eq(memcmp(kc + (size_t)(free_slot * HKV * D) * elem,
+                                kc0 + (size_t)(free_slot * HKV * D) * elem, (size_t)HKV * D * elem),
+                         0);
+        /* A slot past the cache is named, and nothing is written. */
+        memcpy(kc0, kc, bytes * elem);
+        const int64_t bad[T] = {1, 2, 3, 4, 5, 6, BLOCKS * PAGE};
+        a.slot_mapping = bad;
+        ck_assert_int_eq(plugin.desc->append_kv(backend, &a, err, sizeof err),
+                         ATTN_ERR_INVALID_ARGUMENT);
+        ck_assert_msg(strstr(err, "slot_mapping[6] = 20"), "%s", err);
+        ck_assert_int_eq(memcmp(kc, kc0, bytes * elem), 0);
+        free(kc);
+        free(vc);
+        free(kc0);
+        free(vc0);
+        plugin.desc->destroy(backend);
+    }
+}
+END_TEST
+
 START_TEST(test_window_larger_than_context)
 {
     /* A window wider than any context must give exactly the unwindowed
@@ -1353,6 +1479,7 @@ static Suite *cpu_ref_suite(void)
     tcase_add_test(edges, test_split_then_merge_equals_whole);
     tcase_add_test(edges, test_merge_states_edges);
     tcase_add_test(edges, test_lse_flag_and_array_agree);
+    tcase_add_test(edges, test_append_kv_round_trips_every_dtype);
     tcase_add_test(edges, test_block_table_trailing_entries);
     tcase_add_test(edges, test_sliding_window_mappings);
     tcase_add_test(edges, test_engine_page_sizes);

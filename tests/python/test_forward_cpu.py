@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import attnreg
-from attn_reference import attention, decode, random_fp8_codes
+from attn_reference import FP8_VALUES, attention, decode, random_fp8_codes
 from attnreg import to_bf16_bits
 
 NP_DTYPE = {"f32": np.float32, "f16": np.float16}
@@ -354,3 +354,57 @@ def test_lse_shape_flag_in_selection(reg):
     generic = [v for p in ex["passes"] for v in p["verdicts"] if v["backend"] == "aiter-generic"]
     assert generic[0]["reason"] == "LSE" and "log-sum-exp" in generic[0]["message"]
     assert reg.select(attnreg.Shape(lse=True)).backend == "cpu-ref"
+
+
+@pytest.mark.parametrize("kv_dtype", ["f32", "f16", "bf16", "fp8_e4m3fn", "fp8_e4m3fnuz"])
+def test_append_kv_round_trip(reg, kv_dtype):
+    """Issue 20: Backend.append_kv writes new tokens' K/V at their slots
+    (int64, -1 = padding) in the cache dtype: f16/bf16 rounded to nearest,
+    FP8 the nearest code to x / scale (the reference's own table); then
+    forward over the appended cache matches the float64 reference."""
+    rng = np.random.default_rng(7)
+    hkv, d, page, blocks = 2, 16, 4, 6
+    shape = attnreg.Shape(q_heads=4, kv_heads=hkv, head_dim=d, q_dtype="f32", kv_dtype=kv_dtype,
+                          page_size=page, max_q_len=5, max_kv_len=12)
+    k_new = rng.uniform(-3, 3, (6, hkv, d)).astype(np.float32)
+    v_new = rng.uniform(-3, 3, (6, hkv, d)).astype(np.float32)
+    slots = np.array([9, 10, -1, 11, 12, 2], dtype=np.int64)
+    np_dtype = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16}.get(kv_dtype, np.uint8)
+    k_cache = np.zeros((blocks, page, hkv, d), np_dtype)
+    v_cache = np.zeros((blocks, page, hkv, d), np_dtype)
+    with reg.create(reg.select(shape)) as be:
+        be.append_kv(k_new, v_new, k_cache, v_cache, slots, k_scale=0.5, v_scale=0.25)
+        for x, cache, scale in ((k_new, k_cache, 0.5), (v_new, v_cache, 0.25)):
+            flat = decode(cache, kv_dtype).reshape(-1, hkv, d)
+            for t, slot in enumerate(slots):
+                if slot < 0:
+                    continue
+                if kv_dtype.startswith("fp8"):
+                    table = FP8_VALUES[kv_dtype]
+                    want = x[t] / scale
+                    best = np.nanmin(np.abs(table[None, :] - want.reshape(-1, 1)), axis=1)
+                    assert np.all(np.abs(flat[slot].reshape(-1) - want.reshape(-1)) <= best + 1e-12)
+                else:
+                    tol = {"f32": 0, "f16": 2.0 ** -11, "bf16": 2.0 ** -8}[kv_dtype]
+                    assert np.all(np.abs(flat[slot] - x[t]) <= tol * np.abs(x[t]))
+        assert not decode(k_cache, kv_dtype).reshape(-1, hkv, d)[[0, 1, 3]].any()
+        # a 5-token prefill over keys at slots 9..12 and 2 (blocks 2, 3, 0)
+        q = rng.uniform(-1, 1, (4, 4, d)).astype(np.float32)
+        bt = np.array([[2, 3, 0]], np.int32)
+        cu, sk = np.array([0, 4], np.int32), np.array([9], np.int32)
+        got = be.forward(q, k_cache, v_cache, bt, cu, sk, k_descale=0.5, v_descale=0.25)
+    kd = decode(k_cache, kv_dtype) * (0.5 if kv_dtype.startswith("fp8") else 1)
+    vd = decode(v_cache, kv_dtype) * (0.25 if kv_dtype.startswith("fp8") else 1)
+    want = attention(q.astype(np.float64), kd, vd, bt, cu, sk, 1 / np.sqrt(d))
+    assert np.abs(got - want).max() < 1e-4
+
+
+def test_append_kv_checks(reg):
+    shape = attnreg.Shape(q_heads=2, head_dim=16, q_dtype="f32", page_size=4, max_kv_len=8)
+    cache = np.zeros((2, 4, 2, 16), np.float32)
+    rows = np.zeros((3, 2, 16), np.float32)
+    with reg.create(reg.select(shape)) as be:
+        with pytest.raises(ValueError, match="slot_mapping: expected dtype int64"):
+            be.append_kv(rows, rows, cache, cache, np.zeros(3, np.int32))
+        with pytest.raises(attnreg.Error, match=r"slot_mapping\[1\] = 8 is past the cache"):
+            be.append_kv(rows, rows, cache, cache, np.array([0, 8, 1], np.int64))

@@ -27,7 +27,8 @@ void cli_help_run(FILE *out)
     fputs("Usage: attnreg run SHAPE --q Q.npy --k-cache K.npy --v-cache V.npy\n"
           "                  --block-table BT.npy --cu-seqlens-q CU.npy --seqused-k SK.npy\n"
           "                  --out OUT.npy [--sinks-file S.npy] [--scale S]\n"
-          "                  [--q-descale X] [--k-descale X] [--v-descale X] [OPTIONS]\n"
+          "                  [--q-descale X] [--k-descale X] [--v-descale X]\n"
+          "                  [--new-k NK.npy --new-v NV.npy --slot-mapping SM.npy] [OPTIONS]\n"
           "\n"
           "Selects a backend for SHAPE (or uses --backend), runs it on the arrays and\n"
           "writes the output. Arrays and their .npy dtypes:\n"
@@ -39,6 +40,12 @@ void cli_help_run(FILE *out)
           "  --seqused-k     [num_seqs]                                 <i4\n"
           "  --sinks-file    [q_heads] (implies --sinks)                <f4\n"
           "  --out           [num_tokens, q_heads, head_dim_v], written  out dtype\n"
+          "  --new-k         [new_tokens, kv_heads, head_dim]           q dtype\n"
+          "  --new-v         [new_tokens, kv_heads, head_dim_v]         q dtype\n"
+          "  --slot-mapping  [new_tokens] (block * page_size + offset)  <i8\n"
+          "The new tokens' K/V are written into the caches by the backend's KV append\n"
+          "(FP8 caches: value / --k-descale, --v-descale) before the forward reads them;\n"
+          "a negative slot skips its token.\n"
           "f32 travels as <f4, f16 as <f2, bf16 as raw <u2 bits, fp8 as raw |u1 codes.\n"
           "--scale defaults to 1/sqrt(head_dim); descales default to 1 (they apply to fp8\n"
           "caches and fp8 compute). --max-q-len and --max-kv-len default to the data's.\n"
@@ -59,6 +66,7 @@ void cli_help_run(FILE *out)
 
 typedef struct run_files {
     const char *q, *k, *v, *block_table, *cu_seqlens_q, *seqused_k, *sinks, *out;
+    const char *new_k, *new_v, *slot_mapping; /* KV append before the forward */
 } run_files;
 
 static int parse_float(const char *flag, const char *value, float *out)
@@ -85,6 +93,45 @@ static int mismatch(const char *fmt, ...)
     va_end(ap);
     fputc('\n', stderr);
     return CLI_EXIT_USAGE;
+}
+
+/* --new-k/--new-v/--slot-mapping: uploads the rows and slots into the
+ * backend's memory and appends them to the (uploaded) caches of `dev`, with
+ * the descales as the FP8 scales (stored = value / k_descale, what the
+ * forward reads back). */
+static attn_status run_append(run_memory *mem, attn_backend *backend, const npy_array *nk,
+                              const npy_array *nv, const npy_array *slots,
+                              const attn_forward_args *dev, const attn_shape *eff, float k_scale,
+                              float v_scale, char *err, size_t err_size)
+{
+    const size_t elem = run_dtype_size(eff->q_dtype);
+    void *k = run_memory_upload(mem, nk->data, (size_t)nk->count * elem, err, err_size);
+    void *v = k ? run_memory_upload(mem, nv->data, (size_t)nv->count * elem, err, err_size) : NULL;
+    void *slot = v ? run_memory_upload(mem, slots->data, (size_t)slots->count * sizeof(int64_t),
+                                       err, err_size)
+                   : NULL;
+    attn_status st = ATTN_ERR_RUNTIME;
+    if (slot) {
+        attn_append_args a;
+        memset(&a, 0, sizeof a);
+        a.struct_size = sizeof a;
+        a.num_tokens = (int32_t)nk->shape[0];
+        a.k = k;
+        a.v = v;
+        a.slot_mapping = slot;
+        a.k_cache = (void *)dev->k_cache;
+        a.v_cache = (void *)dev->v_cache;
+        a.num_blocks = dev->num_blocks;
+        a.k_scale = k_scale;
+        a.v_scale = v_scale;
+        st = attn_backend_append_kv(backend, &a); /* its message: attn_last_error() */
+    } else {
+        fprintf(stderr, "attnreg: run: %s\n", err);
+    }
+    run_memory_free(mem, k);
+    run_memory_free(mem, v);
+    run_memory_free(mem, slot);
+    return st;
 }
 
 int cli_cmd_run(int argc, char **argv)
@@ -124,6 +171,12 @@ int cli_cmd_run(int argc, char **argv)
             file = &f.sinks;
         else if (cli_flag_is(name, "--out"))
             file = &f.out;
+        else if (cli_flag_is(name, "--new-k"))
+            file = &f.new_k;
+        else if (cli_flag_is(name, "--new-v"))
+            file = &f.new_v;
+        else if (cli_flag_is(name, "--slot-mapping"))
+            file = &f.slot_mapping;
         else if (cli_flag_is(name, "--scale"))
             number = &scale;
         else if (cli_flag_is(name, "--q-descale"))
@@ -163,6 +216,9 @@ int cli_cmd_run(int argc, char **argv)
     unsigned given_lengths = c.given & (CLI_GIVEN_MAX_Q_LEN | CLI_GIVEN_MAX_KV_LEN);
     if (f.sinks)
         c.shape.has_sinks = 1;
+    const int append_files = !!f.new_k + !!f.new_v + !!f.slot_mapping;
+    if (append_files && append_files != 3)
+        return cli_usage_error("run: --new-k, --new-v and --slot-mapping go together");
     if (c.shape.return_lse)
         return cli_usage_error("run: --lse: run writes no log-sum-exp file yet (the C and Python "
                                "APIs return it)");
@@ -175,6 +231,7 @@ int cli_cmd_run(int argc, char **argv)
     /* Read and cross-check the arrays. */
     char err[1024];
     npy_array q = {0}, k = {0}, v = {0}, bt = {0}, cu = {0}, sk = {0}, sinks = {0};
+    npy_array nk = {0}, nv = {0}, slots = {0};
     int rc = CLI_EXIT_OK;
 #define READ(arr, path, what, dtype, ndim, ...)                                                    \
     do {                                                                                           \
@@ -209,6 +266,15 @@ int cli_cmd_run(int argc, char **argv)
          num_seqs, -1);
     if (f.sinks)
         READ(sinks, f.sinks, "--sinks-file", NPY_DTYPE_F4, 1, hq);
+    if (f.new_k) {
+        /* New tokens' rows in q_dtype (what the projections give), and the
+         * int64 slot of each (block * page_size + offset; < 0 = skip). */
+        READ(nk, f.new_k, "--new-k", run_npy_dtype(s->q_dtype), 3, -1, hkv, d);
+        READ(nv, f.new_v, "--new-v [tokens of --new-k]", run_npy_dtype(s->q_dtype), 3, nk.shape[0],
+             hkv, dv);
+        READ(slots, f.slot_mapping, "--slot-mapping [tokens of --new-k]", NPY_DTYPE_I8, 1,
+             nk.shape[0]);
+    }
 #undef READ
     const int32_t *cu_data = cu.data, *sk_data = sk.data, *bt_data = bt.data;
     const int64_t num_tokens = q.shape[0];
@@ -341,7 +407,13 @@ int cli_cmd_run(int argc, char **argv)
             fprintf(stderr, "attnreg: run: %s\n", err);
             status = ATTN_ERR_RUNTIME;
         } else {
-            status = attn_backend_forward(backend, &dev);
+            /* The KV append first, into the uploaded caches, so the forward
+             * reads the new tokens from where the backend wrote them. */
+            if (f.new_k)
+                status = run_append(mem, backend, &nk, &nv, &slots, &dev, eff, k_descale, v_descale,
+                                    err, sizeof err);
+            if (status == ATTN_OK)
+                status = attn_backend_forward(backend, &dev);
             if (status == ATTN_OK &&
                 run_memory_download(mem, out_host, dev.out, out_bytes, err, sizeof err) != 0) {
                 fprintf(stderr, "attnreg: run: %s\n", err);
@@ -388,5 +460,8 @@ done:
     npy_free(&cu);
     npy_free(&sk);
     npy_free(&sinks);
+    npy_free(&nk);
+    npy_free(&nv);
+    npy_free(&slots);
     return rc;
 }

@@ -180,22 +180,101 @@ START_TEST(test_round_trips)
 }
 END_TEST
 
+/* 4 query / 2 KV heads of 16, f32 throughout, page 4, up to 3 new tokens
+ * over max_kv_len keys, causal. */
+static void small_f32_shape(attn_shape *s, int32_t max_kv_len)
+{
+    memset(s, 0, sizeof *s);
+    s->struct_size = sizeof *s;
+    snprintf(s->arch, sizeof s->arch, "cpu");
+    s->num_q_heads = 4;
+    s->num_kv_heads = 2;
+    s->head_dim = s->head_dim_v = 16;
+    s->q_dtype = s->kv_dtype = s->compute_dtype = s->out_dtype = ATTN_DTYPE_F32;
+    s->page_size = 4;
+    s->max_q_len = 3;
+    s->max_kv_len = max_kv_len;
+    s->causal = 1;
+    s->window_left = s->window_right = -1;
+}
+
+START_TEST(test_append_path)
+{
+    /* Issue 20: `run --new-k --new-v --slot-mapping`: the new tokens of
+     * sequence 0 are cut out of the cache files (overwritten with junk) and
+     * passed as rows with their int64 slots (plus one padding row, slot -1);
+     * the backend's KV append writes them back before the forward, whose
+     * output is then bitwise the one of the untouched files. */
+    attn_shape s;
+    small_f32_shape(&s, 30);
+    attn_oracle_problem p;
+    attn_oracle_problem_options o = {.num_seqs = 2, .seed = 21};
+    char err[512], messages[2048], extra[1024];
+    ck_assert_int_eq(attn_oracle_problem_random(&p, &s, &o, err, sizeof err), 0);
+    write_problem(&p);
+    ck_assert_int_eq(run_attnreg(&p, "", messages, sizeof messages), 0);
+    npy_array want, got;
+    int64_t out_shape[3] = {p.num_tokens, 4, 16};
+    ck_assert_int_eq(
+        npy_read_expect(file("out.npy"), "out", NPY_DTYPE_F4, 3, out_shape, &want, err, sizeof err),
+        0);
+    const int32_t q0 = p.cu_seqlens_q[1], k0 = p.seqused_k[0];
+    const int64_t row = 2 * 16; /* kv heads x head_dim per token */
+    float *nk = calloc((size_t)(q0 + 1) * row, sizeof(float));
+    float *nv = calloc((size_t)(q0 + 1) * row, sizeof(float));
+    int64_t *slots = calloc((size_t)q0 + 1, sizeof(int64_t));
+    for (int32_t t = 0; t < q0; t++) {
+        int32_t pos = k0 - q0 + t;
+        slots[t] = (int64_t)p.block_table[pos / 4] * 4 + pos % 4;
+        for (int64_t i = 0; i < row; i++) {
+            nk[t * row + i] = ((float *)p.k_cache)[slots[t] * row + i];
+            nv[t * row + i] = ((float *)p.v_cache)[slots[t] * row + i];
+            ((float *)p.k_cache)[slots[t] * row + i] = 7.0f;
+            ((float *)p.v_cache)[slots[t] * row + i] = -7.0f;
+        }
+    }
+    slots[q0] = -1; /* padding */
+    for (int64_t i = 0; i < row; i++)
+        nk[q0 * row + i] = nv[q0 * row + i] = 99.0f;
+    write_problem(&p);
+    int64_t rows_shape[3] = {q0 + 1, 2, 16}, slot_shape[1] = {q0 + 1};
+    ck_assert_int_eq(npy_write(file("nk.npy"), NPY_DTYPE_F4, 3, rows_shape, nk, err, sizeof err),
+                     0);
+    ck_assert_int_eq(npy_write(file("nv.npy"), NPY_DTYPE_F4, 3, rows_shape, nv, err, sizeof err),
+                     0);
+    ck_assert_int_eq(npy_write(file("sm.npy"), NPY_DTYPE_I8, 1, slot_shape, slots, err, sizeof err),
+                     0);
+    snprintf(extra, sizeof extra, "--new-k %s --new-v %s --slot-mapping %s", file("nk.npy"),
+             file("nv.npy"), file("sm.npy"));
+    ck_assert_msg(run_attnreg(&p, extra, messages, sizeof messages) == 0, "%s", messages);
+    ck_assert_int_eq(
+        npy_read_expect(file("out.npy"), "out", NPY_DTYPE_F4, 3, out_shape, &got, err, sizeof err),
+        0);
+    ck_assert_int_eq(memcmp(got.data, want.data, (size_t)want.count * sizeof(float)), 0);
+    /* Without the append the junk shows: the test would notice a no-op. */
+    ck_assert_int_eq(run_attnreg(&p, "", messages, sizeof messages), 0);
+    npy_free(&got);
+    ck_assert_int_eq(
+        npy_read_expect(file("out.npy"), "out", NPY_DTYPE_F4, 3, out_shape, &got, err, sizeof err),
+        0);
+    ck_assert_int_ne(memcmp(got.data, want.data, (size_t)want.count * sizeof(float)), 0);
+    /* One of the three alone is a usage error. */
+    snprintf(extra, sizeof extra, "--new-k %s", file("nk.npy"));
+    ck_assert_int_eq(run_attnreg(&p, extra, messages, sizeof messages), 2);
+    ck_assert_msg(strstr(messages, "go together"), "%s", messages);
+    npy_free(&got);
+    npy_free(&want);
+    free(nk);
+    free(nv);
+    free(slots);
+    attn_oracle_problem_free(&p);
+}
+END_TEST
+
 START_TEST(test_inconsistent_inputs)
 {
     attn_shape s;
-    memset(&s, 0, sizeof s);
-    s.struct_size = sizeof s;
-    snprintf(s.arch, sizeof s.arch, "cpu");
-    s.num_q_heads = 4;
-    s.num_kv_heads = 2;
-    s.head_dim = 16;
-    s.head_dim_v = 16;
-    s.q_dtype = s.kv_dtype = s.compute_dtype = s.out_dtype = ATTN_DTYPE_F32;
-    s.page_size = 4;
-    s.max_q_len = 3;
-    s.max_kv_len = 20;
-    s.causal = 1;
-    s.window_left = s.window_right = -1;
+    small_f32_shape(&s, 20);
     attn_oracle_problem p;
     attn_oracle_problem_options o = {.num_seqs = 2, .seed = 9};
     char err[512], messages[2048];
@@ -256,6 +335,7 @@ int main(int argc, char **argv)
     tcase_add_unchecked_fixture(tc, make_dir, remove_dir);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_round_trips);
+    tcase_add_test(tc, test_append_path);
     tcase_add_test(tc, test_inconsistent_inputs);
     suite_add_tcase(suite, tc);
     SRunner *runner = srunner_create(suite);

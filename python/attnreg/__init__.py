@@ -901,7 +901,22 @@ class Backend(_Closable):
         backend (out, lse): the float32 log-sum-exp per (token, query head),
         into ``lse`` when given (a [T, Hq] view with any strides, e.g. vLLM's
         [Hq, T] transposed), for merge_states()."""
-        h = self._handle()
+        a, out, lse = self._forward_args(q, k_cache, v_cache, block_table, cu_seqlens_q,
+                                         seqused_k, out, scale=scale, q_descale=q_descale,
+                                         k_descale=k_descale, v_descale=v_descale, sinks=sinks,
+                                         workspace=workspace, stream=stream,
+                                         max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k,
+                                         lse=lse)
+        st = _lib.attn_backend_forward(self._handle(), ctypes.byref(a))
+        if st != _native.OK:
+            raise _error(st)
+        return (out, lse) if self.shape.lse else out
+
+    def _forward_args(self, q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, *,
+                      scale, q_descale, k_descale, v_descale, sinks, workspace, stream,
+                      max_seqlen_q, max_seqlen_k, lse):
+        """Every check of forward(), then its ctypes arguments: (args, out, lse)."""
+        self._handle()  # raises once closed
         sh = self.shape
         hq, hkv, d, dv = sh.q_heads, sh.kv_heads_effective, sh.head_dim, sh.head_dim_v_effective
         vq = _arrays.View("q", q)
@@ -1035,10 +1050,23 @@ class Backend(_Closable):
             a.lse = vl.ptr
             a.lse_stride_token = vl.strides[0] if T > 1 else 0
             a.lse_stride_head = vl.strides[1] if hq > 1 else 0
-        st = _lib.attn_backend_forward(h, ctypes.byref(a))
-        if st != _native.OK:
-            raise _error(st)
-        return (out, lse) if sh.lse else out
+        return a, out, lse
+
+    def prepare(self, block_table, cu_seqlens_q, seqused_k, *, scale=None, q_descale=1.0,
+                k_descale=1.0, v_descale=1.0, sinks=None, workspace=None, stream=None,
+                max_seqlen_q=None, max_seqlen_k=None):
+        """A batch's metadata, for the per-layer calls of one step (FlashInfer's
+        plan/run split): PreparedBatch.forward(q, k_cache, v_cache) then
+        checks everything once, builds the ctypes arguments once, and on
+        later calls checks only what can change between layers (which
+        arrays, and that their shape, strides, dtype and device are the
+        first call's) before handing the pointers to C. The metadata's
+        contents are read when first checked: change them, prepare again."""
+        return PreparedBatch(self, block_table, cu_seqlens_q, seqused_k,
+                             dict(scale=scale, q_descale=q_descale, k_descale=k_descale,
+                                  v_descale=v_descale, sinks=sinks, workspace=workspace,
+                                  stream=stream, max_seqlen_q=max_seqlen_q,
+                                  max_seqlen_k=max_seqlen_k))
 
     def append_kv(self, k, v, k_cache, v_cache, slot_mapping, *, k_scale=1.0, v_scale=1.0,
                   stream=None):
@@ -1099,6 +1127,86 @@ class Backend(_Closable):
 
     def __repr__(self):
         return f"Backend({self.name!r}, {self.shape})"
+
+
+def _torch_spec(x):
+    """What must not change between the calls of a PreparedBatch for the
+    arguments built on the first to stay right: layout and place, not data."""
+    return (x.shape, x.stride(), x.dtype, x.device)
+
+
+def _numpy_spec(x):
+    return (x.shape, x.strides, x.dtype)
+
+
+def _torch_address(x):
+    return x.data_ptr()
+
+
+def _numpy_address(x):
+    return x.ctypes.data
+
+
+class PreparedBatch:
+    """Backend.prepare()'s result: one batch's metadata, checked on the
+    first forward and reused by every layer's call."""
+
+    __slots__ = ("backend", "_meta", "_options", "_args", "_specs", "_out_spec", "_lse_spec",
+                 "_lse", "_spec", "_address")
+
+    def __init__(self, backend, block_table, cu_seqlens_q, seqused_k, options):
+        self.backend = backend
+        self._meta = (block_table, cu_seqlens_q, seqused_k)  # kept alive: C holds pointers
+        self._options = options
+        self._args = None
+        backend._handle()  # a closed backend is refused here already
+
+    def forward(self, q, k_cache, v_cache, out=None, lse=None):
+        """forward() of the backend on this batch. Returns out, or (out, lse)
+        for a Shape(lse=True) backend; out (and lse) are allocated when None,
+        like the first call's."""
+        a = self._args
+        if a is not None:
+            spec = self._spec
+            if (spec(q), spec(k_cache), spec(v_cache)) != self._specs or (
+                    out is not None and spec(out) != self._out_spec) or (
+                    lse is not None and spec(lse) != self._lse_spec):
+                a = None  # another layout or place: every check again
+        if a is not None:
+            address = self._address
+            if out is None:
+                out = _arrays.empty_like_spec(*_alloc_args(self._out_spec))
+            if self._lse is not None:
+                if lse is None:
+                    lse = _arrays.empty_like_spec(*_alloc_args(self._lse_spec))
+                a.lse = address(lse)
+            a.q, a.k_cache, a.v_cache, a.out = (address(q), address(k_cache), address(v_cache),
+                                                address(out))
+        else:
+            a, out, lse = self.backend._forward_args(q, k_cache, v_cache, *self._meta, out,
+                                                     lse=lse, **self._options)
+            torch_kind = _arrays.is_torch(q)
+            self._spec = _torch_spec if torch_kind else _numpy_spec
+            self._address = _torch_address if torch_kind else _numpy_address
+            self._args, self._specs = a, (self._spec(q), self._spec(k_cache), self._spec(v_cache))
+            self._out_spec, self._lse = self._spec(out), lse
+            self._lse_spec = self._spec(lse) if lse is not None else None
+        # the handle per call: it raises once the backend is closed (never a
+        # call on a freed one)
+        st = _lib.attn_backend_forward(self.backend._handle(), ctypes.byref(a))
+        if st != _native.OK:
+            raise _error(st)
+        return (out, lse) if self._lse is not None else out
+
+
+def _alloc_args(spec):
+    """(kind, device, shape, dtype name) for _arrays.empty_like_spec, from a
+    spec tuple: a contiguous array like the first call's."""
+    if len(spec) == 4:
+        dev = spec[3]
+        device = "cpu" if dev.type == "cpu" else f"{dev.type}:{dev.index or 0}"
+        return "torch", device, tuple(spec[0]), str(spec[2]).replace("torch.", "")
+    return "numpy", "cpu", spec[0], spec[2].name
 
 
 # ---- merging partial states (attn_merge_states) ----------------------------------

@@ -408,3 +408,31 @@ def test_append_kv_checks(reg):
             be.append_kv(rows, rows, cache, cache, np.zeros(3, np.int32))
         with pytest.raises(attnreg.Error, match=r"slot_mapping\[1\] = 8 is past the cache"):
             be.append_kv(rows, rows, cache, cache, np.array([0, 8, 1], np.int64))
+
+
+def test_prepared_batch_per_layer(reg):
+    """Issue 20: Backend.prepare() checks a batch's metadata once; each
+    layer's PreparedBatch.forward gives forward()'s bits, a call with another
+    layout is checked in full again, and a closed backend refuses it."""
+    rng = np.random.default_rng(5)
+    shape = attnreg.Shape(q_heads=4, kv_heads=2, head_dim=32, q_dtype="f32", max_q_len=3,
+                          max_kv_len=64)
+    layers = [paged_batch(rng, [3, 1], [40, 64], 4, 2, 32, 32, 16, "f32", "f32", False)
+              for _ in range(3)]
+    b0 = layers[0]
+    be = reg.create(reg.select(shape))
+    pb = be.prepare(b0["bt"], b0["cu"], b0["sk"])
+    for b in layers:  # one step, three layers: own q and caches, shared metadata
+        want = be.forward(b["q"], b["k"], b["v"], b0["bt"], b0["cu"], b0["sk"])
+        assert np.array_equal(pb.forward(b["q"], b["k"], b["v"]), want)
+    out = np.empty_like(want)
+    assert pb.forward(b["q"], b["k"], b["v"], out) is out and np.array_equal(out, want)
+    # another layout: a strided q view is checked again, and still right
+    fused = np.zeros((4, 6, 32), np.float32)
+    fused[:, 1:5] = b["q"]
+    assert np.array_equal(pb.forward(fused[:, 1:5], b["k"], b["v"]), want)
+    with pytest.raises(ValueError, match="q: expected shape"):
+        pb.forward(b["q"][:, :2], b["k"], b["v"])
+    be.close()
+    with pytest.raises(attnreg.Error):
+        pb.forward(b["q"], b["k"], b["v"])

@@ -44,7 +44,7 @@ __all__ = [
     "Registry", "Shape", "Selection", "Backend", "Plan", "Error", "InvalidShapeError",
     "UnsupportedError", "BackendRejectedError", "ConfError", "BackendError", "__version__",
     "library_path", "DTYPES", "LOG_LEVELS", "to_bf16_bits", "from_bf16_bits", "check_layout",
-    "kv_views", "KV_LAYOUTS", "merge_states",
+    "kv_views", "KV_LAYOUTS", "merge_states", "PreparedBatch",
 ]
 
 DTYPES = tuple(n for n in _native.DTYPE_NAMES if n != "invalid")

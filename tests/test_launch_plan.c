@@ -163,8 +163,8 @@ START_TEST(gpu_plugins_refuse_kv_strides)
 {
     /* Issue 20: the GPU kernels read contiguous K/V caches only. The plugins
      * declare no ATTN_FORWARD_KV_STRIDES (so the host refuses other layouts)
-     * and their forward entry refuses strides itself, with a sentence,
-     * before touching the backend or launching anything. */
+     * and their forward entry refuses strides (and an lse array) itself,
+     * with a sentence, before touching the backend or launching anything. */
     static const char *const libs[] = {"libattn_aiter_generic", "libattn_aiter_mtp_gfx950"};
     for (size_t i = 0; i < 2; i++) {
         char lib[1024], err[512] = "";
@@ -186,6 +186,12 @@ START_TEST(gpu_plugins_refuse_kv_strides)
         ck_assert_int_eq(d->forward(NULL, &a, err, sizeof err), ATTN_ERR_UNSUPPORTED);
         ck_assert_msg(strstr(err, "contiguous") && strstr(err, "k strides (32768, 1024, 0)"), "%s",
                       err);
+        float lse[4];
+        memset(&a, 0, sizeof a);
+        a.struct_size = sizeof a;
+        a.lse = lse;
+        ck_assert_int_eq(d->forward(NULL, &a, err, sizeof err), ATTN_ERR_UNSUPPORTED);
+        ck_assert_msg(strstr(err, "log-sum-exp"), "%s", err);
         dlclose(h);
     }
 }

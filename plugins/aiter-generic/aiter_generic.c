@@ -323,12 +323,13 @@ attn_status aiter_generic_kernels_probe_devices(const attn_plugin_context *ctx,
 
 #endif /* ATTNREG_HAVE_GPU_KERNELS */
 
-/* The forward entry: the kernels take contiguous K/V caches only, so K/V
- * strides (ABI 1.3) are refused here with a sentence before any launch. */
+/* The forward entry: the kernels take contiguous K/V caches only and write
+ * no log-sum-exp, so K/V strides and an lse array (ABI 1.3) are refused
+ * here with a sentence before any launch. */
 static attn_status aiter_generic_forward(void *backend, const attn_forward_args *args, char *err,
                                          size_t err_size)
 {
-    attn_status st = attn_pred_refuse_kv_strides(AITER_GENERIC_NAME, args, err, err_size);
+    attn_status st = attn_pred_refuse_forward_extras(AITER_GENERIC_NAME, args, err, err_size);
     return st != ATTN_OK ? st : AITER_GENERIC_FORWARD(backend, args, err, err_size);
 }
 

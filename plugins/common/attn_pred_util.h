@@ -244,18 +244,25 @@ static inline int attn_pred_refuse_lse(attn_verdict *verdict, const attn_shape *
 }
 
 /* The guard at the forward entry of a plugin whose kernels read only
- * contiguous [blocks, page, Hkv, D] K/V caches (issue 20): any K/V stride
- * in the args (ABI 1.3; the host passes the contiguous ones as 0) is
- * ATTN_ERR_UNSUPPORTED with a sentence naming them, never a result computed
- * on the wrong rows. The host refuses such calls already for a plugin
- * without ATTN_FORWARD_KV_STRIDES; this holds for callers of the descriptor
- * too. ATTN_OK when the args carry no strides (or predate them). */
-static inline attn_status attn_pred_refuse_kv_strides(const char *plugin,
-                                                      const attn_forward_args *args, char *err,
-                                                      size_t err_size)
+ * contiguous [blocks, page, Hkv, D] K/V caches and write no log-sum-exp
+ * (issue 20): any K/V stride in the args (ABI 1.3; the host passes the
+ * contiguous ones as 0) or an lse array is ATTN_ERR_UNSUPPORTED with a
+ * sentence naming it, never a result computed on the wrong rows or an LSE
+ * left unwritten. The host refuses such calls already for a plugin without
+ * ATTN_FORWARD_KV_STRIDES / ATTN_FORWARD_LSE; this holds for callers of the
+ * descriptor too. ATTN_OK when the args carry neither (or predate them). */
+static inline attn_status attn_pred_refuse_forward_extras(const char *plugin,
+                                                          const attn_forward_args *args, char *err,
+                                                          size_t err_size)
 {
-    if (!args || args->struct_size < offsetof(attn_forward_args, v_stride_head) + sizeof(int64_t))
+    if (!args || args->struct_size < offsetof(attn_forward_args, lse_stride_head) + sizeof(int64_t))
         return ATTN_OK;
+    if (args->lse) {
+        if (err && err_size)
+            snprintf(err, err_size, "%s: the GPU kernels write no log-sum-exp (args.lse is set)",
+                     plugin);
+        return ATTN_ERR_UNSUPPORTED;
+    }
     if (!args->k_stride_block && !args->k_stride_token && !args->k_stride_head &&
         !args->v_stride_block && !args->v_stride_token && !args->v_stride_head)
         return ATTN_OK;

@@ -235,6 +235,34 @@ START_TEST(append_kv_needs_a_plugin_that_has_it)
 }
 END_TEST
 
+START_TEST(old_plugin_padding_is_no_promise)
+{
+    /* forward_features (1.3) lies in 1.2's tail padding: a 1.2 plugin's
+     * struct_size covers it, so bits there must not opt it into K/V strides
+     * or the LSE output. */
+    attn_registry *reg = open_single("abi_1_2_padding", "fake-abi-1-2-padding", NULL);
+    attn_shape shape;
+    forward_shape(&shape);
+    shape.return_lse = 1;
+    attn_selection sel;
+    attn_selection_init(&sel);
+    ck_assert_int_eq(attn_registry_select(reg, &shape, &sel), ATTN_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(sel.message, "ATTN_FORWARD_LSE"), "%s", sel.message);
+    shape.return_lse = 0;
+    select_ok(reg, &shape, &sel, "fake-abi-1-2-padding");
+    attn_backend *be = NULL;
+    ck_assert_int_eq(attn_backend_create(reg, &sel, &be), ATTN_OK);
+    static tensors t;
+    attn_forward_args args;
+    fill_args(&args, &t, sizeof t.workspace);
+    args.k_stride_token = 256;
+    ck_assert_int_eq(attn_backend_forward(be, &args), ATTN_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(attn_last_error(), "ABI 1.2"), "%s", attn_last_error());
+    attn_backend_destroy(be);
+    attn_registry_close(reg);
+}
+END_TEST
+
 START_TEST(create_refused_by_plugin)
 {
     attn_registry *reg = open_single("create_fails", "fake-create-fails", NULL);
@@ -391,6 +419,7 @@ static Suite *backend_suite(void)
     tcase_add_test(tc, forward_kv_strides);
     tcase_add_test(tc, lse_needs_a_plugin_that_writes_it);
     tcase_add_test(tc, append_kv_needs_a_plugin_that_has_it);
+    tcase_add_test(tc, old_plugin_padding_is_no_promise);
     tcase_add_test(tc, create_refused_by_plugin);
     tcase_add_loop_test(tc, create_checks_what_is_there, 0,
                         (int)(sizeof create_cases / sizeof create_cases[0]));

@@ -181,6 +181,18 @@ START_TEST(forward_kv_strides)
 }
 END_TEST
 
+/* The registry's one candidate refuses the forward shape with return_lse
+ * for want of ATTN_FORWARD_LSE; *shape is left that shape. */
+static void expect_lse_refused(attn_registry *reg, attn_shape *shape)
+{
+    forward_shape(shape);
+    shape->return_lse = 1;
+    attn_selection sel;
+    attn_selection_init(&sel);
+    ck_assert_int_eq(attn_registry_select(reg, shape, &sel), ATTN_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(sel.message, "ATTN_FORWARD_LSE"), "%s", sel.message);
+}
+
 START_TEST(lse_needs_a_plugin_that_writes_it)
 {
     /* 0.4: a shape with return_lse is refused by the host (reason LSE,
@@ -189,11 +201,7 @@ START_TEST(lse_needs_a_plugin_that_writes_it)
      * the LSE is never left unwritten. */
     attn_registry *reg = open_single("good", "fake-good", NULL);
     attn_shape shape;
-    forward_shape(&shape);
-    shape.return_lse = 1;
-    attn_selection sel;
-    attn_selection_init(&sel);
-    ck_assert_int_eq(attn_registry_select(reg, &shape, &sel), ATTN_ERR_UNSUPPORTED);
+    expect_lse_refused(reg, &shape);
     attn_explanation *ex = NULL;
     ck_assert_int_eq(attn_registry_explain(reg, &shape, &ex), ATTN_ERR_UNSUPPORTED);
     attn_verdict_record r = {.struct_size = sizeof r};
@@ -242,12 +250,8 @@ START_TEST(old_plugin_padding_is_no_promise)
      * or the LSE output. */
     attn_registry *reg = open_single("abi_1_2_padding", "fake-abi-1-2-padding", NULL);
     attn_shape shape;
-    forward_shape(&shape);
-    shape.return_lse = 1;
+    expect_lse_refused(reg, &shape);
     attn_selection sel;
-    attn_selection_init(&sel);
-    ck_assert_int_eq(attn_registry_select(reg, &shape, &sel), ATTN_ERR_UNSUPPORTED);
-    ck_assert_msg(strstr(sel.message, "ATTN_FORWARD_LSE"), "%s", sel.message);
     shape.return_lse = 0;
     select_ok(reg, &shape, &sel, "fake-abi-1-2-padding");
     attn_backend *be = NULL;

@@ -28,7 +28,8 @@ void cli_help_run(FILE *out)
           "                  --block-table BT.npy --cu-seqlens-q CU.npy --seqused-k SK.npy\n"
           "                  --out OUT.npy [--sinks-file S.npy] [--scale S]\n"
           "                  [--q-descale X] [--k-descale X] [--v-descale X]\n"
-          "                  [--new-k NK.npy --new-v NV.npy --slot-mapping SM.npy] [OPTIONS]\n"
+          "                  [--new-k NK.npy --new-v NV.npy --slot-mapping SM.npy]\n"
+          "                  [--lse-out LSE.npy] [OPTIONS]\n"
           "\n"
           "Selects a backend for SHAPE (or uses --backend), runs it on the arrays and\n"
           "writes the output. Arrays and their .npy dtypes:\n"
@@ -43,6 +44,7 @@ void cli_help_run(FILE *out)
           "  --new-k         [new_tokens, kv_heads, head_dim]           q dtype\n"
           "  --new-v         [new_tokens, kv_heads, head_dim_v]         q dtype\n"
           "  --slot-mapping  [new_tokens] (block * page_size + offset)  <i8\n"
+          "  --lse-out       [num_tokens, q_heads] log-sum-exp, written  <f4 (implies --lse)\n"
           "The new tokens' K/V are written into the caches by the backend's KV append\n"
           "(FP8 caches: value / --k-descale, --v-descale) before the forward reads them;\n"
           "a negative slot skips its token.\n"
@@ -67,6 +69,7 @@ void cli_help_run(FILE *out)
 typedef struct run_files {
     const char *q, *k, *v, *block_table, *cu_seqlens_q, *seqused_k, *sinks, *out;
     const char *new_k, *new_v, *slot_mapping; /* KV append before the forward */
+    const char *lse_out;                      /* the log-sum-exp, written (implies --lse) */
 } run_files;
 
 static int parse_float(const char *flag, const char *value, float *out)
@@ -171,6 +174,8 @@ int cli_cmd_run(int argc, char **argv)
             file = &f.sinks;
         else if (cli_flag_is(name, "--out"))
             file = &f.out;
+        else if (cli_flag_is(name, "--lse-out"))
+            file = &f.lse_out;
         else if (cli_flag_is(name, "--new-k"))
             file = &f.new_k;
         else if (cli_flag_is(name, "--new-v"))
@@ -219,9 +224,10 @@ int cli_cmd_run(int argc, char **argv)
     const int append_files = !!f.new_k + !!f.new_v + !!f.slot_mapping;
     if (append_files && append_files != 3)
         return cli_usage_error("run: --new-k, --new-v and --slot-mapping go together");
-    if (c.shape.return_lse)
-        return cli_usage_error("run: --lse: run writes no log-sum-exp file yet (the C and Python "
-                               "APIs return it)");
+    if (f.lse_out)
+        c.shape.return_lse = 1;
+    if (c.shape.return_lse && !f.lse_out)
+        return cli_usage_error("run: --lse needs --lse-out FILE (where the log-sum-exp goes)");
     cli_common_finish(&c);
     attn_shape *s = &c.shape;
     const int32_t hq = s->num_q_heads;
@@ -380,6 +386,8 @@ int cli_cmd_run(int argc, char **argv)
     const size_t out_bytes = (size_t)num_tokens * hq * dv * run_dtype_size(eff->out_dtype);
     void *out_host = malloc(out_bytes ? out_bytes : 1);
     host.out = out_host;
+    const size_t lse_bytes = (size_t)num_tokens * hq * sizeof(float);
+    float *lse_host = f.lse_out ? malloc(lse_bytes ? lse_bytes : 1) : NULL;
     host.out_stride_token = (int64_t)hq * dv;
     host.out_stride_head = dv;
     attn_batch_limits limits = {sizeof limits, num_seqs, (int32_t)num_tokens};
@@ -412,6 +420,16 @@ int cli_cmd_run(int argc, char **argv)
             if (f.new_k)
                 status = run_append(mem, backend, &nk, &nv, &slots, &dev, eff, k_descale, v_descale,
                                     err, sizeof err);
+            /* --lse-out: [num_tokens, q_heads] float32 in the backend's memory. */
+            if (status == ATTN_OK && f.lse_out) {
+                dev.lse = lse_host ? run_memory_upload(mem, NULL, lse_bytes ? lse_bytes : 1, err,
+                                                       sizeof err)
+                                   : NULL;
+                if (!dev.lse) {
+                    fprintf(stderr, "attnreg: run: %s\n", lse_host ? err : "out of memory");
+                    status = ATTN_ERR_RUNTIME;
+                }
+            }
             if (status == ATTN_OK)
                 status = attn_backend_forward(backend, &dev);
             if (status == ATTN_OK &&
@@ -419,15 +437,24 @@ int cli_cmd_run(int argc, char **argv)
                 fprintf(stderr, "attnreg: run: %s\n", err);
                 status = ATTN_ERR_RUNTIME;
             }
+            if (status == ATTN_OK && dev.lse &&
+                run_memory_download(mem, lse_host, dev.lse, lse_bytes, err, sizeof err) != 0) {
+                fprintf(stderr, "attnreg: run: %s\n", err);
+                status = ATTN_ERR_RUNTIME;
+            }
+            run_memory_free(mem, dev.lse);
+            dev.lse = NULL;
             run_args_free(mem, &dev);
         }
     }
     if (status != ATTN_OK) {
         rc = cli_report_failure(status, "");
     } else {
-        const int64_t out_shape[3] = {num_tokens, hq, dv};
+        const int64_t out_shape[3] = {num_tokens, hq, dv}, lse_shape[2] = {num_tokens, hq};
         if (npy_write(f.out, run_npy_dtype(eff->out_dtype), 3, out_shape, out_host, err,
-                      sizeof err) != 0) {
+                      sizeof err) != 0 ||
+            (f.lse_out &&
+             npy_write(f.lse_out, NPY_DTYPE_F4, 2, lse_shape, lse_host, err, sizeof err) != 0)) {
             fprintf(stderr, "attnreg: run: %s\n", err);
             rc = CLI_EXIT_IO;
         } else if (c.json) {
@@ -438,6 +465,7 @@ int cli_cmd_run(int argc, char **argv)
             cli_json_selection(&j, "selection", &sel);
             cli_json_string_member(&j, "memory", run_memory_name(mem));
             cli_json_string_member(&j, "out", f.out);
+            cli_json_string_member(&j, "lse_out", f.lse_out);
             cli_json_int_member(&j, "num_tokens", num_tokens);
             cli_json_int_member(&j, "num_seqs", num_seqs);
             cli_json_double_member(&j, "scale", host.scale);
@@ -446,10 +474,13 @@ int cli_cmd_run(int argc, char **argv)
             cli_print_selection(stdout, &sel);
             printf("wrote %s: [%lld, %d, %d] %s\n", f.out, (long long)num_tokens, hq, dv,
                    npy_dtype_descr(run_npy_dtype(eff->out_dtype)));
+            if (f.lse_out)
+                printf("wrote %s: [%lld, %d] <f4\n", f.lse_out, (long long)num_tokens, hq);
         }
     }
     run_memory_close(mem);
     free(out_host);
+    free(lse_host);
     attn_backend_destroy(backend);
     attn_registry_close(reg);
 done:

@@ -271,6 +271,42 @@ START_TEST(test_append_path)
 }
 END_TEST
 
+START_TEST(test_lse_out)
+{
+    /* `run --lse-out`: the log-sum-exp file against the float64 oracle's. */
+    attn_shape s;
+    small_f32_shape(&s, 40);
+    s.has_sinks = 1;
+    attn_oracle_problem p;
+    attn_oracle_problem_options o = {.num_seqs = 3, .seed = 33};
+    char err[512], messages[2048], extra[600];
+    ck_assert_int_eq(attn_oracle_problem_random(&p, &s, &o, err, sizeof err), 0);
+    write_problem(&p);
+    snprintf(extra, sizeof extra, "--lse-out %s", file("lse.npy"));
+    ck_assert_msg(run_attnreg(&p, extra, messages, sizeof messages) == 0, "%s", messages);
+    npy_array lse;
+    int64_t lse_shape[2] = {p.num_tokens, 4};
+    ck_assert_msg(npy_read_expect(file("lse.npy"), "lse", NPY_DTYPE_F4, 2, lse_shape, &lse, err,
+                                  sizeof err) == 0,
+                  "%s", err);
+    attn_forward_args a;
+    attn_oracle_problem_args(&p, &a);
+    double *out = calloc((size_t)p.num_tokens * 4 * 16, sizeof(double));
+    double *want = calloc((size_t)p.num_tokens * 4, sizeof(double));
+    ck_assert_int_eq(attn_oracle_forward_lse(&p.shape, &a, out, want, err, sizeof err), 0);
+    for (int64_t r = 0; r < p.num_tokens * 4; r++)
+        ck_assert_msg(fabs(((float *)lse.data)[r] - want[r]) <= 2e-4 + 1e-5 * fabs(want[r]),
+                      "row %lld: %g vs %g", (long long)r, (double)((float *)lse.data)[r], want[r]);
+    /* --lse alone has nowhere to put it. */
+    ck_assert_int_eq(run_attnreg(&p, "--lse", messages, sizeof messages), 2);
+    ck_assert_msg(strstr(messages, "--lse-out"), "%s", messages);
+    free(out);
+    free(want);
+    npy_free(&lse);
+    attn_oracle_problem_free(&p);
+}
+END_TEST
+
 START_TEST(test_inconsistent_inputs)
 {
     attn_shape s;
@@ -336,6 +372,7 @@ int main(int argc, char **argv)
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_round_trips);
     tcase_add_test(tc, test_append_path);
+    tcase_add_test(tc, test_lse_out);
     tcase_add_test(tc, test_inconsistent_inputs);
     suite_add_tcase(suite, tc);
     SRunner *runner = srunner_create(suite);

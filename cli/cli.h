@@ -30,17 +30,8 @@
  *   ...
  *   attn_registry_close(reg);
  *
- * Optional commands (`run`, `verify`): cli/CMakeLists.txt compiles
- * cli/cmd_run.c and cli/cmd_verify.c only when they exist, and then defines
- * ATTNREG_CLI_HAVE_RUN / ATTNREG_CLI_HAVE_VERIFY. The declarations below and
- * the table in main.c are guarded by those macros, so the command builds
- * whether or not those files have been written yet. A new optional command
- * follows the same pattern: a guarded declaration here, a guarded table row in
- * main.c, an `if(EXISTS ...)` block in cli/CMakeLists.txt. When those
- * commands need more sources or libraries (an .npy reader, libm, threads),
- * put them in cli/optional.cmake: cli/CMakeLists.txt include()s it, when it
- * exists, after creating the `attnreg_cli` target, e.g.
- *   target_sources(attnreg_cli PRIVATE ${CMAKE_CURRENT_SOURCE_DIR}/npy.c)
+ * A new command: its cli_cmd_<name> / cli_help_<name> declared below, a row
+ * in main.c's table, its cmd_<name>.c in cli/CMakeLists.txt.
  */
 #ifndef ATTNREG_CLI_H
 #define ATTNREG_CLI_H
@@ -275,13 +266,9 @@ void cli_help_devices(FILE *out);
 int cli_cmd_plan(int argc, char **argv);
 void cli_help_plan(FILE *out);
 
-#ifdef ATTNREG_CLI_HAVE_RUN
 int cli_cmd_run(int argc, char **argv);
 void cli_help_run(FILE *out);
-#endif
-#ifdef ATTNREG_CLI_HAVE_VERIFY
 int cli_cmd_verify(int argc, char **argv);
 void cli_help_verify(FILE *out);
-#endif
 
 #endif /* ATTNREG_CLI_H */

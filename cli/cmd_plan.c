@@ -461,7 +461,7 @@ int cli_cmd_plan(int argc, char **argv)
         return report_config_error(hst, a.config, err, c.json);
 
     attn_model m;
-    attn_model_init(&m, sizeof m);
+    attn_model_init_sized(&m, sizeof m);
     memcpy(m.arch, c.shape.arch, ATTN_ARCH_MAX);
     m.q_dtype = c.shape.q_dtype;
     m.kv_dtype = c.shape.kv_dtype;

@@ -362,8 +362,7 @@ int cli_cmd_run(int argc, char **argv)
         goto done;
     }
     attn_forward_args host;
-    memset(&host, 0, sizeof host);
-    host.struct_size = sizeof host;
+    attn_forward_args_init(&host);
     host.num_seqs = num_seqs;
     host.num_tokens = (int32_t)num_tokens;
     host.q = q.data;

@@ -3,7 +3,7 @@
  * cmd_verify.c — `attnreg verify`: a backend against the float64 oracle on
  * random inputs.
  *
- * The inputs come from the oracle's problem builder (tests/cpu_ref): random
+ * The inputs come from the oracle's problem builder (tools/oracle): random
  * query and key lengths within the SHAPE flags, pages in a random order,
  * values that are never zero, and poisoned slots a correct backend never
  * reads. The oracle computes the selection's effective shape (what the

@@ -51,40 +51,18 @@ int cli_usage_error(const char *fmt, ...)
     return CLI_EXIT_USAGE;
 }
 
+/* The exit codes of the statuses' classes are those of attn_types.h's
+ * ATTN_STATUS_CLASS_MAP: a status is mapped through its class alone. */
+#define CHECK_CLASS_EXIT_(CLASS, name, exit_code)                                                  \
+    _Static_assert(CLI_EXIT_##CLASS == exit_code, "CLI_EXIT_" #CLASS);
+ATTN_STATUS_CLASS_MAP(CHECK_CLASS_EXIT_)
+#undef CHECK_CLASS_EXIT_
+
 int cli_exit_from_status(attn_status status)
 {
-    switch (status) {
-    case ATTN_OK:
-        return CLI_EXIT_OK;
-    case ATTN_ERR_INVALID_SHAPE:
-        return CLI_EXIT_INVALID_SHAPE;
-    case ATTN_ERR_UNSUPPORTED:
-        return CLI_EXIT_UNSUPPORTED;
-    case ATTN_ERR_BACKEND_REJECTED:
-    case ATTN_ERR_NOT_FOUND:
-        return CLI_EXIT_BACKEND_REJECTED;
-    case ATTN_ERR_CONF:
-        return CLI_EXIT_CONF;
-    case ATTN_ERR_LOAD:
-    case ATTN_ERR_ABI:
-    case ATTN_ERR_NO_DEVICE:
-    case ATTN_ERR_ARCH_NOT_IN_BINARY:
-    case ATTN_ERR_NO_KERNELS:
-    case ATTN_ERR_CREATE_FAILED:
-    case ATTN_ERR_RUNTIME:
-    case ATTN_ERR_WORKSPACE_TOO_SMALL:
-    case ATTN_ERR_INIT_FAILED:
-        return CLI_EXIT_BACKEND;
-    case ATTN_ERR_IO:
-        return CLI_EXIT_IO;
-    case ATTN_ERR_INVALID_ARGUMENT:
-    case ATTN_ERR_NO_MEMORY:
-    case ATTN_ERR_INTERNAL:
-    default:
-        /* INVALID_ARGUMENT from the library means the CLI passed something
-         * it should not have: a bug here, not a user mistake. */
-        return CLI_EXIT_INTERNAL;
-    }
+    /* INVALID_ARGUMENT from the library means the CLI passed something it
+     * should not have: a bug here, not a user mistake (class internal). */
+    return attn_status_exit_code(status);
 }
 
 const char *cli_exit_name(int exit_code)
@@ -247,16 +225,17 @@ bad:
 
 static int parse_log_level(const char *flag, const char *value, int *out)
 {
-    static const struct {
-        const char *name;
-        attn_log_level level;
-    } levels[] = {{"debug", ATTN_LOG_DEBUG},  {"info", ATTN_LOG_INFO},   {"warn", ATTN_LOG_WARN},
-                  {"warning", ATTN_LOG_WARN}, {"error", ATTN_LOG_ERROR}, {"off", ATTN_LOG_OFF}};
-    for (size_t k = 0; k < sizeof levels / sizeof levels[0]; k++) {
-        if (strcmp(value, levels[k].name) == 0) {
-            *out = (int)levels[k].level;
-            return 0;
-        }
+    /* The names of attn_types.h's ATTN_LOG_LEVEL_MAP, and "warning". */
+#define LEVEL_NAME_(NAME, level, name)                                                             \
+    if (strcmp(value, name) == 0) {                                                                \
+        *out = level;                                                                              \
+        return 0;                                                                                  \
+    }
+    ATTN_LOG_LEVEL_MAP(LEVEL_NAME_)
+#undef LEVEL_NAME_
+    if (strcmp(value, "warning") == 0) {
+        *out = ATTN_LOG_WARN;
+        return 0;
     }
     cli_usage_error("%s: unknown level '%s' (expected debug, info, warn, error or off)", flag,
                     value);

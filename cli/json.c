@@ -241,24 +241,20 @@ void cli_json_double_member(struct cli_json *j, const char *key, double value)
 void cli_json_shape(struct cli_json *j, const char *key, const attn_shape *shape)
 {
     cli_json_begin_object(j, key);
-    cli_json_string_member(j, "arch", shape->arch);
-    cli_json_int_member(j, "num_q_heads", shape->num_q_heads);
-    cli_json_int_member(j, "num_kv_heads", shape->num_kv_heads);
-    cli_json_int_member(j, "head_dim", shape->head_dim);
-    cli_json_int_member(j, "head_dim_v", shape->head_dim_v);
-    cli_json_string_member(j, "q_dtype", attn_dtype_name(shape->q_dtype));
-    cli_json_string_member(j, "kv_dtype", attn_dtype_name(shape->kv_dtype));
-    cli_json_string_member(j, "compute_dtype", attn_dtype_name(shape->compute_dtype));
-    cli_json_string_member(j, "out_dtype", attn_dtype_name(shape->out_dtype));
-    cli_json_int_member(j, "page_size", shape->page_size);
-    cli_json_int_member(j, "max_q_len", shape->max_q_len);
-    cli_json_int_member(j, "max_kv_len", shape->max_kv_len);
-    cli_json_bool_member(j, "causal", shape->causal);
-    cli_json_int_member(j, "window_left", shape->window_left);
-    cli_json_int_member(j, "window_right", shape->window_right);
-    cli_json_double_member(j, "softcap", shape->softcap);
-    cli_json_bool_member(j, "has_sinks", shape->has_sinks);
-    cli_json_bool_member(j, "return_lse", shape->return_lse);
+    /* Every field, by the kind attn_types.h's ATTN_SHAPE_FIELD_MAP gives it. */
+#define JSON_ARCH_(name, v) cli_json_string_member(j, name, v)
+#define JSON_INT_(name, v) cli_json_int_member(j, name, v)
+#define JSON_DTYPE_(name, v) cli_json_string_member(j, name, attn_dtype_name(v))
+#define JSON_BOOL_(name, v) cli_json_bool_member(j, name, v)
+#define JSON_FLOAT_(name, v) cli_json_double_member(j, name, v)
+#define JSON_FIELD_(member, KIND) JSON_##KIND##_(#member, shape->member);
+    ATTN_SHAPE_FIELD_MAP(JSON_FIELD_)
+#undef JSON_FIELD_
+#undef JSON_FLOAT_
+#undef JSON_BOOL_
+#undef JSON_DTYPE_
+#undef JSON_INT_
+#undef JSON_ARCH_
     cli_json_end_object(j);
 }
 

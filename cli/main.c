@@ -17,13 +17,9 @@ static const struct cli_command commands[] = {
      cli_help_plan},
     {"check", "validate the conf files and load every plugin", cli_cmd_check, cli_help_check},
     {"devices", "list the devices each plugin can run on", cli_cmd_devices, cli_help_devices},
-#ifdef ATTNREG_CLI_HAVE_RUN
     {"run", "run the selected backend on .npy inputs", cli_cmd_run, cli_help_run},
-#endif
-#ifdef ATTNREG_CLI_HAVE_VERIFY
     {"verify", "check a backend's output against a float64 reference", cli_cmd_verify,
      cli_help_verify},
-#endif
 };
 
 #define NUM_COMMANDS (sizeof commands / sizeof commands[0])

@@ -36,6 +36,11 @@ typedef struct attn_selection_0_1 {
     const char *message;
 } attn_selection_0_1;
 
+/* The smallest selection a host may pass: 0.1's whole layout (the public
+ * ATTN_<STRUCT>_MIN_SIZE spelling; private, as only this frozen layout
+ * can say it). */
+#define ATTN_SELECTION_MIN_SIZE sizeof(attn_selection_0_1)
+
 /* attn_selection as published in 0.3: 0.1's and graph_capturable. */
 typedef struct attn_selection_0_3 {
     uint32_t struct_size;

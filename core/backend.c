@@ -44,7 +44,7 @@ ATTNREG_API attn_status attn_backend_create(attn_registry *reg, const attn_selec
     /* The selection may be of an older layout (its effective_shape then is
      * too): read the shape by the struct_size the library wrote into it. */
     attn_shape effective;
-    if (sel->struct_size < sizeof(attn_selection_0_1) ||
+    if (sel->struct_size < ATTN_SELECTION_MIN_SIZE ||
         attn_shape_normalize(&sel->effective_shape, &effective) != ATTN_OK)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
                          "attn_backend_create: selection struct_size %u or its shape's is too "
@@ -84,7 +84,7 @@ ATTNREG_API attn_status attn_registry_describe_plan(attn_registry *reg, const at
 {
     if (!reg || !sel || !plan)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_registry_describe_plan: NULL argument");
-    if (plan->struct_size < offsetof(attn_launch_plan, num_kernels) + sizeof(uint32_t))
+    if (plan->struct_size < ATTN_LAUNCH_PLAN_MIN_SIZE)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
                          "attn_registry_describe_plan: plan->struct_size %u is too small",
                          (unsigned)plan->struct_size);
@@ -102,7 +102,7 @@ ATTNREG_API attn_status attn_registry_describe_plan(attn_registry *reg, const at
     /* The plugin writes into the host's full-size copy, on a private copy of
      * the shape; names are terminated and the count bounded here. */
     attn_shape shape;
-    if (sel->struct_size < sizeof(attn_selection_0_1) ||
+    if (sel->struct_size < ATTN_SELECTION_MIN_SIZE ||
         attn_shape_normalize(&sel->effective_shape, &shape) != ATTN_OK)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
                          "attn_registry_describe_plan: selection struct_size %u or its shape's "
@@ -126,15 +126,30 @@ ATTNREG_API attn_status attn_registry_describe_plan(attn_registry *reg, const at
     return ATTN_OK;
 }
 
+ATTNREG_API void attn_forward_args_init_sized(attn_forward_args *args, size_t size)
+{
+    attn_forward_args full;
+    memset(&full, 0, sizeof full);
+    full.q_descale = full.k_descale = full.v_descale = 1.0f;
+    attn_init_sized(args, size, &full, sizeof full);
+}
+
+ATTNREG_API void attn_batch_limits_init_sized(attn_batch_limits *limits, size_t size)
+{
+    attn_batch_limits full;
+    memset(&full, 0, sizeof full);
+    attn_init_sized(limits, size, &full, sizeof full);
+}
+
 ATTNREG_API attn_status attn_backend_workspace_size(const attn_backend *b,
                                                     const attn_batch_limits *limits, size_t *bytes)
 {
     if (!b || !limits || !bytes)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_backend_workspace_size: NULL argument");
-    if (limits->struct_size < ATTN_BATCH_LIMITS_SIZE_0_1)
+    if (limits->struct_size < ATTN_BATCH_LIMITS_MIN_SIZE)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
                          "batch limits struct_size %u is smaller than the oldest layout's %zu",
-                         limits->struct_size, (size_t)ATTN_BATCH_LIMITS_SIZE_0_1);
+                         limits->struct_size, (size_t)ATTN_BATCH_LIMITS_MIN_SIZE);
     /* Older hosts pass fewer fields: the plugin sees a whole struct of the
      * library's size, the missing fields zero. */
     attn_batch_limits full_limits;
@@ -201,10 +216,10 @@ ATTNREG_API attn_status attn_backend_forward(attn_backend *b, const attn_forward
 {
     if (!b || !args)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_backend_forward: NULL argument");
-    if (args->struct_size < ATTN_FORWARD_ARGS_SIZE_0_1)
+    if (args->struct_size < ATTN_FORWARD_ARGS_MIN_SIZE)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
                          "forward args struct_size %u is smaller than the oldest layout's %zu",
-                         args->struct_size, (size_t)ATTN_FORWARD_ARGS_SIZE_0_1);
+                         args->struct_size, (size_t)ATTN_FORWARD_ARGS_MIN_SIZE);
     /* Always a private copy: older hosts' missing fields read as zero, and
      * the K/V strides are resolved in it (never in the host's struct). */
     attn_forward_args full_args;
@@ -282,10 +297,10 @@ ATTNREG_API attn_status attn_backend_append_kv(attn_backend *b, const attn_appen
 {
     if (!b || !args)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_backend_append_kv: NULL argument");
-    if (args->struct_size < ATTN_APPEND_ARGS_SIZE_0_4)
+    if (args->struct_size < ATTN_APPEND_ARGS_MIN_SIZE)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
                          "append args struct_size %u is smaller than the oldest layout's %zu",
-                         args->struct_size, (size_t)ATTN_APPEND_ARGS_SIZE_0_4);
+                         args->struct_size, (size_t)ATTN_APPEND_ARGS_MIN_SIZE);
     /* The descriptor is copied by its struct_size: NULL for plugins older
      * than 1.3 and for those without an append. */
     if (!b->candidate->desc.append_kv)

@@ -16,6 +16,8 @@
 
 #include <ini.h>
 
+#include "candidate.h"
+#include "diag.h"
 #include "internal.h"
 
 #define CONF_FORMAT_MAJOR 1
@@ -34,7 +36,7 @@ typedef struct conf_entry {
 #define CONF_MAX_BYTES (1 << 20)
 #define CONF_MAX_LINE ((1 << 16) - 2)
 
-typedef struct conf_file {
+typedef struct conf_source {
     const char *path;
     conf_entry *entries;
     size_t num_entries;
@@ -45,7 +47,7 @@ typedef struct conf_file {
     int32_t line;     /* the line the reader last returned */
     int32_t mid_line; /* the last read ended inside a line */
     int32_t oom;
-} conf_file;
+} conf_source;
 
 /* inih calls the reader once per line, or several times for a line longer
  * than its buffer, so a line is counted when a read starts at a line start:
@@ -53,7 +55,7 @@ typedef struct conf_file {
  * (Debian's inih is built without INI_HANDLER_LINENO). */
 static char *count_lines_reader(char *str, int num, void *stream)
 {
-    conf_file *cf = stream;
+    conf_source *cf = stream;
     if (num < 2 || cf->text_pos >= cf->text_len)
         return NULL;
     /* fgets over the in-memory file: up to a newline or num - 1 bytes. */
@@ -82,15 +84,15 @@ static int read_conf_text(attn_registry *reg, const char *path, int fd, const st
     *out = NULL;
     *len = 0;
     if (st->st_size > CONF_MAX_BYTES) {
-        attn_registry_add_diag(reg, ATTN_ERR_CONF, path, 0, NULL,
-                               "%s: %lld bytes, larger than the %d a conf file may have; file "
-                               "ignored",
-                               path, (long long)st->st_size, CONF_MAX_BYTES);
+        attn_diag_add(reg, ATTN_ERR_CONF, path, 0, NULL,
+                      "%s: %lld bytes, larger than the %d a conf file may have; file "
+                      "ignored",
+                      path, (long long)st->st_size, CONF_MAX_BYTES);
         return -1;
     }
     char *text = malloc((size_t)st->st_size + 1);
     if (!text) {
-        attn_registry_add_diag(reg, ATTN_ERR_CONF, path, 0, NULL, "%s: out of memory", path);
+        attn_diag_add(reg, ATTN_ERR_CONF, path, 0, NULL, "%s: out of memory", path);
         return -1;
     }
     size_t n = 0;
@@ -100,8 +102,8 @@ static int read_conf_text(attn_registry *reg, const char *path, int fd, const st
         if (r < 0 && errno == EINTR)
             continue;
         if (r < 0) {
-            attn_registry_add_diag(reg, ATTN_ERR_IO, path, 0, NULL, "%s: read error: %s", path,
-                                   strerror(errno));
+            attn_diag_add(reg, ATTN_ERR_IO, path, 0, NULL, "%s: read error: %s", path,
+                          strerror(errno));
             free(text);
             return -1;
         }
@@ -110,8 +112,8 @@ static int read_conf_text(attn_registry *reg, const char *path, int fd, const st
         n += (size_t)r;
     }
     if (n > (size_t)st->st_size) {
-        attn_registry_add_diag(reg, ATTN_ERR_IO, path, 0, NULL,
-                               "%s: the file grew while it was read; file ignored", path);
+        attn_diag_add(reg, ATTN_ERR_IO, path, 0, NULL,
+                      "%s: the file grew while it was read; file ignored", path);
         free(text);
         return -1;
     }
@@ -119,10 +121,10 @@ static int read_conf_text(attn_registry *reg, const char *path, int fd, const st
     size_t line_start = 0;
     for (size_t i = 0; i <= n; i++) {
         if (i < n && text[i] == '\0') {
-            attn_registry_add_diag(reg, ATTN_ERR_CONF, path, line, NULL,
-                                   "%s:%d: NUL byte in a conf file (the rest of the line would "
-                                   "be ignored); file ignored",
-                                   path, line);
+            attn_diag_add(reg, ATTN_ERR_CONF, path, line, NULL,
+                          "%s:%d: NUL byte in a conf file (the rest of the line would "
+                          "be ignored); file ignored",
+                          path, line);
             free(text);
             return -1;
         }
@@ -131,10 +133,10 @@ static int read_conf_text(attn_registry *reg, const char *path, int fd, const st
             if (length > 0 && text[i - 1] == '\r')
                 length--;
             if (length > CONF_MAX_LINE) {
-                attn_registry_add_diag(reg, ATTN_ERR_CONF, path, line, NULL,
-                                       "%s:%d: line of %zu bytes, longer than the %d a conf "
-                                       "line may have; file ignored",
-                                       path, line, length, CONF_MAX_LINE);
+                attn_diag_add(reg, ATTN_ERR_CONF, path, line, NULL,
+                              "%s:%d: line of %zu bytes, longer than the %d a conf "
+                              "line may have; file ignored",
+                              path, line, length, CONF_MAX_LINE);
                 free(text);
                 return -1;
             }
@@ -150,7 +152,7 @@ static int read_conf_text(attn_registry *reg, const char *path, int fd, const st
 
 static int collect_entry(void *user, const char *section, const char *key, const char *value)
 {
-    conf_file *cf = user;
+    conf_source *cf = user;
     if (!key)
         return 1; /* a section header with no keys yet */
     if (cf->num_entries == cf->cap_entries) {
@@ -178,7 +180,7 @@ static int collect_entry(void *user, const char *section, const char *key, const
  * are set around each parse under one lock and restored after. */
 static pthread_mutex_t inih_options_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static int parse_with_our_options(conf_file *cf)
+static int parse_with_our_options(conf_source *cf)
 {
     pthread_mutex_lock(&inih_options_lock);
     bool use_stack = ini_use_stack, allow_realloc = ini_allow_realloc;
@@ -199,7 +201,7 @@ static int parse_with_our_options(conf_file *cf)
     return rc;
 }
 
-static void conf_file_free(conf_file *cf)
+static void conf_source_free(conf_source *cf)
 {
     for (size_t i = 0; i < cf->num_entries; i++) {
         free(cf->entries[i].section);
@@ -298,94 +300,6 @@ static int parse_format_version(const char *s, int32_t *major, int32_t *minor)
     return 1;
 }
 
-/* ---- fields of a shape that conf keys can name ------------------------- */
-
-const char *attn_field_name(shape_field f)
-{
-    switch (f) {
-    case FIELD_Q_DTYPE:
-        return "q_dtype";
-    case FIELD_KV_DTYPE:
-        return "kv_dtype";
-    case FIELD_COMPUTE_DTYPE:
-        return "compute_dtype";
-    case FIELD_OUT_DTYPE:
-        return "out_dtype";
-    case FIELD_HEAD_DIM:
-        return "head_dim";
-    case FIELD_GQA_RATIO:
-        return "gqa_ratio";
-    case FIELD_PAGE_SIZE:
-        return "page_size";
-    case FIELD_Q_LEN:
-        return "max_q_len";
-    case FIELD_KV_LEN:
-        return "max_kv_len";
-    case FIELD_WINDOW:
-        return "window";
-    case FIELD_SOFTCAP:
-        return "softcap";
-    case FIELD_SINKS:
-        return "sinks";
-    case FIELD_NON_CAUSAL:
-        return "non-causal masking";
-    }
-    return "?";
-}
-
-int32_t attn_shape_field_get(const attn_shape *s, shape_field f)
-{
-    switch (f) {
-    case FIELD_Q_DTYPE:
-        return s->q_dtype;
-    case FIELD_KV_DTYPE:
-        return s->kv_dtype;
-    case FIELD_COMPUTE_DTYPE:
-        return s->compute_dtype;
-    case FIELD_OUT_DTYPE:
-        return s->out_dtype;
-    case FIELD_HEAD_DIM:
-        return s->head_dim;
-    case FIELD_GQA_RATIO:
-        return s->num_q_heads / attn_shape_kv_heads(s);
-    case FIELD_PAGE_SIZE:
-        return s->page_size;
-    case FIELD_Q_LEN:
-        return s->max_q_len;
-    case FIELD_KV_LEN:
-        return s->max_kv_len;
-    case FIELD_WINDOW:
-        return s->window_left >= 0 || s->window_right >= 0;
-    case FIELD_SOFTCAP:
-        return s->softcap != 0.0f;
-    case FIELD_SINKS:
-        return s->has_sinks;
-    case FIELD_NON_CAUSAL:
-        return !s->causal;
-    }
-    return 0;
-}
-
-void attn_shape_field_set(attn_shape *s, shape_field f, int32_t v)
-{
-    switch (f) {
-    case FIELD_Q_DTYPE:
-        s->q_dtype = v;
-        break;
-    case FIELD_KV_DTYPE:
-        s->kv_dtype = v;
-        break;
-    case FIELD_COMPUTE_DTYPE:
-        s->compute_dtype = v;
-        break;
-    case FIELD_OUT_DTYPE:
-        s->out_dtype = v;
-        break;
-    default:
-        break; /* fallback rules only rewrite dtypes */
-    }
-}
-
 static const struct {
     const char *key;
     narrow_kind kind;
@@ -419,7 +333,7 @@ typedef struct interp {
 
 #define CONF_ERROR(it, line, ...)                                                                  \
     do {                                                                                           \
-        attn_registry_add_diag((it)->reg, ATTN_ERR_CONF, (it)->path, (line), NULL, __VA_ARGS__);   \
+        attn_diag_add((it)->reg, ATTN_ERR_CONF, (it)->path, (line), NULL, __VA_ARGS__);            \
         (it)->errors++;                                                                            \
     } while (0)
 
@@ -538,34 +452,6 @@ static int parse_narrow(interp *it, const conf_entry *e, narrow_rule *r)
     return 1;
 }
 
-void attn_conf_free_candidate(attn_candidate *c)
-{
-    if (!c)
-        return;
-    free(c->name);
-    free(c->archs_text);
-    free_list(c->archs);
-    free(c->library);
-    free(c->conf_file);
-    for (uint32_t i = 0; i < c->num_narrow; i++) {
-        free(c->narrow[i].key);
-        free(c->narrow[i].values);
-    }
-    free(c->narrow);
-    for (uint32_t i = 0; i < c->num_params; i++) {
-        free((char *)c->params[i].key);
-        free((char *)c->params[i].value);
-    }
-    free(c->params);
-    free(c->load_message);
-    free(c->built_archs_text);
-    attn_candidate_free_limits(c);
-    free(c->probe_message);
-    free(c->devices);
-    pthread_mutex_destroy(&c->load_lock);
-    free(c);
-}
-
 void attn_conf_free_rule(fallback_rule *r)
 {
     free(r->name);
@@ -587,17 +473,13 @@ static int same_folder(const char *a, const char *b)
     return la == lb && strncmp(a, b, la) == 0;
 }
 
-static void interpret_plugin(interp *it, const conf_file *cf)
+static void interpret_plugin(interp *it, const conf_source *cf)
 {
-    attn_candidate *c = calloc(1, sizeof *c);
+    attn_candidate *c = attn_candidate_new(it->reg, it->path);
     if (!c) {
         CONF_ERROR(it, 0, "%s: out of memory", it->path);
         return;
     }
-    pthread_mutex_init(&c->load_lock, NULL);
-    c->registry = it->reg;
-    c->enabled = 1;
-    c->conf_file = attn_strdup(it->path);
     int32_t have_priority = 0, library_line = 0;
     char *library = NULL;
     size_t cap_narrow = 0, cap_params = 0;
@@ -695,7 +577,7 @@ static void interpret_plugin(interp *it, const conf_file *cf)
                    c->archs_line);
     if (it->errors) {
         free(library);
-        attn_conf_free_candidate(c);
+        attn_candidate_free(c);
         return;
     }
     c->library = resolve_library(it->path, library);
@@ -711,22 +593,22 @@ static void interpret_plugin(interp *it, const conf_file *cf)
                  "%s:%d: plugin '%s' is overridden by %s:%d (a folder searched earlier); this "
                  "file is ignored",
                  it->path, c->name_line, c->name, twin->conf_file, twin->name_line);
-        attn_conf_free_candidate(c);
+        attn_candidate_free(c);
         return;
     }
     if (twin) {
-        attn_registry_add_diag(reg, ATTN_ERR_CONF, it->path, c->name_line, c->name,
-                               "%s:%d: plugin name '%s' is already defined in %s:%d; this file "
-                               "is ignored",
-                               it->path, c->name_line, c->name, twin->conf_file, twin->name_line);
-        attn_conf_free_candidate(c);
+        attn_diag_add(reg, ATTN_ERR_CONF, it->path, c->name_line, c->name,
+                      "%s:%d: plugin name '%s' is already defined in %s:%d; this file "
+                      "is ignored",
+                      it->path, c->name_line, c->name, twin->conf_file, twin->name_line);
+        attn_candidate_free(c);
         return;
     }
     if (reg->num_candidates == reg->cap_candidates) {
         size_t cap = reg->cap_candidates ? reg->cap_candidates * 2 : 8;
         attn_candidate **p = realloc(reg->candidates, cap * sizeof *p);
         if (!p) {
-            attn_conf_free_candidate(c);
+            attn_candidate_free(c);
             return;
         }
         reg->candidates = p;
@@ -734,13 +616,13 @@ static void interpret_plugin(interp *it, const conf_file *cf)
     }
     const strmap_slot *slot;
     if (strmap_put(&reg->candidate_names, c->name, NULL, reg->num_candidates, &slot) < 0) {
-        attn_conf_free_candidate(c);
+        attn_candidate_free(c);
         return;
     }
     reg->candidates[reg->num_candidates++] = c;
 }
 
-static void interpret_registry(interp *it, const conf_file *cf)
+static void interpret_registry(interp *it, const conf_source *cf)
 {
     attn_registry *reg = it->reg;
     size_t first_new = reg->num_rules;
@@ -836,13 +718,13 @@ static void interpret_registry(interp *it, const conf_file *cf)
 
 static void load_file(attn_registry *reg, const char *path)
 {
-    conf_file cf = {0};
+    conf_source cf = {0};
     cf.path = path;
     struct stat st;
     char why[256];
     int fd = attn_open_regular(path, &st, why, sizeof why);
     if (fd < 0) {
-        attn_registry_add_diag(reg, ATTN_ERR_IO, path, 0, NULL, "%s: cannot open: %s", path, why);
+        attn_diag_add(reg, ATTN_ERR_IO, path, 0, NULL, "%s: cannot open: %s", path, why);
         return;
     }
     char *text = NULL;
@@ -858,14 +740,14 @@ static void load_file(attn_registry *reg, const char *path)
     cf.text = NULL;
     if (rc != 0 || cf.oom) {
         if (rc > 0)
-            attn_registry_add_diag(reg, ATTN_ERR_CONF, path, rc, NULL,
-                                   "%s:%d: syntax error (expected [section], key = value or a "
-                                   "comment); file ignored",
-                                   path, rc);
+            attn_diag_add(reg, ATTN_ERR_CONF, path, rc, NULL,
+                          "%s:%d: syntax error (expected [section], key = value or a "
+                          "comment); file ignored",
+                          path, rc);
         else
-            attn_registry_add_diag(reg, ATTN_ERR_CONF, path, 0, NULL, "%s: cannot parse (%s)", path,
-                                   cf.oom || rc == -2 ? "out of memory" : "read error");
-        conf_file_free(&cf);
+            attn_diag_add(reg, ATTN_ERR_CONF, path, 0, NULL, "%s: cannot parse (%s)", path,
+                          cf.oom || rc == -2 ? "out of memory" : "read error");
+        conf_source_free(&cf);
         return;
     }
 
@@ -889,7 +771,7 @@ static void load_file(attn_registry *reg, const char *path)
     }
     strmap_free(&seen, 0);
     if (it.errors) {
-        conf_file_free(&cf);
+        conf_source_free(&cf);
         return;
     }
     int has_plugin = 0, has_registry = 0;
@@ -910,7 +792,7 @@ static void load_file(attn_registry *reg, const char *path)
                                 "thing"
                               : "%s: has neither a [plugin] nor a [registry] section",
                    path);
-        conf_file_free(&cf);
+        conf_source_free(&cf);
         return;
     }
     int32_t major, minor;
@@ -928,11 +810,10 @@ static void load_file(attn_registry *reg, const char *path)
     } else {
         it.format_minor = minor;
         if (minor > CONF_FORMAT_MINOR)
-            attn_registry_add_diag(reg, ATTN_OK, path, version->line, NULL,
-                                   "%s:%d: warning: format_version %d.%d is newer than %d.%d; "
-                                   "keys this attnreg does not know are ignored",
-                                   path, version->line, major, minor, CONF_FORMAT_MAJOR,
-                                   CONF_FORMAT_MINOR);
+            attn_diag_add(reg, ATTN_OK, path, version->line, NULL,
+                          "%s:%d: warning: format_version %d.%d is newer than %d.%d; "
+                          "keys this attnreg does not know are ignored",
+                          path, version->line, major, minor, CONF_FORMAT_MAJOR, CONF_FORMAT_MINOR);
     }
     if (!it.errors) {
         if (has_plugin)
@@ -940,7 +821,7 @@ static void load_file(attn_registry *reg, const char *path)
         else
             interpret_registry(&it, &cf);
     }
-    conf_file_free(&cf);
+    conf_source_free(&cf);
 }
 
 static int compare_names(const void *a, const void *b)
@@ -953,8 +834,8 @@ void attn_conf_load_dir(attn_registry *reg, const char *dir, int explicit_path)
     DIR *d = opendir(dir);
     if (!d) {
         if (explicit_path)
-            attn_registry_add_diag(reg, ATTN_ERR_IO, dir, 0, NULL,
-                                   "conf folder %s cannot be read: %s", dir, strerror(errno));
+            attn_diag_add(reg, ATTN_ERR_IO, dir, 0, NULL, "conf folder %s cannot be read: %s", dir,
+                          strerror(errno));
         else
             attn_log(&reg->logger, ATTN_LOG_DEBUG, "default conf folder %s absent: %s", dir,
                      strerror(errno));
@@ -994,14 +875,14 @@ void attn_conf_load_dir(attn_registry *reg, const char *dir, int explicit_path)
         if (path && stat(path, &st) == 0 && S_ISREG(st.st_mode))
             load_file(reg, path);
         else if (path && errno == ELOOP)
-            attn_registry_add_diag(reg, ATTN_OK, path, 0, NULL,
-                                   "warning: %s is a symbolic link loop; skipped", path);
+            attn_diag_add(reg, ATTN_OK, path, 0, NULL,
+                          "warning: %s is a symbolic link loop; skipped", path);
         else if (path && lstat(path, &st) == 0 && S_ISLNK(st.st_mode))
-            attn_registry_add_diag(reg, ATTN_OK, path, 0, NULL,
-                                   "warning: %s is a symbolic link to nothing; skipped", path);
+            attn_diag_add(reg, ATTN_OK, path, 0, NULL,
+                          "warning: %s is a symbolic link to nothing; skipped", path);
         else if (path && lstat(path, &st) == 0)
-            attn_registry_add_diag(reg, ATTN_OK, path, 0, NULL,
-                                   "warning: %s is not a regular file; skipped", path);
+            attn_diag_add(reg, ATTN_OK, path, 0, NULL, "warning: %s is not a regular file; skipped",
+                          path);
         free(path);
         free(names[i]);
     }

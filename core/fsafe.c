@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "diag.h"
 #include "internal.h"
 
 static const char *kind_name(mode_t mode)
@@ -73,14 +74,14 @@ int attn_trust_check(attn_registry *reg, const struct stat *st, const char *path
     if (!problem[0])
         return 0;
     if (privileged) {
-        attn_registry_add_diag(reg, refuse_status, path, 0, plugin,
-                               "%s %s %s; refused in a privileged (setuid/setgid) process", what,
-                               path, problem);
+        attn_diag_add(reg, refuse_status, path, 0, plugin,
+                      "%s %s %s; refused in a privileged (setuid/setgid) process", what, path,
+                      problem);
         return -1;
     }
-    attn_registry_add_diag(reg, ATTN_OK, path, 0, plugin,
-                           "warning: %s %s %s; anyone who can write it can run code in every "
-                           "process that loads it",
-                           what, path, problem);
+    attn_diag_add(reg, ATTN_OK, path, 0, plugin,
+                  "warning: %s %s %s; anyone who can write it can run code in every "
+                  "process that loads it",
+                  what, path, problem);
     return 1;
 }

@@ -58,6 +58,11 @@ attn_invalid(char *msg, size_t size, const char *fmt, ...);
 
 /* Copy min(dst_size, src_size) bytes of a versioned struct; zero the rest. */
 void attn_copy_versioned(void *dst, uint32_t dst_size, const void *src, size_t src_size);
+/* The body of every attn_*_init_sized: writes `full` (the library's struct,
+ * defaults filled in) into the caller's `size` bytes, no more, and sets the
+ * caller's struct_size to `size`; nothing for a NULL dst or a size that
+ * cannot hold struct_size. */
+void attn_init_sized(void *dst, size_t size, const void *full, size_t full_size);
 /* Writes a selection in today's layout into `out` in the layout its
  * struct_size names (0.1's, 0.3's, today's or a newer host's) (select.c). */
 void attn_selection_to_layout(const attn_selection *full, attn_selection *out);
@@ -81,12 +86,25 @@ const strmap_slot *strmap_find(const strmap *m, const char *a, const char *b);
 int strmap_put(strmap *m, const char *a, const char *b, size_t value, const strmap_slot **found);
 void strmap_free(strmap *m, int free_keys);
 
+/* The layer of a reason code (attn_types.h's ATTN_REASON_MAP); NONE for an
+ * unknown code. */
+static inline attn_reason_layer attn_reason_layer_of(int32_t reason)
+{
+    switch (reason) {
+#define ATTN_REASON_LAYER_CASE_(NAME, value, LAYER)                                                \
+    case value:                                                                                    \
+        return ATTN_REASON_LAYER_##LAYER;
+        ATTN_REASON_MAP(ATTN_REASON_LAYER_CASE_)
+#undef ATTN_REASON_LAYER_CASE_
+    default:
+        return ATTN_REASON_LAYER_NONE;
+    }
+}
+
 /* The reason codes a plugin's predicate may give. */
 static inline int attn_reason_is_plugin(int32_t reason)
 {
-    return (reason >= ATTN_REASON_ARCH && reason <= ATTN_REASON_FP8_COMPUTE_MHA_ONLY) ||
-           reason == ATTN_REASON_OTHER || reason == ATTN_REASON_RESOURCE ||
-           reason == ATTN_REASON_LSE;
+    return attn_reason_layer_of(reason) == ATTN_REASON_LAYER_PLUGIN;
 }
 
 /* Seconds a plugin may take to load in the probing child (plugin.c). */
@@ -125,16 +143,8 @@ int attn_log_level_from_name(const char *name, attn_log_level *out);
 attn_status attn_shape_normalize(const attn_shape *in, attn_shape *out);
 uint64_t attn_shape_hash(const attn_shape *shape);
 
-/* ---- conf (conf.c) --------------------------------------------------- */
-
-typedef enum narrow_kind {
-    NARROW_DTYPES, /* field must be one of a dtype mask */
-    NARROW_INTS,   /* field must be one of a list of ints */
-    NARROW_MIN,    /* field >= value */
-    NARROW_MAX,    /* field <= value */
-    NARROW_FEATURE /* a feature (window, softcap, sinks, non-causal) allowed or not */
-} narrow_kind;
-
+/* The fields (and derived properties) of a shape that conf narrowing keys
+ * and fallback rules name. */
 typedef enum shape_field {
     FIELD_Q_DTYPE,
     FIELD_KV_DTYPE,
@@ -150,6 +160,21 @@ typedef enum shape_field {
     FIELD_SINKS,
     FIELD_NON_CAUSAL
 } shape_field;
+/* Their names in messages ("q_dtype", "max_q_len", "non-causal masking"). */
+const char *attn_field_name(shape_field field);
+int32_t attn_shape_field_get(const attn_shape *s, shape_field field);
+/* Fallback rules rewrite dtype fields only; the others are left as they are. */
+void attn_shape_field_set(attn_shape *s, shape_field field, int32_t value);
+
+/* ---- conf (conf.c) --------------------------------------------------- */
+
+typedef enum narrow_kind {
+    NARROW_DTYPES, /* field must be one of a dtype mask */
+    NARROW_INTS,   /* field must be one of a list of ints */
+    NARROW_MIN,    /* field >= value */
+    NARROW_MAX,    /* field <= value */
+    NARROW_FEATURE /* a feature (window, softcap, sinks, non-causal) allowed or not */
+} narrow_kind;
 
 typedef struct narrow_rule {
     char *key;
@@ -228,7 +253,7 @@ typedef struct conf_diag {
     char *message;
 } conf_diag;
 
-/* ---- decisions, cache (select.c) ------------------------------------- */
+/* ---- decisions (select.c) and their cache (cache.c) --------------------- */
 
 typedef struct verdict_rec {
     int32_t pass;
@@ -313,13 +338,6 @@ struct attn_registry {
     int32_t close_pending;
 };
 
-void attn_registry_add_diag(struct attn_registry *reg, attn_status status, const char *file,
-                            int32_t line, const char *plugin, const char *fmt, ...)
-#if defined(__GNUC__)
-    __attribute__((format(printf, 6, 7)))
-#endif
-    ;
-
 /* fsafe.c: opens `path` read-only when it is a regular file (no FIFO,
  * device, directory; a FIFO does not block the open) and fills *st; -1 with
  * a sentence in why otherwise. */
@@ -334,16 +352,11 @@ int attn_trust_check(struct attn_registry *reg, const struct stat *st, const cha
 
 /* conf.c -- read every INI of one folder into the registry. */
 void attn_conf_load_dir(struct attn_registry *reg, const char *dir, int explicit_path);
-void attn_conf_free_candidate(attn_candidate *c);
 void attn_conf_free_rule(fallback_rule *r);
-const char *attn_field_name(shape_field field);
-int32_t attn_shape_field_get(const attn_shape *s, shape_field field);
-void attn_shape_field_set(attn_shape *s, shape_field field, int32_t value);
 
 /* plugin.c: lazy loading */
 int attn_candidate_ensure_loaded(attn_candidate *c); /* 1 when LOAD_OK */
 void attn_candidate_unload(attn_candidate *c);
-void attn_candidate_free_limits(attn_candidate *c);
 int attn_candidate_has_built_arch(const attn_candidate *c, const char *arch);
 /* Probe once; returns the status and fills the candidate-owned device list. */
 attn_status attn_candidate_probe(attn_candidate *c);
@@ -361,9 +374,6 @@ void attn_env_check_once(const attn_logger *logger);
 const char *attn_env_get(const char *name);
 int attn_process_privileged(void);
 
-/* select.c: decisions */
-void attn_decision_free(decision *d);
-void attn_cache_free(struct attn_registry *reg);
 /* registry.c: a backend was created / destroyed (the last destroy after a
  * close frees the registry). */
 void attn_registry_backend_created(struct attn_registry *reg);

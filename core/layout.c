@@ -24,15 +24,19 @@ typedef struct layout_struct {
 #f, offsetof(T, f), sizeof(((T *)0)->f)                                                    \
     }
 
-static const layout_field shape_fields[] = {
-    F(attn_shape, struct_size),  F(attn_shape, arch),      F(attn_shape, num_q_heads),
-    F(attn_shape, num_kv_heads), F(attn_shape, head_dim),  F(attn_shape, head_dim_v),
-    F(attn_shape, q_dtype),      F(attn_shape, kv_dtype),  F(attn_shape, compute_dtype),
-    F(attn_shape, out_dtype),    F(attn_shape, page_size), F(attn_shape, max_q_len),
-    F(attn_shape, max_kv_len),   F(attn_shape, causal),    F(attn_shape, window_left),
-    F(attn_shape, window_right), F(attn_shape, softcap),   F(attn_shape, has_sinks),
-    F(attn_shape, return_lse),
-};
+#define SHAPE_FIELD_(member, KIND) F(attn_shape, member),
+static const layout_field shape_fields[] = {F(attn_shape, struct_size),
+                                            ATTN_SHAPE_FIELD_MAP(SHAPE_FIELD_)};
+#undef SHAPE_FIELD_
+
+/* ATTN_SHAPE_FIELD_MAP names every field: their sizes add up to the struct's
+ * (attn_shape has no padding). The growth test's headers add one on purpose. */
+#ifndef ATTNREG_ABI_GROWTH_BUILD
+#define SHAPE_FIELD_SIZE_(member, KIND) +sizeof(((attn_shape *)0)->member)
+_Static_assert(sizeof(uint32_t) ATTN_SHAPE_FIELD_MAP(SHAPE_FIELD_SIZE_) == sizeof(attn_shape),
+               "ATTN_SHAPE_FIELD_MAP misses a field of attn_shape");
+#undef SHAPE_FIELD_SIZE_
+#endif
 
 static const layout_field forward_args_fields[] = {
     F(attn_forward_args, struct_size),

@@ -7,7 +7,11 @@
 
 #include "internal.h"
 
-static const char *const level_names[] = {"debug", "info", "warn", "error", "off"};
+static const char *const level_names[] = {
+#define LEVEL_ROW_(NAME, value, name) [value] = name,
+    ATTN_LOG_LEVEL_MAP(LEVEL_ROW_)
+#undef LEVEL_ROW_
+};
 
 ATTNREG_API const char *attn_log_level_name(attn_log_level level)
 {

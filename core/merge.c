@@ -12,11 +12,11 @@ ATTNREG_API attn_status attn_merge_states(const attn_merge_args *in)
 {
     if (!in)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_merge_states: args is NULL");
-    if (in->struct_size < ATTN_MERGE_ARGS_SIZE_0_4)
+    if (in->struct_size < ATTN_MERGE_ARGS_MIN_SIZE)
         return attn_fail(
             ATTN_ERR_INVALID_ARGUMENT,
             "attn_merge_states: struct_size %u is smaller than the oldest layout's %zu",
-            in->struct_size, (size_t)ATTN_MERGE_ARGS_SIZE_0_4);
+            in->struct_size, (size_t)ATTN_MERGE_ARGS_MIN_SIZE);
     /* A newer host's extra fields are not read; an older one has none. */
     attn_merge_args args;
     attn_copy_versioned(&args, sizeof args, in,

@@ -9,12 +9,6 @@
 #include "abi_frozen.h"
 #include "internal.h"
 
-/* The oldest layouts a host can pass: everything of version 0.2. */
-#define MODEL_MIN_SIZE (offsetof(attn_model, spec_tokens) + sizeof(int32_t))
-#define LAYER_MIN_SIZE (offsetof(attn_layer, type_name) + sizeof(const char *))
-#define ENTRY_MIN_SIZE (offsetof(attn_plan_entry, phase) + sizeof(int32_t))
-#define SUMMARY_MIN_SIZE (offsetof(attn_plan_summary, status) + sizeof(attn_status))
-
 /* One (layer group, phase), with every string and shape owned here. */
 typedef struct plan_entry_rec {
     int32_t phase;
@@ -53,37 +47,38 @@ struct attn_plan {
 
 ATTNREG_API const char *attn_phase_name(int32_t phase)
 {
-    static const char *const names[ATTN_PHASE_COUNT] = {"prefill", "decode", "verify"};
+    static const char *const names[ATTN_PHASE_COUNT] = {
+#define PHASE_ROW_(NAME, value, name) [value] = name,
+        ATTN_PHASE_MAP(PHASE_ROW_)
+#undef PHASE_ROW_
+    };
     return phase >= 0 && phase < ATTN_PHASE_COUNT ? names[phase] : "unknown";
 }
 
 ATTNREG_API const char *attn_layer_kind_name(int32_t kind)
 {
-    static const char *const names[ATTN_LAYER_KIND_COUNT] = {"full", "sliding", "not_attention"};
+    static const char *const names[ATTN_LAYER_KIND_COUNT] = {
+#define KIND_ROW_(NAME, value, name) [value] = name,
+        ATTN_LAYER_KIND_MAP(KIND_ROW_)
+#undef KIND_ROW_
+    };
     return kind >= 0 && kind < ATTN_LAYER_KIND_COUNT ? names[kind] : "unknown";
 }
 
-/* Writes `full` into the caller's first `size` bytes: a caller built against
- * an older header passes its smaller size, a newer one gets the fields this
- * library knows and zeros after them. */
-static void init_versioned(void *dst, uint32_t size, void *full, size_t full_size)
+ATTNREG_API void attn_layer_init_sized(attn_layer *layer, size_t size)
 {
-    *(uint32_t *)full = size;
-    attn_copy_versioned(dst, size, full, full_size);
+    attn_layer full = {sizeof full, ATTN_LAYER_FULL, -1, -1, NULL};
+    attn_init_sized(layer, size, &full, sizeof full);
 }
 
+/* The 0.2 name, which took the caller's size already. */
 ATTNREG_API void attn_layer_init(attn_layer *layer, uint32_t struct_size)
 {
-    if (!layer || struct_size < sizeof(uint32_t))
-        return;
-    attn_layer full = {sizeof full, ATTN_LAYER_FULL, -1, -1, NULL};
-    init_versioned(layer, struct_size, &full, sizeof full);
+    attn_layer_init_sized(layer, struct_size);
 }
 
-ATTNREG_API void attn_model_init(attn_model *model, uint32_t struct_size)
+ATTNREG_API void attn_model_init_sized(attn_model *model, size_t size)
 {
-    if (!model || struct_size < sizeof(uint32_t))
-        return;
     attn_model full;
     memset(&full, 0, sizeof full);
     memcpy(full.arch, "cpu", 4);
@@ -94,18 +89,24 @@ ATTNREG_API void attn_model_init(attn_model *model, uint32_t struct_size)
     full.q_dtype = full.kv_dtype = full.compute_dtype = full.out_dtype = ATTN_DTYPE_BF16;
     full.page_size = 16;
     full.tp_size = 1;
-    init_versioned(model, struct_size, &full, sizeof full);
+    attn_init_sized(model, size, &full, sizeof full);
+}
+
+/* The 0.2 name, which took the caller's size already. */
+ATTNREG_API void attn_model_init(attn_model *model, uint32_t struct_size)
+{
+    attn_model_init_sized(model, struct_size);
 }
 
 /* ---- reading the host's structs ------------------------------------------ */
 
 static attn_status read_model(const attn_model *in, attn_model *out)
 {
-    if (in->struct_size < MODEL_MIN_SIZE)
+    if (in->struct_size < ATTN_MODEL_MIN_SIZE)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
                          "model struct_size %u is smaller than the oldest known layout (%zu); "
                          "call attn_model_init() first",
-                         in->struct_size, (size_t)MODEL_MIN_SIZE);
+                         in->struct_size, (size_t)ATTN_MODEL_MIN_SIZE);
     attn_model_init(out, sizeof *out);
     memcpy(out, in, in->struct_size < sizeof *out ? in->struct_size : sizeof *out);
     out->struct_size = sizeof *out;
@@ -121,12 +122,12 @@ static attn_status read_layers(const attn_model *m, attn_layer **out)
     if (!layers)
         return attn_fail(ATTN_ERR_NO_MEMORY, "out of memory");
     uint32_t stride = m->layers ? m->layers[0].struct_size : 0;
-    if (m->layers && stride < LAYER_MIN_SIZE) {
+    if (m->layers && stride < ATTN_LAYER_MIN_SIZE) {
         free(layers);
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
                          "layers[0].struct_size %u is smaller than the oldest known layout (%zu); "
                          "call attn_layer_init() on every layer",
-                         stride, (size_t)LAYER_MIN_SIZE);
+                         stride, (size_t)ATTN_LAYER_MIN_SIZE);
     }
     for (int32_t i = 0; i < m->num_layers; i++) {
         attn_layer_init(&layers[i], sizeof layers[i]);
@@ -621,7 +622,7 @@ ATTNREG_API attn_status attn_registry_plan(attn_registry *reg, const attn_model 
 
 ATTNREG_API attn_status attn_plan_summarize(const attn_plan *p, attn_plan_summary *out)
 {
-    if (!p || !out || out->struct_size < SUMMARY_MIN_SIZE)
+    if (!p || !out || out->struct_size < ATTN_PLAN_SUMMARY_MIN_SIZE)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_plan_summarize: bad argument");
     attn_plan_summary full;
     memset(&full, 0, sizeof full);
@@ -666,7 +667,7 @@ static void fill_entry(const plan_entry_rec *e, attn_plan_entry *out)
 
 ATTNREG_API attn_status attn_plan_entry_get(const attn_plan *p, size_t index, attn_plan_entry *out)
 {
-    if (!p || !out || out->struct_size < ENTRY_MIN_SIZE || index >= p->num_entries)
+    if (!p || !out || out->struct_size < ATTN_PLAN_ENTRY_MIN_SIZE || index >= p->num_entries)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_plan_entry_get: bad argument");
     fill_entry(&p->entries[index], out);
     return ATTN_OK;
@@ -675,7 +676,7 @@ ATTNREG_API attn_status attn_plan_entry_get(const attn_plan *p, size_t index, at
 ATTNREG_API attn_status attn_plan_lookup(const attn_plan *p, int32_t layer, int32_t phase,
                                          attn_plan_entry *out)
 {
-    if (!p || !out || out->struct_size < ENTRY_MIN_SIZE)
+    if (!p || !out || out->struct_size < ATTN_PLAN_ENTRY_MIN_SIZE)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_plan_lookup: bad argument");
     if (!p->entry_of || layer < 0 || layer >= p->num_layers || phase < 0 ||
         phase >= ATTN_PHASE_COUNT ||

@@ -16,10 +16,10 @@
 #include <unistd.h>
 
 #include "abi_frozen.h"
+#include "candidate.h"
+#include "diag.h"
 #include "internal.h"
 
-/* The oldest descriptor layout we accept: ABI 1.0 ended before probe_devices. */
-#define DESCRIPTOR_1_0_SIZE offsetof(attn_plugin_descriptor, probe_devices)
 /* Bounds on what a descriptor may declare. */
 #define DESC_STRING_MAX 256 /* name, version, predicate names, with the NUL */
 #define DESC_TEXT_MAX 4096  /* description */
@@ -54,8 +54,8 @@ load_fail(attn_candidate *c, attn_status status, attn_reason reason, const char 
     va_end(ap);
     c->load_status = status;
     c->load_reason = reason;
-    attn_registry_add_diag(c->registry, status, c->conf_file, c->name_line, c->name, "%s: %s",
-                           c->name, c->load_message ? c->load_message : "");
+    attn_diag_add(c->registry, status, c->conf_file, c->name_line, c->name, "%s: %s", c->name,
+                  c->load_message ? c->load_message : "");
     if (c->dl_handle) {
         dlclose(c->dl_handle);
         c->dl_handle = NULL;
@@ -197,6 +197,8 @@ static int load_now(attn_candidate *c)
                          "%s returned no descriptor for host ABI %d.%d (built for another ABI "
                          "major?)",
                          ATTN_PLUGIN_ENTRY_SYMBOL, ATTN_PLUGIN_ABI_MAJOR, ATTN_PLUGIN_ABI_MINOR);
+    /* Enough to read the ABI version first, so that a descriptor of another
+     * major is refused as such, whatever its size. */
     if (d->struct_size < offsetof(attn_plugin_descriptor, abi_minor) + sizeof(uint32_t))
         return load_fail(c, ATTN_ERR_ABI, ATTN_REASON_BAD_DESCRIPTOR,
                          "descriptor struct_size %u is too small to be a descriptor",
@@ -209,10 +211,10 @@ static int load_now(attn_candidate *c)
         return load_fail(c, ATTN_ERR_ABI, ATTN_REASON_ABI_MISMATCH,
                          "plugin ABI %u.%u is newer than this host's %d.%d; upgrade attnreg",
                          d->abi_major, d->abi_minor, ATTN_PLUGIN_ABI_MAJOR, ATTN_PLUGIN_ABI_MINOR);
-    if (d->struct_size < DESCRIPTOR_1_0_SIZE)
+    if (d->struct_size < ATTN_PLUGIN_DESCRIPTOR_MIN_SIZE)
         return load_fail(c, ATTN_ERR_ABI, ATTN_REASON_BAD_DESCRIPTOR,
                          "descriptor struct_size %u is smaller than ABI 1.0's %zu", d->struct_size,
-                         (size_t)DESCRIPTOR_1_0_SIZE);
+                         (size_t)ATTN_PLUGIN_DESCRIPTOR_MIN_SIZE);
     /* Read only what the plugin's struct_size covers; newer fields stay
      * zero, which every optional field treats as "absent". */
     attn_copy_versioned(&c->desc, sizeof c->desc, d, d->struct_size);
@@ -293,13 +295,6 @@ static int load_now(attn_candidate *c)
     return 1;
 }
 
-void attn_candidate_free_limits(attn_candidate *c)
-{
-    free(c->arch_limits);
-    c->arch_limits = NULL;
-    c->num_arch_limits = 0;
-}
-
 /* ABI 1.2: a private copy of the plugin's per-arch limits, each entry read
  * only as far as its struct_size covers and its arch name terminated here,
  * so that nothing later reads plugin memory for them. */
@@ -318,8 +313,7 @@ static int copy_arch_limits(attn_candidate *c)
         return load_fail(c, ATTN_ERR_NO_MEMORY, ATTN_REASON_LOAD_FAILED, "out of memory");
     for (uint32_t i = 0; i < cd->num_arch_limits; i++) {
         const attn_arch_limits *in = &cd->arch_limits[i];
-        if (in->struct_size <
-            offsetof(attn_arch_limits, shared_bytes_per_block) + sizeof(int32_t)) {
+        if (in->struct_size < ATTN_ARCH_LIMITS_MIN_SIZE) {
             attn_candidate_free_limits(c);
             return load_fail(c, ATTN_ERR_ABI, ATTN_REASON_BAD_DESCRIPTOR,
                              "arch_limits[%u].struct_size %u is too small", i, in->struct_size);
@@ -400,10 +394,10 @@ attn_status attn_candidate_probe(attn_candidate *c)
              * what the buffer can hold. */
             err[sizeof err - 1] = '\0';
             if (count > MAX_DEVICES)
-                attn_registry_add_diag(c->registry, ATTN_OK, c->conf_file, c->name_line, c->name,
-                                       "%s: probe_devices reported %u devices but the host "
-                                       "offered room for %d; the rest are ignored",
-                                       c->name, count, (int)MAX_DEVICES);
+                attn_diag_add(c->registry, ATTN_OK, c->conf_file, c->name_line, c->name,
+                              "%s: probe_devices reported %u devices but the host "
+                              "offered room for %d; the rest are ignored",
+                              c->name, count, (int)MAX_DEVICES);
             c->num_devices = count > MAX_DEVICES ? MAX_DEVICES : count;
             for (uint32_t i = 0; c->devices && i < c->num_devices; i++) {
                 c->devices[i].struct_size = sizeof c->devices[i];

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* registry.c — opening (options, environment, conf search path), listing,
- * diagnostics, closing. */
+ * closing. */
 #define _GNU_SOURCE /* dladdr */
 #include <dlfcn.h>
 #include <errno.h>
@@ -10,6 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache.h"
+#include "candidate.h"
+#include "diag.h"
 #include "internal.h"
 
 #ifndef ATTNREG_FALLBACK_CONF_DIR
@@ -21,45 +24,16 @@ static atomic_uint registries_opened;
 
 ATTNREG_API void attn_registry_options_init_sized(attn_registry_options *o, size_t size)
 {
-    if (!o || size < sizeof(uint32_t))
-        return;
     attn_registry_options full;
     memset(&full, 0, sizeof full);
     full.log_level = -1;
-    uint32_t n = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
-    attn_copy_versioned(o, n, &full, sizeof full);
-    o->struct_size = n;
+    attn_init_sized(o, size, &full, sizeof full);
 }
 
 /* Hosts built before 0.3 call this symbol with a 0.2 struct at least. */
 ATTNREG_API void(attn_registry_options_init)(attn_registry_options *o)
 {
     attn_registry_options_init_sized(o, ATTN_REGISTRY_OPTIONS_SIZE_0_2);
-}
-
-void attn_registry_add_diag(attn_registry *reg, attn_status status, const char *file, int32_t line,
-                            const char *plugin, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    char *message = attn_vasprintf(fmt, ap);
-    va_end(ap);
-    attn_log_plugin(&reg->logger, status == ATTN_OK ? ATTN_LOG_WARN : ATTN_LOG_ERROR, plugin, "%s",
-                    message ? message : "");
-    pthread_mutex_lock(&reg->diag_lock);
-    conf_diag *p = realloc(reg->diags, (reg->num_diags + 1) * sizeof *p);
-    if (p) {
-        reg->diags = p;
-        conf_diag *dg = &reg->diags[reg->num_diags++];
-        dg->status = status;
-        dg->file = attn_strdup(file);
-        dg->line = line;
-        dg->plugin = attn_strdup(plugin);
-        dg->message = message;
-        message = NULL;
-    }
-    pthread_mutex_unlock(&reg->diag_lock);
-    free(message);
 }
 
 #ifndef ATTNREG_LIB_TO_CONF_DIR
@@ -167,7 +141,7 @@ ATTNREG_API attn_status attn_registry_open(const attn_registry_options *options,
     attn_registry_options opt;
     attn_registry_options_init(&opt);
     if (options) {
-        if (options->struct_size < ATTN_REGISTRY_OPTIONS_SIZE_0_1)
+        if (options->struct_size < ATTN_REGISTRY_OPTIONS_MIN_SIZE)
             return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
                              "options struct_size %u too small; call attn_registry_options_init()",
                              options->struct_size);
@@ -177,11 +151,9 @@ ATTNREG_API attn_status attn_registry_open(const attn_registry_options *options,
     attn_registry *reg = calloc(1, sizeof *reg);
     if (!reg)
         return attn_fail(ATTN_ERR_NO_MEMORY, "out of memory");
-    pthread_mutex_init(&reg->diag_lock, NULL);
-    pthread_mutex_init(&reg->cache_lock, NULL);
+    attn_diag_init(reg);
+    attn_cache_init(reg);
     pthread_mutex_init(&reg->life_lock, NULL);
-    for (size_t b = 0; b < ATTN_CACHE_BUCKETS; b++)
-        atomic_init(&reg->cache[b], NULL);
 
     const int use_env = !opt.skip_env;
     reg->logger.fn = opt.log_fn;
@@ -343,18 +315,13 @@ static void registry_free(attn_registry *reg)
     attn_cache_free(reg);
     for (size_t i = 0; i < reg->num_candidates; i++) {
         attn_candidate_unload(reg->candidates[i]);
-        attn_conf_free_candidate(reg->candidates[i]);
+        attn_candidate_free(reg->candidates[i]);
     }
     free(reg->candidates);
     for (size_t i = 0; i < reg->num_rules; i++)
         attn_conf_free_rule(&reg->rules[i]);
     free(reg->rules);
-    for (size_t i = 0; i < reg->num_diags; i++) {
-        free(reg->diags[i].file);
-        free(reg->diags[i].plugin);
-        free(reg->diags[i].message);
-    }
-    free(reg->diags);
+    attn_diag_free(reg);
     for (size_t i = 0; i < reg->num_conf_paths; i++)
         free(reg->conf_paths[i]);
     free(reg->conf_paths);
@@ -362,44 +329,8 @@ static void registry_free(attn_registry *reg)
     free(reg->forced_backend);
     if (reg->logger.file)
         fclose(reg->logger.file);
-    pthread_mutex_destroy(&reg->diag_lock);
-    pthread_mutex_destroy(&reg->cache_lock);
     pthread_mutex_destroy(&reg->life_lock);
     free(reg);
-}
-
-ATTNREG_API size_t attn_registry_diagnostic_count(const attn_registry *reg)
-{
-    if (!reg)
-        return 0;
-    pthread_mutex_lock((pthread_mutex_t *)&reg->diag_lock);
-    size_t n = reg->num_diags;
-    pthread_mutex_unlock((pthread_mutex_t *)&reg->diag_lock);
-    return n;
-}
-
-ATTNREG_API attn_status attn_registry_diagnostic(const attn_registry *reg, size_t index,
-                                                 attn_diagnostic *out)
-{
-    if (!reg || !out || out->struct_size == 0)
-        return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_registry_diagnostic: bad argument");
-    attn_diagnostic full;
-    memset(&full, 0, sizeof full);
-    full.struct_size = out->struct_size;
-    pthread_mutex_lock((pthread_mutex_t *)&reg->diag_lock);
-    if (index >= reg->num_diags) {
-        pthread_mutex_unlock((pthread_mutex_t *)&reg->diag_lock);
-        return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "diagnostic index %zu out of range", index);
-    }
-    const conf_diag *d = &reg->diags[index];
-    full.status = d->status;
-    full.file = d->file;
-    full.line = d->line;
-    full.plugin = d->plugin;
-    full.message = d->message;
-    pthread_mutex_unlock((pthread_mutex_t *)&reg->diag_lock);
-    attn_copy_versioned(out, out->struct_size, &full, sizeof full);
-    return ATTN_OK;
 }
 
 ATTNREG_API size_t attn_registry_conf_path_count(const attn_registry *reg)
@@ -425,7 +356,8 @@ ATTNREG_API size_t attn_registry_plugin_count(const attn_registry *reg)
 ATTNREG_API attn_status attn_registry_plugin(const attn_registry *reg, size_t index,
                                              attn_plugin_info *out)
 {
-    if (!reg || !out || out->struct_size == 0 || index >= reg->num_candidates)
+    if (!reg || !out || out->struct_size < ATTN_PLUGIN_INFO_MIN_SIZE ||
+        index >= reg->num_candidates)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_registry_plugin: bad argument");
     const attn_candidate *c = reg->candidates[index];
     attn_plugin_info full;
@@ -475,7 +407,8 @@ ATTNREG_API int attn_plugin_info_has_arch(const attn_plugin_info *info, const ch
 ATTNREG_API attn_status attn_registry_load_plugin(attn_registry *reg, size_t index,
                                                   attn_plugin_load_info *out)
 {
-    if (!reg || !out || out->struct_size == 0 || index >= reg->num_candidates)
+    if (!reg || !out || out->struct_size < ATTN_PLUGIN_LOAD_INFO_MIN_SIZE ||
+        index >= reg->num_candidates)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_registry_load_plugin: bad argument");
     attn_candidate *c = reg->candidates[index];
     int ok = attn_candidate_ensure_loaded(c);
@@ -519,7 +452,7 @@ ATTNREG_API attn_status attn_registry_probe_devices(attn_registry *reg, size_t i
      * this library's size), never this library's sizeof. */
     uint32_t size =
         capacity && devices[0].struct_size ? devices[0].struct_size : (uint32_t)sizeof *devices;
-    if (capacity && size < offsetof(attn_device_info, compute_units) + sizeof(int32_t))
+    if (capacity && size < ATTN_DEVICE_INFO_MIN_SIZE)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
                          "attn_registry_probe_devices: device struct_size %u is smaller than the "
                          "oldest layout",

@@ -2,12 +2,13 @@
 /* select.c — the decision: validate, walk the candidates in priority order
  * through the conf layer, the plugin's predicates and (runnable mode) the
  * binary/device checks, apply fallback rules when none accepts, and keep every
- * verdict as a record. Decisions are cached per shape; cache reads take no
- * lock. */
+ * verdict as a record; select answers from the decision cache (cache.c)
+ * when it can. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "abi_frozen.h"
+#include "cache.h"
 #include "internal.h"
 
 /* ---- records ----------------------------------------------------------- */
@@ -375,15 +376,7 @@ static attn_status decide(attn_registry *reg, const attn_shape *shape, int evalu
     return d->status;
 }
 
-/* ---- decisions, explanations ----------------------------------------- */
-
-void attn_decision_free(decision *d)
-{
-    free(d->fallback_rule);
-    free(d->fallback_message);
-    free(d->message);
-    memset(d, 0, sizeof *d);
-}
+/* ---- explanations ------------------------------------------------------ */
 
 static void explanation_free_parts(attn_explanation *ex)
 {
@@ -473,9 +466,6 @@ static void fill_selection(const decision *d, attn_selection *out)
 
 #undef SET_SELECTION_FIELDS
 
-/* The smallest selection a host may pass: 0.1's whole layout. */
-#define SELECTION_MIN_SIZE sizeof(attn_selection_0_1)
-
 ATTNREG_API void attn_selection_init_sized(attn_selection *sel, size_t size)
 {
     if (!sel || size < sizeof(uint32_t))
@@ -523,99 +513,12 @@ static void log_decision(attn_registry *reg, const attn_explanation *ex, const d
     attn_log(&reg->logger, ATTN_LOG_INFO, "selected %s for %s", d->winner->name, shape_text);
 }
 
-/* ---- the cache ---------------------------------------------------------- */
-
-static const cache_node *cache_find(attn_registry *reg, const attn_shape *key, uint64_t hash)
-{
-    const cache_node *n =
-        atomic_load_explicit(&reg->cache[hash % ATTN_CACHE_BUCKETS], memory_order_acquire);
-    for (; n; n = n->next)
-        if (n->hash == hash && memcmp(&n->key, key, sizeof *key) == 0)
-            return n;
-    return NULL;
-}
-
-/* Inserts a decision built by this thread; another thread may have won the
- * race, in which case its node is returned and ours discarded. *inserted says
- * whether ours went in (only then is the decision logged: once per shape). */
-static const cache_node *cache_insert(attn_registry *reg, const attn_shape *key, uint64_t hash,
-                                      decision *d, int *inserted)
-{
-    *inserted = 0;
-    pthread_mutex_lock(&reg->cache_lock);
-    const cache_node *existing = cache_find(reg, key, hash);
-    if (existing) {
-        pthread_mutex_unlock(&reg->cache_lock);
-        attn_decision_free(d);
-        return existing;
-    }
-    /* A bound, so a host that passes a fresh max_kv_len on every call cannot
-     * grow the cache without limit: past it, decisions are still correct,
-     * just computed each time. */
-    if (reg->cache_entries >= ATTN_CACHE_MAX_ENTRIES) {
-        int warned = reg->cache_full_warned;
-        reg->cache_full_warned = 1;
-        pthread_mutex_unlock(&reg->cache_lock);
-        if (!warned)
-            attn_log(&reg->logger, ATTN_LOG_WARN,
-                     "decision cache full (%d shapes); further shapes are decided uncached",
-                     ATTN_CACHE_MAX_ENTRIES);
-        return NULL;
-    }
-    cache_node *n = malloc(sizeof *n);
-    if (!n) {
-        pthread_mutex_unlock(&reg->cache_lock);
-        return NULL;
-    }
-    n->key = *key;
-    n->hash = hash;
-    n->result = *d;
-    memset(d, 0, sizeof *d);
-    _Atomic(cache_node *) *bucket = &reg->cache[hash % ATTN_CACHE_BUCKETS];
-    n->next = atomic_load_explicit(bucket, memory_order_relaxed);
-    atomic_store_explicit(bucket, n, memory_order_release);
-    reg->cache_entries++;
-    pthread_mutex_unlock(&reg->cache_lock);
-    *inserted = 1;
-    return n;
-}
-
-/* The registry's copy of `s` (taken over or freed), valid until close;
- * under cache_lock. */
-static char *intern(attn_registry *reg, char *s)
-{
-    static char out_of_memory[] = "(out of memory)";
-    if (!s)
-        return NULL;
-    const strmap_slot *slot;
-    int put = strmap_put(&reg->interned, s, NULL, 0, &slot);
-    if (put == 1)
-        return s;
-    free(s);
-    return put == 0 ? (char *)slot->k1 : out_of_memory;
-}
-
-void attn_cache_free(attn_registry *reg)
-{
-    strmap_free(&reg->interned, 1);
-    for (size_t b = 0; b < ATTN_CACHE_BUCKETS; b++) {
-        cache_node *n = atomic_load_explicit(&reg->cache[b], memory_order_relaxed);
-        while (n) {
-            cache_node *next = n->next;
-            attn_decision_free(&n->result);
-            free(n);
-            n = next;
-        }
-        atomic_store_explicit(&reg->cache[b], NULL, memory_order_relaxed);
-    }
-}
-
 ATTNREG_API attn_status attn_registry_select(attn_registry *reg, const attn_shape *shape,
                                              attn_selection *sel)
 {
     if (!reg || !shape || !sel)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_registry_select: NULL argument");
-    if (sel->struct_size < SELECTION_MIN_SIZE)
+    if (sel->struct_size < ATTN_SELECTION_MIN_SIZE)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
                          "selection struct_size %u too small; call attn_selection_init()",
                          sel->struct_size);
@@ -624,13 +527,13 @@ ATTNREG_API attn_status attn_registry_select(attn_registry *reg, const attn_shap
     if (st != ATTN_OK)
         return st;
     uint64_t hash = attn_shape_hash(&key);
-    const cache_node *n = cache_find(reg, &key, hash);
+    const cache_node *n = attn_cache_find(reg, &key, hash);
     if (!n) {
         attn_explanation ex;
         memset(&ex, 0, sizeof ex);
         decide(reg, &key, 0, &ex);
         int inserted;
-        n = cache_insert(reg, &key, hash, &ex.result, &inserted);
+        n = attn_cache_insert(reg, &key, hash, &ex.result, &inserted);
         if (!n) {
             /* Not cached (cache full or no memory): the selection's strings
              * must still live until the registry is closed, as the header
@@ -640,11 +543,7 @@ ATTNREG_API attn_status attn_registry_select(attn_registry *reg, const attn_shap
             decision kept = ex.result;
             memset(&ex.result, 0, sizeof ex.result);
             explanation_free_parts(&ex);
-            pthread_mutex_lock(&reg->cache_lock);
-            kept.message = intern(reg, kept.message);
-            kept.fallback_rule = intern(reg, kept.fallback_rule);
-            kept.fallback_message = intern(reg, kept.fallback_message);
-            pthread_mutex_unlock(&reg->cache_lock);
+            attn_cache_intern(reg, &kept);
             fill_selection(&kept, sel);
             if (kept.status != ATTN_OK)
                 return attn_fail(kept.status, "%s", kept.message);
@@ -701,7 +600,7 @@ ATTNREG_API size_t attn_explanation_count(const attn_explanation *ex)
 ATTNREG_API attn_status attn_explanation_record(const attn_explanation *ex, size_t i,
                                                 attn_verdict_record *out)
 {
-    if (!ex || !out || i >= ex->num_records || out->struct_size == 0)
+    if (!ex || !out || i >= ex->num_records || out->struct_size < ATTN_VERDICT_RECORD_MIN_SIZE)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_explanation_record: bad argument");
     const verdict_rec *r = &ex->records[i];
     attn_verdict_record full;
@@ -724,7 +623,7 @@ ATTNREG_API attn_status attn_explanation_record(const attn_explanation *ex, size
 
 ATTNREG_API attn_status attn_explanation_selection(const attn_explanation *ex, attn_selection *out)
 {
-    if (!ex || !out || out->struct_size < SELECTION_MIN_SIZE)
+    if (!ex || !out || out->struct_size < ATTN_SELECTION_MIN_SIZE)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_explanation_selection: bad argument");
     fill_selection(&ex->result, out);
     return ex->result.status;

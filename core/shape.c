@@ -1,25 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* shape.c — shape defaults, validation (the "invalid" verdicts given before
- * any plugin is asked), text form, and the normal form used as cache key. */
+ * any plugin is asked), text form, the normal form used as cache key, and the
+ * fields that conf narrowing keys and fallback rules name. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "internal.h"
 
-/* The oldest attn_shape a host can pass: everything up to has_sinks. */
-#define SHAPE_MIN_SIZE ATTN_SHAPE_SIZE_0_1
-
 ATTNREG_API void attn_shape_init_sized(attn_shape *s, size_t size)
 {
-    if (!s || size < sizeof(uint32_t))
-        return;
     attn_shape full;
     attn_shape_defaults(&full);
-    /* A host newer than the library: its extra fields are zeroed (zero is
-     * every appended field's "absent"); an older one gets its prefix. */
-    attn_copy_versioned(s, size > UINT32_MAX ? UINT32_MAX : (uint32_t)size, &full, sizeof full);
-    s->struct_size = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
+    attn_init_sized(s, size, &full, sizeof full);
 }
 
 /* Hosts built before 0.3 call this symbol: they hold at least the 0.1
@@ -33,11 +26,11 @@ attn_status attn_shape_normalize(const attn_shape *in, attn_shape *out)
 {
     if (!in || !out)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "shape is NULL");
-    if (in->struct_size < SHAPE_MIN_SIZE)
+    if (in->struct_size < ATTN_SHAPE_MIN_SIZE)
         return attn_fail(ATTN_ERR_INVALID_ARGUMENT,
                          "shape struct_size %u is smaller than the oldest known layout (%zu); "
                          "call attn_shape_init() first",
-                         in->struct_size, (size_t)SHAPE_MIN_SIZE);
+                         in->struct_size, (size_t)ATTN_SHAPE_MIN_SIZE);
     if (in->struct_size >= sizeof *in) {
         memcpy(out, in, sizeof *out);
     } else {
@@ -88,6 +81,24 @@ static int dtype_known(int32_t d)
     return d > ATTN_DTYPE_INVALID && d < ATTN_DTYPE_COUNT;
 }
 
+/* The DTYPE fields of ATTN_SHAPE_FIELD_MAP, in its order. */
+#define DTYPE_ROW_ARCH_(member)
+#define DTYPE_ROW_INT_(member)
+#define DTYPE_ROW_BOOL_(member)
+#define DTYPE_ROW_FLOAT_(member)
+#define DTYPE_ROW_DTYPE_(member) {#member, offsetof(attn_shape, member)},
+#define DTYPE_ROW_(member, KIND) DTYPE_ROW_##KIND##_(member)
+static const struct {
+    const char *name;
+    size_t offset;
+} dtype_fields[] = {ATTN_SHAPE_FIELD_MAP(DTYPE_ROW_)};
+#undef DTYPE_ROW_
+#undef DTYPE_ROW_DTYPE_
+#undef DTYPE_ROW_FLOAT_
+#undef DTYPE_ROW_BOOL_
+#undef DTYPE_ROW_INT_
+#undef DTYPE_ROW_ARCH_
+
 ATTNREG_API int attn_shape_validate(const attn_shape *in, char *msg, size_t size)
 {
     attn_shape s;
@@ -114,12 +125,12 @@ ATTNREG_API int attn_shape_validate(const attn_shape *in, char *msg, size_t size
     if (s.head_dim_v < 0)
         return attn_invalid(msg, size, "head_dim_v must be positive, or 0 for head_dim (got %d)",
                             s.head_dim_v);
-    static const char *const dtype_fields[] = {"q_dtype", "kv_dtype", "compute_dtype", "out_dtype"};
-    const int32_t dtypes[] = {s.q_dtype, s.kv_dtype, s.compute_dtype, s.out_dtype};
-    for (int i = 0; i < 4; i++)
-        if (!dtype_known(dtypes[i]))
-            return attn_invalid(msg, size, "%s %d is not a known dtype", dtype_fields[i],
-                                dtypes[i]);
+    for (size_t i = 0; i < sizeof dtype_fields / sizeof dtype_fields[0]; i++) {
+        int32_t d;
+        memcpy(&d, (const char *)&s + dtype_fields[i].offset, sizeof d);
+        if (!dtype_known(d))
+            return attn_invalid(msg, size, "%s %d is not a known dtype", dtype_fields[i].name, d);
+    }
     if (s.page_size <= 0)
         return attn_invalid(msg, size, "page_size must be positive (got %d)", s.page_size);
     if (s.max_q_len <= 0)
@@ -168,4 +179,92 @@ ATTNREG_API int attn_shape_format(const attn_shape *in, char *buf, size_t size)
                     attn_dtype_name(s.out_dtype), s.page_size, s.max_q_len, s.max_kv_len, s.causal,
                     s.window_left, s.window_right, (double)s.softcap, s.has_sinks,
                     s.return_lse ? " lse=1" : "");
+}
+
+/* ---- fields of a shape that conf keys and fallback rules name ---------- */
+
+const char *attn_field_name(shape_field f)
+{
+    switch (f) {
+    case FIELD_Q_DTYPE:
+        return "q_dtype";
+    case FIELD_KV_DTYPE:
+        return "kv_dtype";
+    case FIELD_COMPUTE_DTYPE:
+        return "compute_dtype";
+    case FIELD_OUT_DTYPE:
+        return "out_dtype";
+    case FIELD_HEAD_DIM:
+        return "head_dim";
+    case FIELD_GQA_RATIO:
+        return "gqa_ratio";
+    case FIELD_PAGE_SIZE:
+        return "page_size";
+    case FIELD_Q_LEN:
+        return "max_q_len";
+    case FIELD_KV_LEN:
+        return "max_kv_len";
+    case FIELD_WINDOW:
+        return "window";
+    case FIELD_SOFTCAP:
+        return "softcap";
+    case FIELD_SINKS:
+        return "sinks";
+    case FIELD_NON_CAUSAL:
+        return "non-causal masking";
+    }
+    return "?";
+}
+
+int32_t attn_shape_field_get(const attn_shape *s, shape_field f)
+{
+    switch (f) {
+    case FIELD_Q_DTYPE:
+        return s->q_dtype;
+    case FIELD_KV_DTYPE:
+        return s->kv_dtype;
+    case FIELD_COMPUTE_DTYPE:
+        return s->compute_dtype;
+    case FIELD_OUT_DTYPE:
+        return s->out_dtype;
+    case FIELD_HEAD_DIM:
+        return s->head_dim;
+    case FIELD_GQA_RATIO:
+        return s->num_q_heads / attn_shape_kv_heads(s);
+    case FIELD_PAGE_SIZE:
+        return s->page_size;
+    case FIELD_Q_LEN:
+        return s->max_q_len;
+    case FIELD_KV_LEN:
+        return s->max_kv_len;
+    case FIELD_WINDOW:
+        return s->window_left >= 0 || s->window_right >= 0;
+    case FIELD_SOFTCAP:
+        return s->softcap != 0.0f;
+    case FIELD_SINKS:
+        return s->has_sinks;
+    case FIELD_NON_CAUSAL:
+        return !s->causal;
+    }
+    return 0;
+}
+
+void attn_shape_field_set(attn_shape *s, shape_field f, int32_t v)
+{
+    switch (f) {
+    case FIELD_Q_DTYPE:
+        s->q_dtype = v;
+        break;
+    case FIELD_KV_DTYPE:
+        s->kv_dtype = v;
+        break;
+    case FIELD_COMPUTE_DTYPE:
+        s->compute_dtype = v;
+        break;
+    case FIELD_OUT_DTYPE:
+        s->out_dtype = v;
+        break;
+    default:
+        break; /* fallback rules only rewrite dtypes */
+    }
 }

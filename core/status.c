@@ -1,88 +1,95 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* status.c — the one table of status names and messages, reason names,
- * dtype names and the library version. */
+/* status.c — the tables of status names, messages and classes, reason names
+ * and layers, dtype names (all generated from the lists of attn_types.h),
+ * enum counts for bindings, and the library version. */
 #include <string.h>
 
 #include "internal.h"
 
+/* Each list's values are its positions (0, 1, 2, ...), so the tables below
+ * can be indexed by them: a gap or a repeated value fails here. */
+#define CHECK_POSITIONS_(MAP, LIST)                                                                \
+    enum { MAP(POSITION_##LIST##_) };                                                              \
+    MAP(CHECK_##LIST##_)
+#define POSITION_STATUS_(NAME, value, ...) POS_STATUS_##NAME,
+#define CHECK_STATUS_(NAME, value, ...) _Static_assert(value == POS_STATUS_##NAME, #NAME);
+#define POSITION_REASON_(NAME, value, ...) POS_REASON_##NAME,
+#define CHECK_REASON_(NAME, value, ...) _Static_assert(value == POS_REASON_##NAME, #NAME);
+#define POSITION_DTYPE_(NAME, value, ...) POS_DTYPE_##NAME,
+#define CHECK_DTYPE_(NAME, value, ...) _Static_assert(value == POS_DTYPE_##NAME, #NAME);
+#define POSITION_LOG_(NAME, value, ...) POS_LOG_##NAME,
+#define CHECK_LOG_(NAME, value, ...) _Static_assert(value == POS_LOG_##NAME, #NAME);
+#define POSITION_PHASE_(NAME, value, ...) POS_PHASE_##NAME,
+#define CHECK_PHASE_(NAME, value, ...) _Static_assert(value == POS_PHASE_##NAME, #NAME);
+#define POSITION_KIND_(NAME, value, ...) POS_KIND_##NAME,
+#define CHECK_KIND_(NAME, value, ...) _Static_assert(value == POS_KIND_##NAME, #NAME);
+CHECK_POSITIONS_(ATTN_STATUS_MAP, STATUS)
+CHECK_POSITIONS_(ATTN_REASON_MAP, REASON)
+CHECK_POSITIONS_(ATTN_DTYPE_MAP, DTYPE)
+CHECK_POSITIONS_(ATTN_LOG_LEVEL_MAP, LOG)
+CHECK_POSITIONS_(ATTN_PHASE_MAP, PHASE)
+CHECK_POSITIONS_(ATTN_LAYER_KIND_MAP, KIND)
+
 static const struct {
     const char *name;
     const char *message;
+    attn_status_class cls;
 } status_table[ATTN_STATUS_COUNT] = {
-    [ATTN_OK] = {"ATTN_OK", "success"},
-    [ATTN_ERR_INVALID_ARGUMENT] = {"ATTN_ERR_INVALID_ARGUMENT",
-                                   "an argument is invalid (NULL pointer or bad struct_size)"},
-    [ATTN_ERR_INVALID_SHAPE] = {"ATTN_ERR_INVALID_SHAPE",
-                                "the shape is invalid: no backend could ever run it"},
-    [ATTN_ERR_UNSUPPORTED] = {"ATTN_ERR_UNSUPPORTED", "no enabled backend supports the shape"},
-    [ATTN_ERR_BACKEND_REJECTED] = {"ATTN_ERR_BACKEND_REJECTED",
-                                   "the forced backend rejects the shape"},
-    [ATTN_ERR_NOT_FOUND] = {"ATTN_ERR_NOT_FOUND", "no backend of that name is registered"},
-    [ATTN_ERR_CONF] = {"ATTN_ERR_CONF", "a conf file is malformed"},
-    [ATTN_ERR_LOAD] = {"ATTN_ERR_LOAD", "a plugin library could not be loaded"},
-    [ATTN_ERR_ABI] = {"ATTN_ERR_ABI", "a plugin's ABI is incompatible with this host"},
-    [ATTN_ERR_NO_MEMORY] = {"ATTN_ERR_NO_MEMORY", "out of memory"},
-    [ATTN_ERR_NO_DEVICE] = {"ATTN_ERR_NO_DEVICE", "no device for this arch is present"},
-    [ATTN_ERR_ARCH_NOT_IN_BINARY] = {"ATTN_ERR_ARCH_NOT_IN_BINARY",
-                                     "the plugin binary holds no code for the arch"},
-    [ATTN_ERR_NO_KERNELS] = {"ATTN_ERR_NO_KERNELS", "the plugin was built without GPU kernels"},
-    [ATTN_ERR_CREATE_FAILED] = {"ATTN_ERR_CREATE_FAILED",
-                                "the backend's constructor refused the shape"},
-    [ATTN_ERR_RUNTIME] = {"ATTN_ERR_RUNTIME", "a device runtime call failed"},
-    [ATTN_ERR_WORKSPACE_TOO_SMALL] = {"ATTN_ERR_WORKSPACE_TOO_SMALL",
-                                      "the workspace passed to forward is too small"},
-    [ATTN_ERR_INIT_FAILED] = {"ATTN_ERR_INIT_FAILED", "the plugin's init hook failed"},
-    [ATTN_ERR_IO] = {"ATTN_ERR_IO", "a file could not be read or written"},
-    [ATTN_ERR_INTERNAL] = {"ATTN_ERR_INTERNAL", "internal error in attnreg"},
+#define STATUS_ROW_(NAME, value, CLASS, message)                                                   \
+    [value] = {"ATTN_" #NAME, message, ATTN_STATUS_CLASS_##CLASS},
+    ATTN_STATUS_MAP(STATUS_ROW_)
+#undef STATUS_ROW_
 };
+
+static const struct {
+    const char *name;
+    int exit_code;
+} status_class_table[] = {
+#define CLASS_ROW_(CLASS, name, exit_code) [ATTN_STATUS_CLASS_##CLASS] = {name, exit_code},
+    ATTN_STATUS_CLASS_MAP(CLASS_ROW_)
+#undef CLASS_ROW_
+};
+
+static int status_known(attn_status status)
+{
+    return (int)status >= 0 && (int)status < ATTN_STATUS_COUNT;
+}
 
 ATTNREG_API const char *attn_status_name(attn_status status)
 {
-    if ((int)status < 0 || (int)status >= ATTN_STATUS_COUNT)
-        return "ATTN_ERR_UNKNOWN";
-    return status_table[status].name;
+    return status_known(status) ? status_table[status].name : "ATTN_ERR_UNKNOWN";
 }
 
 ATTNREG_API const char *attn_status_message(attn_status status)
 {
-    if ((int)status < 0 || (int)status >= ATTN_STATUS_COUNT)
-        return "unknown status code";
-    return status_table[status].message;
+    return status_known(status) ? status_table[status].message : "unknown status code";
+}
+
+static attn_status_class status_class(attn_status status)
+{
+    return status_known(status) ? status_table[status].cls : ATTN_STATUS_CLASS_INTERNAL;
+}
+
+ATTNREG_API const char *attn_status_class_name(attn_status status)
+{
+    return status_class_table[status_class(status)].name;
+}
+
+ATTNREG_API int attn_status_exit_code(attn_status status)
+{
+    return status_class_table[status_class(status)].exit_code;
 }
 
 static const char *const reason_names[ATTN_REASON_COUNT] = {
-    [ATTN_REASON_NONE] = "NONE",
-    [ATTN_REASON_DISABLED] = "DISABLED",
-    [ATTN_REASON_DISABLED_BY_HOST] = "DISABLED_BY_HOST",
-    [ATTN_REASON_ARCH_NOT_LISTED] = "ARCH_NOT_LISTED",
-    [ATTN_REASON_NARROWED] = "NARROWED",
-    [ATTN_REASON_LOAD_FAILED] = "LOAD_FAILED",
-    [ATTN_REASON_NO_ENTRY_SYMBOL] = "NO_ENTRY_SYMBOL",
-    [ATTN_REASON_ABI_MISMATCH] = "ABI_MISMATCH",
-    [ATTN_REASON_BAD_DESCRIPTOR] = "BAD_DESCRIPTOR",
-    [ATTN_REASON_INIT_FAILED] = "INIT_FAILED",
-    [ATTN_REASON_ARCH] = "ARCH",
-    [ATTN_REASON_Q_DTYPE] = "Q_DTYPE",
-    [ATTN_REASON_KV_DTYPE] = "KV_DTYPE",
-    [ATTN_REASON_COMPUTE_DTYPE] = "COMPUTE_DTYPE",
-    [ATTN_REASON_OUT_DTYPE] = "OUT_DTYPE",
-    [ATTN_REASON_GQA_RATIO] = "GQA_RATIO",
-    [ATTN_REASON_HEAD_DIM] = "HEAD_DIM",
-    [ATTN_REASON_HEAD_DIM_V] = "HEAD_DIM_V",
-    [ATTN_REASON_PAGE_SIZE] = "PAGE_SIZE",
-    [ATTN_REASON_Q_LEN] = "Q_LEN",
-    [ATTN_REASON_KV_LEN] = "KV_LEN",
-    [ATTN_REASON_CAUSAL] = "CAUSAL",
-    [ATTN_REASON_WINDOW] = "WINDOW",
-    [ATTN_REASON_SOFTCAP] = "SOFTCAP",
-    [ATTN_REASON_SINKS] = "SINKS",
-    [ATTN_REASON_FP8_COMPUTE_MHA_ONLY] = "FP8_COMPUTE_MHA_ONLY",
-    [ATTN_REASON_ARCH_NOT_IN_BINARY] = "ARCH_NOT_IN_BINARY",
-    [ATTN_REASON_NO_DEVICE] = "NO_DEVICE",
-    [ATTN_REASON_OTHER] = "OTHER",
-    [ATTN_REASON_INVALID_REASON] = "INVALID_REASON",
-    [ATTN_REASON_RESOURCE] = "RESOURCE",
-    [ATTN_REASON_LSE] = "LSE",
+#define REASON_ROW_(NAME, value, LAYER) [value] = #NAME,
+    ATTN_REASON_MAP(REASON_ROW_)
+#undef REASON_ROW_
+};
+
+static const char *const reason_layer_names[] = {
+#define LAYER_ROW_(LAYER, name) [ATTN_REASON_LAYER_##LAYER] = name,
+    ATTN_REASON_LAYER_MAP(LAYER_ROW_)
+#undef LAYER_ROW_
 };
 
 ATTNREG_API const char *attn_reason_name(int32_t reason)
@@ -90,6 +97,13 @@ ATTNREG_API const char *attn_reason_name(int32_t reason)
     if (reason < 0 || reason >= ATTN_REASON_COUNT)
         return "UNKNOWN";
     return reason_names[reason];
+}
+
+ATTNREG_API const char *attn_reason_layer_name(int32_t reason)
+{
+    if (reason < 0 || reason >= ATTN_REASON_COUNT)
+        return "unknown";
+    return reason_layer_names[attn_reason_layer_of(reason)];
 }
 
 ATTNREG_API const char *attn_dtype_name(int32_t dtype)
@@ -105,6 +119,25 @@ ATTNREG_API attn_dtype attn_dtype_from_name(const char *name)
         if (strcmp(name, attn_dtype_spelling(i)) == 0)
             return (attn_dtype)i;
     return ATTN_DTYPE_INVALID;
+}
+
+ATTNREG_API size_t attn_enum_count(const char *enum_name)
+{
+    static const struct {
+        const char *name;
+        size_t count;
+    } enums[] = {
+        {"attn_status", ATTN_STATUS_COUNT},
+        {"attn_reason", ATTN_REASON_COUNT},
+        {"attn_dtype", ATTN_DTYPE_COUNT},
+        {"attn_log_level", 0 ATTN_LOG_LEVEL_MAP(ATTN_LIST_ONE_)},
+        {"attn_phase", ATTN_PHASE_COUNT},
+        {"attn_layer_kind", ATTN_LAYER_KIND_COUNT},
+    };
+    for (size_t i = 0; enum_name && i < sizeof enums / sizeof enums[0]; i++)
+        if (strcmp(enum_name, enums[i].name) == 0)
+            return enums[i].count;
+    return 0;
 }
 
 #define ATTNREG_STR_(x) #x

@@ -107,6 +107,17 @@ void attn_copy_versioned(void *dst, uint32_t dst_size, const void *src, size_t s
         memset((char *)dst + n, 0, dst_size - n);
 }
 
+void attn_init_sized(void *dst, size_t size, const void *full, size_t full_size)
+{
+    if (!dst || size < sizeof(uint32_t))
+        return;
+    /* A host newer than the library: its extra fields are zeroed (zero is
+     * every appended field's "absent"); an older one gets its prefix. */
+    uint32_t n = size > UINT32_MAX ? UINT32_MAX : (uint32_t)size;
+    attn_copy_versioned(dst, n, full, full_size);
+    memcpy(dst, &n, sizeof n); /* struct_size leads every versioned struct */
+}
+
 int attn_invalid(char *msg, size_t size, const char *fmt, ...)
 {
     if (msg && size) {

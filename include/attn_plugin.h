@@ -22,6 +22,9 @@
  *        Appended ATTN_REASON_RESOURCE for predicates that find no launch
  *        plan within the arch's limits. Hosts accept 1.0 and 1.1 plugins and
  *        treat them as not capturable, with no plan and no limits.
+ *        (Host 0.3: ATTN_PLUGIN_DESCRIPTOR_SIZE_1_0 / _MIN_SIZE and
+ *        ATTN_ARCH_LIMITS_MIN_SIZE name the sizes the host checks; no
+ *        layout changed.)
  *   1.3  attn_forward_args (attn_types.h) appended K/V cache strides
  *        (k_stride_block/token/head, v_stride_block/token/head; 0 = the
  *        contiguous layout's). Appended attn_plugin_descriptor.
@@ -177,6 +180,12 @@ typedef struct attn_plugin_descriptor {
     attn_status (*append_kv)(void *backend, const attn_append_args *args, char *err,
                              size_t err_size);
 } attn_plugin_descriptor;
+
+/* The descriptor's layout of ABI 1.0, which ended before probe_devices: the
+ * smallest struct_size a host accepts (attnreg.h's ATTN_<STRUCT>_MIN_SIZE
+ * rule). */
+#define ATTN_PLUGIN_DESCRIPTOR_SIZE_1_0 offsetof(attn_plugin_descriptor, probe_devices)
+#define ATTN_PLUGIN_DESCRIPTOR_MIN_SIZE ATTN_PLUGIN_DESCRIPTOR_SIZE_1_0
 
 /* attn_plugin_descriptor.forward_features (ABI 1.3). */
 /* forward reads attn_forward_args.k_stride_* / v_stride_* (KV caches in any

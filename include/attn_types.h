@@ -19,111 +19,204 @@
 extern "C" {
 #endif
 
+/* The ABI's lists, each written once (libuv's UV_ERRNO_MAP idea): every
+ * enum, count, name table and class map below and in the library, the CLI
+ * and the Python package is generated from these X-macros. Adding a status,
+ * a reason or a dtype is one line here, appended with the next value.
+ * Values are explicit and never renumbered. */
+
+/* The classes a status falls into: what a host does about a status depends
+ * on its class only. X(CLASS, name, exit_code): exit_code is the exit status
+ * of the attnreg command for a status of the class (cli/cli.h's CLI_EXIT_*);
+ * the Python package raises one exception class per class. */
+#define ATTN_STATUS_CLASS_MAP(X)                                                                   \
+    X(OK, "ok", 0)                                                                                 \
+    X(INVALID_SHAPE, "invalid_shape", 3)                                                           \
+    X(UNSUPPORTED, "unsupported", 4)                                                               \
+    X(BACKEND_REJECTED, "backend_rejected", 5)                                                     \
+    X(CONF, "conf", 6)                                                                             \
+    X(BACKEND, "backend", 7)                                                                       \
+    X(IO, "io", 9)                                                                                 \
+    X(INTERNAL, "internal", 10)
+
+typedef enum attn_status_class {
+#define ATTN_STATUS_CLASS_ENUM_(CLASS, name, exit_code) ATTN_STATUS_CLASS_##CLASS,
+    ATTN_STATUS_CLASS_MAP(ATTN_STATUS_CLASS_ENUM_)
+#undef ATTN_STATUS_CLASS_ENUM_
+} attn_status_class;
+
 /* Status codes. Stable: the numeric values and the names returned by
- * attn_status_name() never change. */
+ * attn_status_name() never change. X(NAME, value, CLASS, message): the
+ * enumerator is ATTN_<NAME>, attn_status_name() gives "ATTN_<NAME>",
+ * attn_status_message() the message. INVALID_ARGUMENT is a caller's bug (a
+ * NULL pointer, a bad struct_size, ...), hence class INTERNAL. */
+#define ATTN_STATUS_MAP(X)                                                                         \
+    X(OK, 0, OK, "success")                                                                        \
+    X(ERR_INVALID_ARGUMENT, 1, INTERNAL,                                                           \
+      "an argument is invalid (NULL pointer or bad struct_size)")                                  \
+    X(ERR_INVALID_SHAPE, 2, INVALID_SHAPE, "the shape is invalid: no backend could ever run it")   \
+    X(ERR_UNSUPPORTED, 3, UNSUPPORTED, "no enabled backend supports the shape")                    \
+    X(ERR_BACKEND_REJECTED, 4, BACKEND_REJECTED, "the forced backend rejects the shape")           \
+    X(ERR_NOT_FOUND, 5, BACKEND_REJECTED, "no backend of that name is registered")                 \
+    X(ERR_CONF, 6, CONF, "a conf file is malformed")                                               \
+    X(ERR_LOAD, 7, BACKEND, "a plugin library could not be loaded")                                \
+    X(ERR_ABI, 8, BACKEND, "a plugin's ABI is incompatible with this host")                        \
+    X(ERR_NO_MEMORY, 9, INTERNAL, "out of memory")                                                 \
+    X(ERR_NO_DEVICE, 10, BACKEND, "no device for this arch is present")                            \
+    X(ERR_ARCH_NOT_IN_BINARY, 11, BACKEND, "the plugin binary holds no code for the arch")         \
+    X(ERR_NO_KERNELS, 12, BACKEND, "the plugin was built without GPU kernels")                     \
+    X(ERR_CREATE_FAILED, 13, BACKEND, "the backend's constructor refused the shape")               \
+    X(ERR_RUNTIME, 14, BACKEND, "a device runtime call failed")                                    \
+    X(ERR_WORKSPACE_TOO_SMALL, 15, BACKEND, "the workspace passed to forward is too small")        \
+    X(ERR_INIT_FAILED, 16, BACKEND, "the plugin's init hook failed")                               \
+    X(ERR_IO, 17, IO, "a file could not be read or written")                                       \
+    X(ERR_INTERNAL, 18, INTERNAL, "internal error in attnreg")
+
+/* For counting the entries of a list: (0 ATTN_LIST_ONE_ ...) is a constant
+ * expression, usable in #if and array sizes. */
+#define ATTN_LIST_ONE_(...) +1
+
 typedef enum attn_status {
-    ATTN_OK = 0,
-    ATTN_ERR_INVALID_ARGUMENT = 1, /* a NULL pointer, a bad struct_size, ... */
-    ATTN_ERR_INVALID_SHAPE = 2,    /* no backend could ever run this shape */
-    ATTN_ERR_UNSUPPORTED = 3,      /* valid shape, no enabled backend accepts it */
-    ATTN_ERR_BACKEND_REJECTED = 4, /* the forced backend rejects the shape */
-    ATTN_ERR_NOT_FOUND = 5,        /* no backend of that name */
-    ATTN_ERR_CONF = 6,             /* a conf file is malformed */
-    ATTN_ERR_LOAD = 7,             /* a plugin library could not be loaded */
-    ATTN_ERR_ABI = 8,              /* a plugin's ABI is incompatible */
-    ATTN_ERR_NO_MEMORY = 9,
-    ATTN_ERR_NO_DEVICE = 10,          /* no device (or no driver) for this arch */
-    ATTN_ERR_ARCH_NOT_IN_BINARY = 11, /* the plugin binary holds no code for the arch */
-    ATTN_ERR_NO_KERNELS = 12,         /* the plugin was built without GPU kernels */
-    ATTN_ERR_CREATE_FAILED = 13,      /* the plugin's constructor refused */
-    ATTN_ERR_RUNTIME = 14,            /* a device runtime call failed */
-    ATTN_ERR_WORKSPACE_TOO_SMALL = 15,
-    ATTN_ERR_INIT_FAILED = 16, /* the plugin's init hook failed */
-    ATTN_ERR_IO = 17,          /* a file could not be read or written */
-    ATTN_ERR_INTERNAL = 18
+#define ATTN_STATUS_ENUM_(NAME, value, CLASS, message) ATTN_##NAME = value,
+    ATTN_STATUS_MAP(ATTN_STATUS_ENUM_)
+#undef ATTN_STATUS_ENUM_
 } attn_status;
-#define ATTN_STATUS_COUNT 19
+#define ATTN_STATUS_COUNT (0 ATTN_STATUS_MAP(ATTN_LIST_ONE_))
 
-/* Element types. ATTN_DTYPE_INVALID (0) is never a valid choice. */
+/* Element types. ATTN_DTYPE_INVALID (0) is never a valid choice.
+ * X(NAME, value, spelling, bytes, fp8): the enumerator ATTN_DTYPE_<NAME>, its
+ * spelling in conf files, the CLI, JSON and messages, the bytes of one
+ * element, and 1 for the FP8 formats (e4m3fn: OCP, NVIDIA sm_89+ and gfx950;
+ * e4m3fnuz, without negative zero: gfx942). */
+#define ATTN_DTYPE_MAP(X)                                                                          \
+    X(INVALID, 0, "invalid", 0, 0)                                                                 \
+    X(F32, 1, "f32", 4, 0)                                                                         \
+    X(F16, 2, "f16", 2, 0)                                                                         \
+    X(BF16, 3, "bf16", 2, 0)                                                                       \
+    X(FP8_E4M3FN, 4, "fp8_e4m3fn", 1, 1)                                                           \
+    X(FP8_E4M3FNUZ, 5, "fp8_e4m3fnuz", 1, 1)
+
 typedef enum attn_dtype {
-    ATTN_DTYPE_INVALID = 0,
-    ATTN_DTYPE_F32 = 1,
-    ATTN_DTYPE_F16 = 2,
-    ATTN_DTYPE_BF16 = 3,
-    ATTN_DTYPE_FP8_E4M3FN = 4,  /* OCP e4m3: NVIDIA sm_89+, gfx950 */
-    ATTN_DTYPE_FP8_E4M3FNUZ = 5 /* e4m3 without negative zero: gfx942 */
+#define ATTN_DTYPE_ENUM_(NAME, value, spelling, bytes, fp8) ATTN_DTYPE_##NAME = value,
+    ATTN_DTYPE_MAP(ATTN_DTYPE_ENUM_)
+#undef ATTN_DTYPE_ENUM_
 } attn_dtype;
-#define ATTN_DTYPE_COUNT 6
+#define ATTN_DTYPE_COUNT (0 ATTN_DTYPE_MAP(ATTN_LIST_ONE_))
 
-/* The spelling of a dtype in conf files, the CLI and messages ("bf16",
- * "fp8_e4m3fn", ...); "invalid" for anything else. Inline so that plugins,
- * which do not link libattnreg, spell dtypes exactly as the registry does. */
-static inline const char *attn_dtype_spelling(int32_t dtype)
+/* What the list says of one dtype; attn_dtype_traits_of gives the INVALID
+ * row for unknown codes. Inline, with the helpers below, so that plugins,
+ * which do not link libattnreg, read dtypes exactly as the registry does. */
+typedef struct attn_dtype_traits {
+    const char *spelling;
+    uint32_t bytes;
+    int32_t fp8;
+} attn_dtype_traits;
+
+static inline const attn_dtype_traits *attn_dtype_traits_of(int32_t dtype)
 {
-    switch (dtype) {
-    case ATTN_DTYPE_F32:
-        return "f32";
-    case ATTN_DTYPE_F16:
-        return "f16";
-    case ATTN_DTYPE_BF16:
-        return "bf16";
-    case ATTN_DTYPE_FP8_E4M3FN:
-        return "fp8_e4m3fn";
-    case ATTN_DTYPE_FP8_E4M3FNUZ:
-        return "fp8_e4m3fnuz";
-    default:
-        return "invalid";
-    }
+    /* In list order: the values are the positions (core/status.c checks). */
+    static const attn_dtype_traits table[] = {
+#define ATTN_DTYPE_ROW_(NAME, value, spelling, bytes, fp8) {spelling, bytes, fp8},
+        ATTN_DTYPE_MAP(ATTN_DTYPE_ROW_)
+#undef ATTN_DTYPE_ROW_
+    };
+    return dtype > 0 && dtype < ATTN_DTYPE_COUNT ? &table[dtype] : &table[0];
 }
 
+/* The spelling of a dtype in conf files, the CLI and messages ("bf16",
+ * "fp8_e4m3fn", ...); "invalid" for anything else. */
+static inline const char *attn_dtype_spelling(int32_t dtype)
+{
+    return attn_dtype_traits_of(dtype)->spelling;
+}
+
+/* Bytes of one element of a dtype; 0 for ATTN_DTYPE_INVALID and unknown
+ * codes (host API 0.3). */
+static inline size_t attn_dtype_size(int32_t dtype)
+{
+    return attn_dtype_traits_of(dtype)->bytes;
+}
+
+/* 1 for the FP8 dtypes, 0 otherwise (host API 0.3). */
+static inline int attn_dtype_is_fp8(int32_t dtype)
+{
+    return attn_dtype_traits_of(dtype)->fp8;
+}
+
+/* The layers a reason belongs to: which part of a decision may give it.
+ * X(LAYER, name). NONE: accepted. CONF: what the INI (or the host) says,
+ * decided without loading the library. LOAD: loading and negotiation.
+ * PLUGIN: the codes a plugin's predicates may give. RUNNABLE: runnable mode's
+ * binary and device checks. HOST: the host's own record of a misbehaving
+ * plugin. Conf, load, runnable and host codes are the host's to give. */
+#define ATTN_REASON_LAYER_MAP(X)                                                                   \
+    X(NONE, "none")                                                                                \
+    X(CONF, "conf")                                                                                \
+    X(LOAD, "load")                                                                                \
+    X(PLUGIN, "plugin")                                                                            \
+    X(RUNNABLE, "runnable")                                                                        \
+    X(HOST, "host")
+
+typedef enum attn_reason_layer {
+#define ATTN_REASON_LAYER_ENUM_(LAYER, name) ATTN_REASON_LAYER_##LAYER,
+    ATTN_REASON_LAYER_MAP(ATTN_REASON_LAYER_ENUM_)
+#undef ATTN_REASON_LAYER_ENUM_
+} attn_reason_layer;
+
 /* Why a candidate was rejected. Stable codes; attn_reason_name() gives the
- * stable machine-readable name ("Q_LEN", ...). */
+ * stable machine-readable name, NAME ("Q_LEN", ...). X(NAME, value, LAYER):
+ *   DISABLED: enabled = false in its INI; DISABLED_BY_HOST: a host option or
+ *   ATTNREG_DISABLE; ARCH_NOT_LISTED: the arch is not in the INI's archs;
+ *   NARROWED: an INI narrowing key excludes the shape.
+ *   LOAD_FAILED: file missing, dlopen error; ABI_MISMATCH: major differs or
+ *   minor newer than the host; BAD_DESCRIPTOR: NULL or malformed.
+ *   FP8_COMPUTE_MHA_ONLY: FP8 compute needs num_q_heads == num_kv_heads.
+ *   INVALID_REASON (0.3): the host's record of a predicate that answered
+ *   with a code outside the plugin layer.
+ *   RESOURCE (0.3): no launch plan of the kernels fits the arch's limits
+ *   (shared memory / LDS, threads, registers).
+ *   LSE (0.4): the shape asks for the log-sum-exp output
+ *   (attn_shape.return_lse) and the backend does not write it. */
+#define ATTN_REASON_MAP(X)                                                                         \
+    X(NONE, 0, NONE)                                                                               \
+    X(DISABLED, 1, CONF)                                                                           \
+    X(DISABLED_BY_HOST, 2, CONF)                                                                   \
+    X(ARCH_NOT_LISTED, 3, CONF)                                                                    \
+    X(NARROWED, 4, CONF)                                                                           \
+    X(LOAD_FAILED, 5, LOAD)                                                                        \
+    X(NO_ENTRY_SYMBOL, 6, LOAD)                                                                    \
+    X(ABI_MISMATCH, 7, LOAD)                                                                       \
+    X(BAD_DESCRIPTOR, 8, LOAD)                                                                     \
+    X(INIT_FAILED, 9, LOAD)                                                                        \
+    X(ARCH, 10, PLUGIN)                                                                            \
+    X(Q_DTYPE, 11, PLUGIN)                                                                         \
+    X(KV_DTYPE, 12, PLUGIN)                                                                        \
+    X(COMPUTE_DTYPE, 13, PLUGIN)                                                                   \
+    X(OUT_DTYPE, 14, PLUGIN)                                                                       \
+    X(GQA_RATIO, 15, PLUGIN)                                                                       \
+    X(HEAD_DIM, 16, PLUGIN)                                                                        \
+    X(HEAD_DIM_V, 17, PLUGIN)                                                                      \
+    X(PAGE_SIZE, 18, PLUGIN)                                                                       \
+    X(Q_LEN, 19, PLUGIN)                                                                           \
+    X(KV_LEN, 20, PLUGIN)                                                                          \
+    X(CAUSAL, 21, PLUGIN)                                                                          \
+    X(WINDOW, 22, PLUGIN)                                                                          \
+    X(SOFTCAP, 23, PLUGIN)                                                                         \
+    X(SINKS, 24, PLUGIN)                                                                           \
+    X(FP8_COMPUTE_MHA_ONLY, 25, PLUGIN)                                                            \
+    X(ARCH_NOT_IN_BINARY, 26, RUNNABLE)                                                            \
+    X(NO_DEVICE, 27, RUNNABLE)                                                                     \
+    X(OTHER, 28, PLUGIN)                                                                           \
+    X(INVALID_REASON, 29, HOST)                                                                    \
+    X(RESOURCE, 30, PLUGIN)                                                                        \
+    X(LSE, 31, PLUGIN)
+
 typedef enum attn_reason {
-    ATTN_REASON_NONE = 0, /* accepted */
-    /* conf (INI) layer, decided without loading the library */
-    ATTN_REASON_DISABLED = 1,         /* enabled = false in its INI */
-    ATTN_REASON_DISABLED_BY_HOST = 2, /* host option or ATTNREG_DISABLE */
-    ATTN_REASON_ARCH_NOT_LISTED = 3,  /* arch not in the INI's archs list */
-    ATTN_REASON_NARROWED = 4,         /* an INI narrowing key excludes the shape */
-    /* loading */
-    ATTN_REASON_LOAD_FAILED = 5, /* file missing, dlopen error */
-    ATTN_REASON_NO_ENTRY_SYMBOL = 6,
-    ATTN_REASON_ABI_MISMATCH = 7,   /* major differs or minor newer than host */
-    ATTN_REASON_BAD_DESCRIPTOR = 8, /* NULL or malformed descriptor */
-    ATTN_REASON_INIT_FAILED = 9,
-    /* plugin predicates */
-    ATTN_REASON_ARCH = 10,
-    ATTN_REASON_Q_DTYPE = 11,
-    ATTN_REASON_KV_DTYPE = 12,
-    ATTN_REASON_COMPUTE_DTYPE = 13,
-    ATTN_REASON_OUT_DTYPE = 14,
-    ATTN_REASON_GQA_RATIO = 15,
-    ATTN_REASON_HEAD_DIM = 16,
-    ATTN_REASON_HEAD_DIM_V = 17,
-    ATTN_REASON_PAGE_SIZE = 18,
-    ATTN_REASON_Q_LEN = 19,
-    ATTN_REASON_KV_LEN = 20,
-    ATTN_REASON_CAUSAL = 21,
-    ATTN_REASON_WINDOW = 22,
-    ATTN_REASON_SOFTCAP = 23,
-    ATTN_REASON_SINKS = 24,
-    ATTN_REASON_FP8_COMPUTE_MHA_ONLY = 25, /* FP8 compute needs num_q_heads == num_kv_heads */
-    /* runnable mode */
-    ATTN_REASON_ARCH_NOT_IN_BINARY = 26,
-    ATTN_REASON_NO_DEVICE = 27,
-    ATTN_REASON_OTHER = 28,
-    /* the host's record of a predicate that answered with a code outside
-     * the plugin range (ARCH .. FP8_COMPUTE_MHA_ONLY, OTHER, RESOURCE, LSE): conf,
-     * load and runnable codes are the host's to give (0.3) */
-    ATTN_REASON_INVALID_REASON = 29,
-    /* capability (appended, 0.3): no launch plan of the kernels fits the
-     * arch's limits (shared memory / LDS, threads, registers) */
-    ATTN_REASON_RESOURCE = 30,
-    /* capability (appended, 0.4): the shape asks for the log-sum-exp output
-     * (attn_shape.return_lse) and the backend does not write it */
-    ATTN_REASON_LSE = 31
+#define ATTN_REASON_ENUM_(NAME, value, LAYER) ATTN_REASON_##NAME = value,
+    ATTN_REASON_MAP(ATTN_REASON_ENUM_)
+#undef ATTN_REASON_ENUM_
 } attn_reason;
-#define ATTN_REASON_COUNT 32
+#define ATTN_REASON_COUNT (0 ATTN_REASON_MAP(ATTN_LIST_ONE_))
 
 /* Longest arch name, including the terminating NUL. */
 #define ATTN_ARCH_MAX 32
@@ -180,6 +273,33 @@ typedef struct attn_shape {
      * graph's decision covers it. */
     int32_t return_lse;
 } attn_shape;
+
+/* attn_shape's fields after struct_size, in declaration order: X(member,
+ * KIND), KIND being how tools read and write the field (ARCH: the NUL
+ * terminated name; INT: an int32_t; DTYPE: an attn_dtype, written by its
+ * spelling; BOOL: an int32_t 0 or 1; FLOAT: a float). The JSON name of a
+ * field is its member name. The library checks the list against the struct;
+ * its layout query, the attnreg command's JSON shape and the dtype checks of
+ * attn_shape_validate are generated from it. */
+#define ATTN_SHAPE_FIELD_MAP(X)                                                                    \
+    X(arch, ARCH)                                                                                  \
+    X(num_q_heads, INT)                                                                            \
+    X(num_kv_heads, INT)                                                                           \
+    X(head_dim, INT)                                                                               \
+    X(head_dim_v, INT)                                                                             \
+    X(q_dtype, DTYPE)                                                                              \
+    X(kv_dtype, DTYPE)                                                                             \
+    X(compute_dtype, DTYPE)                                                                        \
+    X(out_dtype, DTYPE)                                                                            \
+    X(page_size, INT)                                                                              \
+    X(max_q_len, INT)                                                                              \
+    X(max_kv_len, INT)                                                                             \
+    X(causal, BOOL)                                                                                \
+    X(window_left, INT)                                                                            \
+    X(window_right, INT)                                                                           \
+    X(softcap, FLOAT)                                                                              \
+    X(has_sinks, BOOL)                                                                             \
+    X(return_lse, BOOL)
 
 /* The defaults of attn_shape_init(): arch "cpu", 1 query head, MHA, head_dim
  * 128, every dtype bf16, page 16, q and kv length 1, causal, no window, no
@@ -329,12 +449,19 @@ typedef struct attn_device_info {
     int32_t compute_units;
 } attn_device_info;
 
+/* Log levels: X(NAME, value, name), the enumerator ATTN_LOG_<NAME> and its
+ * name in ATTNREG_LOG, the CLI's --log and attn_log_level_name(). */
+#define ATTN_LOG_LEVEL_MAP(X)                                                                      \
+    X(DEBUG, 0, "debug")                                                                           \
+    X(INFO, 1, "info")                                                                             \
+    X(WARN, 2, "warn")                                                                             \
+    X(ERROR, 3, "error")                                                                           \
+    X(OFF, 4, "off")
+
 typedef enum attn_log_level {
-    ATTN_LOG_DEBUG = 0,
-    ATTN_LOG_INFO = 1,
-    ATTN_LOG_WARN = 2,
-    ATTN_LOG_ERROR = 3,
-    ATTN_LOG_OFF = 4
+#define ATTN_LOG_LEVEL_ENUM_(NAME, value, name) ATTN_LOG_##NAME = value,
+    ATTN_LOG_LEVEL_MAP(ATTN_LOG_LEVEL_ENUM_)
+#undef ATTN_LOG_LEVEL_ENUM_
 } attn_log_level;
 
 typedef void (*attn_log_fn)(void *user, attn_log_level level, const char *message);
@@ -349,6 +476,11 @@ typedef struct attn_arch_limits {
     int32_t max_threads_per_block;
     int32_t max_registers_per_thread; /* VGPRs (AMD: arch + accumulation) / registers */
 } attn_arch_limits;
+
+/* The smallest attn_arch_limits a host reads (arch and shared memory; the
+ * other limits count as absent when struct_size does not cover them). */
+#define ATTN_ARCH_LIMITS_MIN_SIZE                                                                  \
+    (offsetof(attn_arch_limits, shared_bytes_per_block) + sizeof(int32_t))
 
 /* Longest kernel and role name of a launch plan, including the NUL. */
 #define ATTN_PLAN_NAME_MAX 32

@@ -67,6 +67,23 @@
  *        registry with live backends defers the unload to the last
  *        attn_backend_destroy. The library reads no ATTNREG_* variable in a
  *        privileged process.
+ *        The ABI's lists as X-macros in attn_types.h (ATTN_STATUS_MAP,
+ *        ATTN_STATUS_CLASS_MAP, ATTN_REASON_MAP, ATTN_REASON_LAYER_MAP,
+ *        ATTN_DTYPE_MAP, ATTN_SHAPE_FIELD_MAP, ATTN_LOG_LEVEL_MAP; in this
+ *        header ATTN_PHASE_MAP, ATTN_LAYER_KIND_MAP), the enums and ATTN_*_COUNT
+ *        generated from them (same values); attn_dtype_traits_of,
+ *        attn_dtype_size and attn_dtype_is_fp8 (inline); attn_status_class_name,
+ *        attn_status_exit_code, attn_reason_layer_name and attn_enum_count,
+ *        so that bindings build their lists from the library.
+ *        One struct-growth rule (above ATTN_SHAPE_SIZE_0_1): a minimum size
+ *        ATTN_<STRUCT>_MIN_SIZE for every versioned struct (with
+ *        ATTN_LAYER_SIZE_0_2, ATTN_MODEL_SIZE_0_2, ATTN_DEVICE_INFO_SIZE_0_1);
+ *        attn_layer_init_sized, attn_model_init_sized,
+ *        attn_forward_args_init_sized and attn_batch_limits_init_sized (the
+ *        last two with their _init macros). A struct the library fills is
+ *        refused below ATTN_<STRUCT>_MIN_SIZE (for attn_diagnostic,
+ *        attn_plugin_info, attn_plugin_load_info and attn_verdict_record:
+ *        below a struct_size field; before, only 0 was).
  *   0.4  KV caches by stride: attn_forward_args.k_stride_block,
  *        k_stride_token, k_stride_head, v_stride_block, v_stride_token,
  *        v_stride_head (appended; 0 = the contiguous layout's, so older hosts
@@ -85,6 +102,14 @@
  *        the 0.3 layout.
  *        KV append: attn_append_args (attn_types.h), ATTN_APPEND_ARGS_SIZE_0_4
  *        and attn_backend_append_kv.
+ *   1.0  (planned; not built) attn_selection stops embedding attn_shape by
+ *        value: effective_shape becomes a `const attn_shape *` owned by the
+ *        registry (valid until close, like the selection's strings), so a
+ *        selection grows by appending like every other struct, and the
+ *        frozen 0.1 / 0.3 selection layouts with the per-layout paths that
+ *        fill them (core/abi_frozen.h, fill_selection) go. struct_size 0 as
+ *        "the library's size" for the arrays of attn_registry_list and
+ *        attn_registry_probe_devices goes too: 0 is refused everywhere.
  */
 #ifndef ATTNREG_H
 #define ATTNREG_H
@@ -105,19 +130,62 @@ extern "C" {
 #define ATTNREG_VERSION_MINOR 4
 #define ATTNREG_VERSION_PATCH 0
 
-/* The oldest struct_size the library accepts for each versioned struct a
- * host passes in (0.3 names them; the values are those of the first
- * published layouts and never change). An older size is refused with
- * ATTN_ERR_INVALID_ARGUMENT; any size from these up is accepted, the fields
- * past it taking their defaults. attn_selection's oldest layout is 0.1's
- * (today's); attn_layer and attn_model: see attn_layer_init. */
+/* Struct growth, one rule for every versioned struct:
+ *   - A struct the host fills for the library (attn_shape, attn_selection,
+ *     attn_registry_options, attn_layer, attn_model, attn_forward_args,
+ *     attn_batch_limits) is initialised with attn_<struct>_init_sized(p,
+ *     sizeof *p), which writes the defaults into the caller's bytes only and
+ *     sets struct_size; attn_<struct>_init(p) is a macro for it. (attn_layer
+ *     and attn_model have no such macro: their 0.2 functions
+ *     attn_layer_init(p, size) and attn_model_init(p, size), which took the
+ *     size already, keep the name and are the same functions.)
+ *   - A struct the library fills for the host (attn_diagnostic,
+ *     attn_plugin_info, attn_plugin_load_info, attn_device_info,
+ *     attn_verdict_record, attn_plan_summary, attn_plan_entry,
+ *     attn_launch_plan) carries the host's sizeof in struct_size; the
+ *     library writes no byte past it.
+ *   - ATTN_<STRUCT>_MIN_SIZE is the smallest struct_size the library accepts
+ *     for a struct; a smaller one, 0 included, is refused with
+ *     ATTN_ERR_INVALID_ARGUMENT. The one exception, kept from 0.1: the
+ *     arrays of attn_registry_list and attn_registry_probe_devices take
+ *     their stride from the first element's struct_size, where 0 means this
+ *     library's sizeof.
+ *   - ATTN_<STRUCT>_SIZE_<version> is the size of a published layout (the
+ *     first one is the minimum where the library needs every field of it);
+ *     the values never change. */
 #define ATTN_SHAPE_SIZE_0_1 (offsetof(attn_shape, has_sinks) + sizeof(int32_t))
 #define ATTN_FORWARD_ARGS_SIZE_0_1 (offsetof(attn_forward_args, stream) + sizeof(void *))
 #define ATTN_BATCH_LIMITS_SIZE_0_1 (offsetof(attn_batch_limits, max_num_tokens) + sizeof(int32_t))
 #define ATTN_REGISTRY_OPTIONS_SIZE_0_1 offsetof(attn_registry_options, skip_env)
 #define ATTN_REGISTRY_OPTIONS_SIZE_0_2 offsetof(attn_registry_options, probe_out_of_process)
+#define ATTN_LAYER_SIZE_0_2 (offsetof(attn_layer, type_name) + sizeof(const char *))
+#define ATTN_MODEL_SIZE_0_2 (offsetof(attn_model, spec_tokens) + sizeof(int32_t))
+#define ATTN_DEVICE_INFO_SIZE_0_1 (offsetof(attn_device_info, compute_units) + sizeof(int32_t))
+
+/* attn_selection's minimum is the size of its 0.1 layout, which embeds 0.1's
+ * attn_shape: the library keeps it (ATTN_SELECTION_MIN_SIZE, private), as
+ * the embedded shape makes it no prefix of a grown selection. */
+#define ATTN_SHAPE_MIN_SIZE ATTN_SHAPE_SIZE_0_1
+#define ATTN_REGISTRY_OPTIONS_MIN_SIZE ATTN_REGISTRY_OPTIONS_SIZE_0_1
+#define ATTN_FORWARD_ARGS_MIN_SIZE ATTN_FORWARD_ARGS_SIZE_0_1
+#define ATTN_BATCH_LIMITS_MIN_SIZE ATTN_BATCH_LIMITS_SIZE_0_1
+#define ATTN_LAYER_MIN_SIZE ATTN_LAYER_SIZE_0_2
+#define ATTN_MODEL_MIN_SIZE ATTN_MODEL_SIZE_0_2
+#define ATTN_DEVICE_INFO_MIN_SIZE ATTN_DEVICE_INFO_SIZE_0_1
+/* The structs the library fills for the host: enough to hold what the
+ * library must write (a struct_size, and for some the first fields). */
+#define ATTN_DIAGNOSTIC_MIN_SIZE sizeof(uint32_t)
+#define ATTN_PLUGIN_INFO_MIN_SIZE sizeof(uint32_t)
+#define ATTN_PLUGIN_LOAD_INFO_MIN_SIZE sizeof(uint32_t)
+#define ATTN_VERDICT_RECORD_MIN_SIZE sizeof(uint32_t)
+#define ATTN_PLAN_SUMMARY_MIN_SIZE (offsetof(attn_plan_summary, status) + sizeof(attn_status))
+#define ATTN_PLAN_ENTRY_MIN_SIZE (offsetof(attn_plan_entry, phase) + sizeof(int32_t))
+#define ATTN_LAUNCH_PLAN_MIN_SIZE (offsetof(attn_launch_plan, num_kernels) + sizeof(uint32_t))
+/* 0.4's structs. */
 #define ATTN_APPEND_ARGS_SIZE_0_4 (offsetof(attn_append_args, stream) + sizeof(void *))
 #define ATTN_MERGE_ARGS_SIZE_0_4 (offsetof(attn_merge_args, lse_stride_head) + sizeof(int64_t))
+#define ATTN_APPEND_ARGS_MIN_SIZE ATTN_APPEND_ARGS_SIZE_0_4
+#define ATTN_MERGE_ARGS_MIN_SIZE ATTN_MERGE_ARGS_SIZE_0_4
 
 typedef struct attn_registry attn_registry;       /* opaque */
 typedef struct attn_backend attn_backend;         /* opaque: a constructed backend */
@@ -126,15 +194,29 @@ typedef struct attn_candidate attn_candidate;     /* opaque: one registered plug
 
 /* ---- library, status, names ------------------------------------------ */
 
-ATTNREG_API const char *attnreg_version_string(void); /* "0.2.0" */
+ATTNREG_API const char *attnreg_version_string(void); /* "0.4.0" */
 ATTNREG_API void attnreg_version(int *major, int *minor, int *patch);
 ATTNREG_API uint32_t attnreg_plugin_abi_version(void); /* (major << 16) | minor */
 
 /* Stable name ("ATTN_ERR_UNSUPPORTED") and one-line message of a status. */
 ATTNREG_API const char *attn_status_name(attn_status status);
 ATTNREG_API const char *attn_status_message(attn_status status);
+/* 0.3: the class of a status (attn_types.h's ATTN_STATUS_CLASS_MAP: "ok",
+ * "invalid_shape", "unsupported", "backend_rejected", "conf", "backend",
+ * "io", "internal"; "internal" for an unknown code) and the exit status the
+ * attnreg command gives for it (10 for an unknown code). */
+ATTNREG_API const char *attn_status_class_name(attn_status status);
+ATTNREG_API int attn_status_exit_code(attn_status status);
 /* Stable name of a reason code ("Q_LEN"); "UNKNOWN" for out-of-range codes. */
 ATTNREG_API const char *attn_reason_name(int32_t reason);
+/* 0.3: the layer of a reason code (ATTN_REASON_LAYER_MAP: "none", "conf",
+ * "load", "plugin", "runnable", "host"); "unknown" for out-of-range codes. */
+ATTNREG_API const char *attn_reason_layer_name(int32_t reason);
+/* 0.3: the number of values of a public enum ("attn_status", "attn_reason",
+ * "attn_dtype", "attn_log_level", "attn_phase", "attn_layer_kind"), whose
+ * values are 0 .. count - 1 and whose names the *_name functions give; 0 for
+ * any other name. For bindings that build their lists from the library. */
+ATTNREG_API size_t attn_enum_count(const char *enum_name);
 /* Names used by the CLI and the conf files: f32 f16 bf16 fp8_e4m3fn fp8_e4m3fnuz. */
 ATTNREG_API const char *attn_dtype_name(int32_t dtype);
 ATTNREG_API attn_dtype attn_dtype_from_name(const char *name); /* INVALID if unknown */
@@ -378,13 +460,20 @@ ATTNREG_API const attn_shape *attn_explanation_pass_shape(const attn_explanation
 /* What one layer of a model computes. A model mixes them: Gemma-2 alternates
  * sliding and full layers, Qwen3.5 puts one full-attention layer after three
  * linear-attention (Gated DeltaNet) layers. */
+/* X(NAME, value, name): FULL, causal attention over the whole context;
+ * SLIDING, causal attention inside a sliding window; NOT_ATTENTION, linear
+ * attention, SSM, convolution, ...: the registry plans no backend for it. */
+#define ATTN_LAYER_KIND_MAP(X)                                                                     \
+    X(FULL, 0, "full")                                                                             \
+    X(SLIDING, 1, "sliding")                                                                       \
+    X(NOT_ATTENTION, 2, "not_attention")
+
 typedef enum attn_layer_kind {
-    ATTN_LAYER_FULL = 0,         /* causal attention over the whole context */
-    ATTN_LAYER_SLIDING = 1,      /* causal attention inside a sliding window */
-    ATTN_LAYER_NOT_ATTENTION = 2 /* linear attention, SSM, convolution, ...:
-                                    the registry plans no backend for it */
+#define ATTN_LAYER_KIND_ENUM_(NAME, value, name) ATTN_LAYER_##NAME = value,
+    ATTN_LAYER_KIND_MAP(ATTN_LAYER_KIND_ENUM_)
+#undef ATTN_LAYER_KIND_ENUM_
 } attn_layer_kind;
-#define ATTN_LAYER_KIND_COUNT 3
+#define ATTN_LAYER_KIND_COUNT (0 ATTN_LAYER_KIND_MAP(ATTN_LIST_ONE_))
 
 /* One layer. Set struct_size with attn_layer_init(). */
 typedef struct attn_layer {
@@ -407,6 +496,8 @@ typedef struct attn_layer {
  * struct_size bytes of *layer and sets layer->struct_size to it: pass
  * sizeof(attn_layer) as the caller knows it. */
 ATTNREG_API void attn_layer_init(attn_layer *layer, uint32_t struct_size);
+/* 0.3: the same with the growth rule's name and a size_t size. */
+ATTNREG_API void attn_layer_init_sized(attn_layer *layer, size_t size);
 
 /* The largest num_layers a model may have. */
 #define ATTN_MODEL_MAX_LAYERS 65536
@@ -457,13 +548,22 @@ typedef struct attn_model {
  * max_model_len 0 (to be set), prefill chunk = max_model_len, no
  * speculative tokens. */
 ATTNREG_API void attn_model_init(attn_model *model, uint32_t struct_size);
+/* 0.3: the same with the growth rule's name and a size_t size. */
+ATTNREG_API void attn_model_init_sized(attn_model *model, size_t size);
+
+/* X(NAME, value, name): PREFILL, max_q_len = the prefill chunk; DECODE,
+ * max_q_len = 1; VERIFY, max_q_len = spec_tokens + 1 (speculative decoding). */
+#define ATTN_PHASE_MAP(X)                                                                          \
+    X(PREFILL, 0, "prefill")                                                                       \
+    X(DECODE, 1, "decode")                                                                         \
+    X(VERIFY, 2, "verify")
 
 typedef enum attn_phase {
-    ATTN_PHASE_PREFILL = 0, /* max_q_len = the prefill chunk */
-    ATTN_PHASE_DECODE = 1,  /* max_q_len = 1 */
-    ATTN_PHASE_VERIFY = 2   /* max_q_len = spec_tokens + 1 (speculative decoding) */
+#define ATTN_PHASE_ENUM_(NAME, value, name) ATTN_PHASE_##NAME = value,
+    ATTN_PHASE_MAP(ATTN_PHASE_ENUM_)
+#undef ATTN_PHASE_ENUM_
 } attn_phase;
-#define ATTN_PHASE_COUNT 3
+#define ATTN_PHASE_COUNT (0 ATTN_PHASE_MAP(ATTN_LIST_ONE_))
 
 /* "prefill", "decode", "verify"; "unknown" otherwise. */
 ATTNREG_API const char *attn_phase_name(int32_t phase);
@@ -560,6 +660,12 @@ ATTNREG_API attn_status attn_plan_lookup(const attn_plan *plan, int32_t layer, i
 ATTNREG_API attn_status attn_backend_create(attn_registry *registry,
                                             const attn_selection *selection,
                                             attn_backend **backend);
+/* 0.3: a zeroed forward_args (descales 1: none) and batch limits in the
+ * caller's `size` bytes, struct_size set; the macros pass sizeof *p. */
+ATTNREG_API void attn_forward_args_init_sized(attn_forward_args *args, size_t size);
+#define attn_forward_args_init(args) attn_forward_args_init_sized((args), sizeof *(args))
+ATTNREG_API void attn_batch_limits_init_sized(attn_batch_limits *limits, size_t size);
+#define attn_batch_limits_init(limits) attn_batch_limits_init_sized((limits), sizeof *(limits))
 ATTNREG_API attn_status attn_backend_workspace_size(const attn_backend *backend,
                                                     const attn_batch_limits *limits, size_t *bytes);
 ATTNREG_API attn_status attn_backend_forward(attn_backend *backend, const attn_forward_args *args);

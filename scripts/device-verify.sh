@@ -11,7 +11,7 @@
 #   cp build/lib/attnreg/*.so .device-carry/lib/attnreg/
 #   cp -r build/share/attnreg/conf-sm90 .device-carry/share/attnreg/
 # conf-sm90 (from tests/gpu) lists sm_90 for the aiter plugins, as the
-# shipped conf does since issue 20.
+# shipped conf does too (0.4).
 D=${ATTNREG_CARRY:-.device-carry}; export LD_LIBRARY_PATH=$PWD/$D/lib; B=$D/bin/attnreg
 C="--conf-only --conf $D/share/attnreg/conf-sm90"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
@@ -37,6 +37,15 @@ v $G --q-heads 16 --kv-heads 2 --head-dim 192 --max-q-len 4 --max-kv-len 2000 --
 v $G --q-heads 64 --kv-heads 2 --head-dim 64 --q-dtype f16 --kv-dtype f16 --max-q-len 1 --max-kv-len 3000 --seqs 9 --seed 9 --sinks --softcap 30
 v $G --q-heads 8 --kv-heads 8 --head-dim 256 --max-q-len 1 --max-kv-len 5000 --seqs 5 --seed 10 --page-size 32 --window 700,0 --strided
 v $G --q-heads 20 --kv-heads 4 --head-dim 96 --max-q-len 1 --max-kv-len 777 --seqs 7 --seed 12 --page-size 64
+# decode batches over fp8 caches on the matrix-unit decode kernel (raw fp8 tiles
+# converted to f16 per tile): both e4m3 formats' NVIDIA one, every head size's
+# class, windows, softcap, sinks, pages of a multiple of 16, descales from verify
+v $G --q-heads 32 --kv-heads 8 --head-dim 128 --kv-dtype fp8_e4m3fn --max-q-len 1 --max-kv-len 8192 --seqs 16 --seed 21
+v $G --q-heads 32 --kv-heads 8 --head-dim 128 --q-dtype f16 --kv-dtype fp8_e4m3fn --max-q-len 1 --max-kv-len 3000 --seqs 9 --seed 22 --page-size 48 --sinks
+v $G --q-heads 16 --kv-heads 1 --head-dim 256 --kv-dtype fp8_e4m3fn --max-q-len 1 --max-kv-len 5000 --seqs 5 --seed 23 --window 700,0 --softcap 30 --strided
+v $G --q-heads 20 --kv-heads 4 --head-dim 80 --kv-dtype fp8_e4m3fn --max-q-len 1 --max-kv-len 1777 --seqs 7 --seed 24 --page-size 128
+v $G --q-heads 16 --kv-heads 2 --head-dim 192 --kv-dtype fp8_e4m3fn --max-q-len 1 --max-kv-len 2500 --seqs 6 --seed 25 --page-size 32 --sinks
+v $G --q-heads 8 --kv-heads 8 --head-dim 64 --q-dtype f16 --kv-dtype fp8_e4m3fn --max-q-len 1 --max-kv-len 4096 --seqs 3 --seed 26 --page-size 512
 # multi-token batches on the prefill kernel (Q and cache one 16-bit type): prefill,
 # chunked prefill, and mixed batches (with --max-q-len 4 a quarter of the sequences
 # have one query token and go to the decode kernel in the same forward)

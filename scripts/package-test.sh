@@ -33,7 +33,7 @@ mv "$work/prefix" "$work/moved"
 grep -q "datadir            $work/moved/share/attnreg/conf\$" "$work/check.txt" ||
   { echo "moved prefix: shipped conf not found"; cat "$work/check.txt"; exit 1; }
 grep -q "OK    cpu-ref" "$work/check.txt" || { cat "$work/check.txt"; exit 1; }
-# Issue 20: the shipped conf selects the GPU plugins for sm_90 shapes (planning
+# The shipped conf selects the GPU plugins for sm_90 shapes (planning
 # mode: no GPU here), with no test conf.
 sm90_selects() {
   local bin=$1

@@ -1,6 +1,6 @@
 /*
- * test_abi_layout.c — the layout of every public struct, pinned (issue 11;
- * the idea of GStreamer's gstabi.c): sizeof and the offset of each field as
+ * test_abi_layout.c — the layout of every public struct, pinned (the
+ * idea of GStreamer's gstabi.c): sizeof and the offset of each field as
  * published, on LP64 Linux. A change here is an ABI break unless it only
  * appends: a new field adds an OFF line and changes that struct's SIZE (and
  * the structs that embed it), nothing else may move. Regenerate the table
@@ -319,6 +319,23 @@ START_TEST(oldest_sizes_are_the_published_ones)
     ck_assert_uint_eq(ATTN_APPEND_ARGS_SIZE_0_4, 160);
     ck_assert_uint_eq(ATTN_REGISTRY_OPTIONS_SIZE_0_1, 84);
     ck_assert_uint_eq(ATTN_REGISTRY_OPTIONS_SIZE_0_2, 88);
+#if UINTPTR_MAX == 0xffffffffffffffffu
+    ck_assert_uint_eq(ATTN_LAYER_SIZE_0_2, 24);
+    ck_assert_uint_eq(ATTN_MODEL_SIZE_0_2, 108);       /* sizeof is 112: tail padding */
+    ck_assert_uint_eq(ATTN_DEVICE_INFO_SIZE_0_1, 180); /* sizeof is 184 */
+#endif
+    /* Every minimum is a published size, or what the library must write. */
+    ck_assert_uint_eq(ATTN_SHAPE_MIN_SIZE, ATTN_SHAPE_SIZE_0_1);
+    ck_assert_uint_eq(ATTN_REGISTRY_OPTIONS_MIN_SIZE, ATTN_REGISTRY_OPTIONS_SIZE_0_1);
+    ck_assert_uint_eq(ATTN_FORWARD_ARGS_MIN_SIZE, ATTN_FORWARD_ARGS_SIZE_0_1);
+    ck_assert_uint_eq(ATTN_BATCH_LIMITS_MIN_SIZE, ATTN_BATCH_LIMITS_SIZE_0_1);
+    ck_assert_uint_eq(ATTN_LAYER_MIN_SIZE, ATTN_LAYER_SIZE_0_2);
+    ck_assert_uint_eq(ATTN_MODEL_MIN_SIZE, ATTN_MODEL_SIZE_0_2);
+    ck_assert_uint_eq(ATTN_DEVICE_INFO_MIN_SIZE, ATTN_DEVICE_INFO_SIZE_0_1);
+    ck_assert_uint_eq(ATTN_DIAGNOSTIC_MIN_SIZE, sizeof(uint32_t));
+    ck_assert_uint_ge(ATTN_PLAN_ENTRY_MIN_SIZE, sizeof(uint32_t));
+    ck_assert_uint_ge(ATTN_PLAN_SUMMARY_MIN_SIZE, sizeof(uint32_t));
+    ck_assert_uint_ge(ATTN_LAUNCH_PLAN_MIN_SIZE, sizeof(uint32_t));
 }
 END_TEST
 

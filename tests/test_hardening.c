@@ -1,5 +1,5 @@
 /*
- * test_hardening.c — issue 11: what a hostile plugin, a hostile file or a
+ * test_hardening.c — what a hostile plugin, a hostile file or a
  * careless host must not be able to do to the registry. Each test names the
  * fault it pins; each failed (crashed, hung, leaked or read out of bounds
  * under ASan) before the fix.

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * test_launch_plan.c — the contract between the GPU plugins' predicates and
- * their launch plans (issue 10): for every arch a GPU plugin lists, walk a
+ * their launch plans: for every arch a GPU plugin lists, walk a
  * grid over the shape space (head sizes, GQA ratios, dtypes, page sizes,
  * query lengths 1-4096, windows, softcap, sinks) and check
  *   - accepted => a launch plan exists, every kernel of it fits the arch's
@@ -161,7 +161,7 @@ static int32_t arch_fp8(const char *arch)
 
 START_TEST(gpu_plugins_refuse_kv_strides)
 {
-    /* Issue 20: the GPU kernels read contiguous K/V caches only. The plugins
+    /* The GPU kernels read contiguous K/V caches only. The plugins
      * declare no ATTN_FORWARD_KV_STRIDES (so the host refuses other layouts)
      * and their forward entry refuses strides (and an lse array) itself,
      * with a sentence, before touching the backend or launching anything. */
@@ -404,7 +404,7 @@ START_TEST(cpu_ref_is_not_capturable)
 }
 END_TEST
 
-/* The replay of issue 10: real model shapes as an engine asks for them
+/* A replay of real model shapes as an engine asks for them
  * (every config in tests/hf_configs, tensor-parallel 1-8, gfx942 and
  * gfx950, bf16 and the arch's fp8 cache, with and without 3 speculative
  * tokens: the prefill, decode and verify phase of every layer group)

@@ -175,6 +175,94 @@ START_TEST(dtype_names_round_trip)
 }
 END_TEST
 
+/* The classes of the statuses: the CLI's exit codes and the Python
+ * package's exceptions follow them, so they are pinned here in full. */
+START_TEST(status_classes_and_exit_codes)
+{
+    static const struct {
+        attn_status status;
+        const char *cls;
+        int exit_code;
+    } table[] = {
+        {ATTN_OK, "ok", 0},
+        {ATTN_ERR_INVALID_ARGUMENT, "internal", 10},
+        {ATTN_ERR_INVALID_SHAPE, "invalid_shape", 3},
+        {ATTN_ERR_UNSUPPORTED, "unsupported", 4},
+        {ATTN_ERR_BACKEND_REJECTED, "backend_rejected", 5},
+        {ATTN_ERR_NOT_FOUND, "backend_rejected", 5},
+        {ATTN_ERR_CONF, "conf", 6},
+        {ATTN_ERR_LOAD, "backend", 7},
+        {ATTN_ERR_ABI, "backend", 7},
+        {ATTN_ERR_NO_MEMORY, "internal", 10},
+        {ATTN_ERR_NO_DEVICE, "backend", 7},
+        {ATTN_ERR_ARCH_NOT_IN_BINARY, "backend", 7},
+        {ATTN_ERR_NO_KERNELS, "backend", 7},
+        {ATTN_ERR_CREATE_FAILED, "backend", 7},
+        {ATTN_ERR_RUNTIME, "backend", 7},
+        {ATTN_ERR_WORKSPACE_TOO_SMALL, "backend", 7},
+        {ATTN_ERR_INIT_FAILED, "backend", 7},
+        {ATTN_ERR_IO, "io", 9},
+        {ATTN_ERR_INTERNAL, "internal", 10},
+    };
+    size_t i;
+    ck_assert_int_eq((int)(sizeof table / sizeof table[0]), ATTN_STATUS_COUNT);
+    for (i = 0; i < sizeof table / sizeof table[0]; i++) {
+        ck_assert_str_eq(attn_status_class_name(table[i].status), table[i].cls);
+        ck_assert_int_eq(attn_status_exit_code(table[i].status), table[i].exit_code);
+    }
+    ck_assert_str_eq(attn_status_class_name((attn_status)ATTN_STATUS_COUNT), "internal");
+    ck_assert_int_eq(attn_status_exit_code((attn_status)-1), 10);
+}
+END_TEST
+
+START_TEST(reason_layers)
+{
+    int32_t r;
+    for (r = 0; r < ATTN_REASON_COUNT; r++) {
+        const char *want = r == ATTN_REASON_NONE                   ? "none"
+                           : r <= ATTN_REASON_NARROWED             ? "conf"
+                           : r <= ATTN_REASON_INIT_FAILED          ? "load"
+                           : r <= ATTN_REASON_FP8_COMPUTE_MHA_ONLY ? "plugin"
+                           : r == ATTN_REASON_ARCH_NOT_IN_BINARY || r == ATTN_REASON_NO_DEVICE
+                               ? "runnable"
+                           : r == ATTN_REASON_INVALID_REASON ? "host"
+                                                             : "plugin"; /* OTHER, RESOURCE */
+        ck_assert_str_eq(attn_reason_layer_name(r), want);
+    }
+    ck_assert_str_eq(attn_reason_layer_name(ATTN_REASON_COUNT), "unknown");
+    ck_assert_str_eq(attn_reason_layer_name(-1), "unknown");
+}
+END_TEST
+
+START_TEST(enum_counts)
+{
+    ck_assert_uint_eq(attn_enum_count("attn_status"), ATTN_STATUS_COUNT);
+    ck_assert_uint_eq(attn_enum_count("attn_reason"), ATTN_REASON_COUNT);
+    ck_assert_uint_eq(attn_enum_count("attn_dtype"), ATTN_DTYPE_COUNT);
+    ck_assert_uint_eq(attn_enum_count("attn_log_level"), ATTN_LOG_OFF + 1);
+    ck_assert_uint_eq(attn_enum_count("attn_phase"), ATTN_PHASE_COUNT);
+    ck_assert_uint_eq(attn_enum_count("attn_layer_kind"), ATTN_LAYER_KIND_COUNT);
+    ck_assert_uint_eq(attn_enum_count("attn_nothing"), 0);
+    ck_assert_uint_eq(attn_enum_count(NULL), 0);
+}
+END_TEST
+
+START_TEST(dtype_sizes)
+{
+    ck_assert_uint_eq(attn_dtype_size(ATTN_DTYPE_F32), 4);
+    ck_assert_uint_eq(attn_dtype_size(ATTN_DTYPE_F16), 2);
+    ck_assert_uint_eq(attn_dtype_size(ATTN_DTYPE_BF16), 2);
+    ck_assert_uint_eq(attn_dtype_size(ATTN_DTYPE_FP8_E4M3FN), 1);
+    ck_assert_uint_eq(attn_dtype_size(ATTN_DTYPE_FP8_E4M3FNUZ), 1);
+    ck_assert_uint_eq(attn_dtype_size(ATTN_DTYPE_INVALID), 0);
+    ck_assert_uint_eq(attn_dtype_size(ATTN_DTYPE_COUNT), 0);
+    ck_assert_int_eq(attn_dtype_is_fp8(ATTN_DTYPE_FP8_E4M3FN), 1);
+    ck_assert_int_eq(attn_dtype_is_fp8(ATTN_DTYPE_FP8_E4M3FNUZ), 1);
+    ck_assert_int_eq(attn_dtype_is_fp8(ATTN_DTYPE_BF16), 0);
+    ck_assert_int_eq(attn_dtype_is_fp8(-1), 0);
+}
+END_TEST
+
 START_TEST(dtype_unknown_names)
 {
     /* "fp8" alone is ambiguous (fn or fnuz): it must not silently pick one. */
@@ -315,6 +403,10 @@ static Suite *status_suite(void)
     tcase_add_test(tc, reason_out_of_range_is_unknown);
     tcase_add_test(tc, dtype_names_round_trip);
     tcase_add_test(tc, dtype_unknown_names);
+    tcase_add_test(tc, status_classes_and_exit_codes);
+    tcase_add_test(tc, reason_layers);
+    tcase_add_test(tc, enum_counts);
+    tcase_add_test(tc, dtype_sizes);
     tcase_add_test(tc, dtype_name_of_invalid_codes);
     tcase_add_test(tc, log_level_names);
     tcase_add_test(tc, versions_match_headers);

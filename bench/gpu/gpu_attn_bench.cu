@@ -8,6 +8,7 @@
  *           q_len 2 and 4, kv_len 1k/4k/16k, batch 1/8/32/64; both kernels.
  *   decode: 32 : 8 heads, D 128, page 16, bf16 Q/KV, q_len 1,
  *           kv_len 1k/4k/8k/16k, batch 1/8/32/64; generic kernel.
+ *   decode-fp8: the same shapes over an e4m3fn cache (bf16 Q).
  * Method:
  *   - a device-to-device copy of 1 GiB, timed the same way, gives the copy
  *     bandwidth (bytes read + bytes written) of this run;
@@ -409,6 +410,15 @@ static void run_prefill_families(std::vector<Result> &res, uint8_t *ck, uint8_t 
 
 int main(int argc, char **argv)
 {
+    /* The bench's own tuning switches for the matrix-unit decode kernel
+     * (the library reads no environment): carveout percent and the programs
+     * per CU the segment rule fills (0 = the defaults). */
+    if (getenv("ATTNREG_BENCH_DMMA_CARVEOUT") || getenv("ATTNREG_BENCH_DMMA_TARGET")) {
+        const char *c = getenv("ATTNREG_BENCH_DMMA_CARVEOUT"), *w = getenv("ATTNREG_BENCH_DMMA_TARGET");
+        gpu_attn_tune_decode_mma(c ? atoi(c) : 0, w ? atoi(w) : 0);
+        printf("decode-mma tuning: carveout %s%%, target %s programs per CU\n", c ? c : "default",
+               w ? w : "default");
+    }
     attn_device_info dev;
     dev.struct_size = sizeof dev;
     uint32_t n = 0;
@@ -473,6 +483,13 @@ int main(int argc, char **argv)
                             res.push_back(run_one("mtp", (gpu_attn_kernel)k, 16, 1, 256,
                                               ATTN_DTYPE_FP8_E4M3FN, q, kv, b, ck, cv,
                                               cache_bytes));
+    /* fp8 (e4m3fn) KV decode on the MTP rows' fp8 caches: the matrix-unit
+     * decode kernel over raw fp8 tiles, half the bytes of bf16 decode. */
+    for (int kv : {1024, 4096, 8192, 16384})
+        for (int b : {1, 8, 32, 64})
+            if (!mtp_only && !prefill_only)
+                res.push_back(run_one("decode-fp8", GPU_ATTN_KERNEL_GENERIC, 32, 8, 128,
+                                      ATTN_DTYPE_FP8_E4M3FN, 1, kv, b, ck, cv, cache_bytes));
     /* Plain decode, generic kernel. */
     fill_kernel<<<4096, 256, 0, stream>>>(ck, cache_bytes, 0, 17);
     fill_kernel<<<4096, 256, 0, stream>>>(cv, cache_bytes, 0, 19);
@@ -537,6 +554,20 @@ int main(int argc, char **argv)
             if (r.family == "decode")
                 printf("| %d | %d | %.2f | %.1f | %.0f | %.1f | %d |\n", r.kv_len, r.batch, r.bytes / 1e6,
                        r.us, r.gbs, 100 * r.frac, r.nseg);
+        printf("\nfp8 KV decode: 32:8 heads, D 128, page 16, bf16 Q, e4m3fn KV, q_len 1 (generic); "
+               "bf16 us: the row above of the same shape\n");
+        printf("| kv_len | batch | MB | us | GB/s | %% copy | nseg | bf16 us | bf16/fp8 |\n"
+               "|---|---|---|---|---|---|---|---|---|\n");
+        for (const Result &r : res) {
+            if (r.family != "decode-fp8")
+                continue;
+            double b16 = 0;
+            for (const Result &o : res)
+                if (o.family == "decode" && o.kv_len == r.kv_len && o.batch == r.batch)
+                    b16 = o.us;
+            printf("| %d | %d | %.2f | %.1f | %.0f | %.1f | %d | %.1f | %.2f |\n", r.kv_len, r.batch,
+                   r.bytes / 1e6, r.us, r.gbs, 100 * r.frac, r.nseg, b16, b16 > 0 ? b16 / r.us : 0.0);
+        }
     }
     if (argc > 1) {
         FILE *f = fopen(argv[1], "w");

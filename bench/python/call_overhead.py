@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
 """Host time of one per-layer attention call through the Python package
-(issue 20, item 5): the median of N calls (default 10000) of
+the median of N calls (default 10000) of
 
   forward    Backend.forward(q, k, v, block_table, cu, seqused_k, out): every
              argument checked on every call (the path engines used before);

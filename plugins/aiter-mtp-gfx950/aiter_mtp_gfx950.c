@@ -26,21 +26,15 @@
 
 static const char *const aiter_mtp_archs[] = {"gfx950", "sm_90", NULL};
 
-/* Speculative tokens verified per sequence. One token is plain decode, where
- * there is no KV reuse to win and the generic kernel is as fast; the kernel
- * is built and measured for 2-4 tokens and promises nothing beyond. */
-#define AITER_MTP_MIN_Q_LEN 2
-#define AITER_MTP_MAX_Q_LEN 4
-
-/* On short contexts there are too few pages for the KV reuse to outweigh
- * the kernel's fixed cost, so those stay with the generic kernel. */
-#define AITER_MTP_MIN_KV_LEN_EXCLUSIVE 512
-
-/* One KV head feeds exactly 16 query heads: the kernel stacks those 16
- * heads (times the 2-4 tokens) into the rows of one matrix tile. */
-static const int32_t aiter_mtp_gqa_ratios[] = {16};
-static const int32_t aiter_mtp_head_dims[] = {256};
-static const int32_t aiter_mtp_page_sizes[] = {16};
+/* The kernel's shapes are the launch-plan header's ATTN_MTP_* constants
+ * (why each: there): speculative tokens per sequence, the shortest context,
+ * query heads per KV head, head size and page. */
+#define AITER_MTP_MIN_Q_LEN ATTN_MTP_MIN_Q_LEN
+#define AITER_MTP_MAX_Q_LEN ATTN_MTP_MAX_Q_LEN
+#define AITER_MTP_MIN_KV_LEN_EXCLUSIVE ATTN_MTP_MIN_KV_LEN_EXCLUSIVE
+static const int32_t aiter_mtp_gqa_ratios[] = {ATTN_MTP_GROUP};
+static const int32_t aiter_mtp_head_dims[] = {ATTN_MTP_D};
+static const int32_t aiter_mtp_page_sizes[] = {ATTN_MTP_PAGE};
 static const int32_t aiter_mtp_bf16[] = {ATTN_DTYPE_BF16};
 static const int32_t aiter_mtp_kv_dtypes[] = {ATTN_DTYPE_FP8_E4M3FN};
 

@@ -7,7 +7,7 @@
  * applies the same rules to host arrays (python/attnreg, _check_batch).
  *
  * Why: a batch that contradicts itself must be an error naming the sequence
- * and the array, never a result. The case that motivated it (issue 20):
+ * and the array, never a result. The case that motivated it:
  * 8 query tokens over seqused_k = 2 gave 6 rows of zeros with no error. The
  * keys of a sequence include its new tokens (the brief's semantics: query i
  * sits at position K - Q + i), so under causal masking or a window, whose

@@ -85,10 +85,13 @@ ATTN_PLAN_FN int attn_plan_generic_raw_bytes(int d, int dv, int kv_bytes, int ro
     return 4 * ATTN_GEN_WARPS * rows_per_warp * (d + 4) +
            stages * ATTN_GEN_TILE * ((d + dv) * kv_bytes + ATTN_GEN_RAW_PAD);
 }
-/* Head sizes the raw-K/V variant is compiled for. */
-static inline int attn_plan_generic_raw_built(int d)
+/* Head sizes the raw-K/V variant is compiled for (a sub-list of
+ * ATTN_GPU_HEAD_DIM_LIST; the generic launcher instantiates from it). */
+#define ATTN_GPU_RAW_KV_HEAD_DIM_LIST(X) X(192) X(256)
+#define ATTN_GPU_HEAD_DIM_EQ_(d) || dd == (d)
+static inline int attn_plan_generic_raw_built(int dd)
 {
-    return d == 192 || d == 256;
+    return 0 ATTN_GPU_RAW_KV_HEAD_DIM_LIST(ATTN_GPU_HEAD_DIM_EQ_);
 }
 /* NVIDIA: at most 76 KB, which keeps three programs per multiprocessor at
  * head size 128 (more programs, more tiles in flight); elsewhere the arch's
@@ -115,13 +118,31 @@ ATTN_PLAN_FN int attn_plan_decode_heads(int group, int d)
 }
 
 /* Matrix-unit decode kernel (attn_decode_mma.hip, NVIDIA): one warp, Q (16
- * rows) and 3 stages of 16-key K and V tiles, rows of D 16-bit elements plus
- * 16 bytes of padding. */
+ * rows) and 16-key K and V tiles, rows of D 16-bit elements plus 16 bytes of
+ * padding. A 16-bit cache: 3 stages of K and V tiles. An fp8 cache: the raw
+ * 16-key K and V tiles (D bytes a row) in ATTN_DMMA_FP8_STAGES stages, each
+ * converted in turn into one f16 K and V tile, and the 16 Q rows' score
+ * multipliers (a bf16 Q row enters the f16 matrix units scaled by a power of
+ * two). The raw tiles are half the bytes, so the fp8 program keeps more of
+ * them in flight for about the same shared memory. */
 #define ATTN_DMMA_TILE 16
 #define ATTN_DMMA_STAGES 3
-ATTN_PLAN_FN int attn_plan_decode_mma_bytes(int d)
+#define ATTN_DMMA_FP8_STAGES 4
+#define ATTN_DMMA_ROWMUL_BYTES (ATTN_DMMA_TILE * 4)
+/* Up to this head size the Q fragments live in registers for the whole
+ * program (KC x 4 = 32 at D 128), so Q needs no shared memory of its own: it
+ * passes through a stage that is not yet in use. Above it they would spill. */
+#define ATTN_DMMA_QREG_MAX_D 128
+ATTN_PLAN_FN int attn_plan_decode_mma_stages(int kv8)
 {
-    return (ATTN_DMMA_TILE + ATTN_DMMA_STAGES * 2 * ATTN_DMMA_TILE) * (d * 2 + 16);
+    return kv8 ? ATTN_DMMA_FP8_STAGES : ATTN_DMMA_STAGES;
+}
+ATTN_PLAN_FN int attn_plan_decode_mma_bytes(int d, int kv8)
+{
+    const int row = d * 2 + 16, q = d <= ATTN_DMMA_QREG_MAX_D ? 0 : ATTN_DMMA_TILE * row;
+    return kv8 ? q + 2 * ATTN_DMMA_TILE * row + ATTN_DMMA_ROWMUL_BYTES +
+                     ATTN_DMMA_FP8_STAGES * 2 * ATTN_DMMA_TILE * d
+               : q + ATTN_DMMA_STAGES * 2 * ATTN_DMMA_TILE * row;
 }
 
 /* MTP kernel (attn_mtp.hip, NVIDIA): D 256, 32-key fp8 tiles in 3 raw
@@ -129,6 +150,17 @@ ATTN_PLAN_FN int attn_plan_decode_mma_bytes(int d)
  * warpgroup variant, which also aligns its base to 1024 bytes and keeps the
  * row multipliers in registers). */
 #define ATTN_MTP_D 256
+/* The shapes the MTP kernel is built and measured for, one set of names for
+ * aiter-mtp-gfx950's predicates, the launcher's checks and the kernel: 16
+ * query heads per KV head (stacked into the rows of one matrix tile), head
+ * size ATTN_MTP_D, page 16, fp8 e4m3fn KV, 2-4 speculative tokens (one
+ * token is plain decode, where the generic kernel is as fast) over more
+ * than 512 keys (fewer leave too few pages for the KV reuse to pay). */
+#define ATTN_MTP_GROUP 16
+#define ATTN_MTP_PAGE 16
+#define ATTN_MTP_MIN_Q_LEN 2
+#define ATTN_MTP_MAX_Q_LEN 4
+#define ATTN_MTP_MIN_KV_LEN_EXCLUSIVE 512
 #define ATTN_MTP_TILE 32
 #define ATTN_MTP_STAGES 3
 ATTN_PLAN_FN int attn_plan_mtp_rows(int qw, int wg)
@@ -196,10 +228,18 @@ static inline int attn_plan_kv_bytes(int32_t dtype)
 {
     return dtype == ATTN_DTYPE_F32 ? 4 : attn_plan_is_fp8(dtype) ? 1 : 2;
 }
-/* The head sizes the GPU kernels are instantiated for (D == Dv): the list
- * aiter-generic's predicate accepts and the launchers dispatch on. */
-static const int32_t attn_gpu_head_dims[] = {64, 80, 96, 128, 192, 256};
+/* The head sizes the GPU kernels are compiled for (D == Dv), as one list: X(D) per
+ * size. The array the predicates read, attn_plan_head_dim_built, the
+ * sentence naming them, and the launchers' compile-time dispatch
+ * (attn_dispatch_head_dim in gpu_attn_internal.h) are generated from it, so
+ * a new size is one entry here (plus its tests). */
+#define ATTN_GPU_HEAD_DIM_LIST(X) X(64) X(80) X(96) X(128) X(192) X(256)
+#define ATTN_GPU_HEAD_DIM_ENTRY_(d) d,
+#define ATTN_GPU_HEAD_DIM_TEXT_(d) ", " #d
+static const int32_t attn_gpu_head_dims[] = {ATTN_GPU_HEAD_DIM_LIST(ATTN_GPU_HEAD_DIM_ENTRY_)};
 #define ATTN_GPU_HEAD_DIMS_COUNT (sizeof attn_gpu_head_dims / sizeof attn_gpu_head_dims[0])
+/* "64, 80, 96, 128, 192, 256": for messages (past the first ", ") */
+#define ATTN_GPU_HEAD_DIMS_TEXT (ATTN_GPU_HEAD_DIM_LIST(ATTN_GPU_HEAD_DIM_TEXT_) + 2)
 static inline int attn_plan_head_dim_built(int d)
 {
     size_t i;
@@ -223,14 +263,15 @@ static inline int attn_plan_prefill_takes(const attn_shape *s)
     return kv8 ? s->head_dim != 192 : s->kv_dtype == s->q_dtype;
 }
 
-/* The matrix-unit decode kernel takes Q and a cache of one 16-bit type,
- * D == Dv in the built list, no FP8 compute, pages of a multiple of 16. */
+/* The matrix-unit decode kernel takes a bf16 or f16 Q over a cache of Q's
+ * type or an e4m3fn / e4m3fnuz cache (f16 math, converted per tile), D == Dv
+ * in the built list, no FP8 compute, pages of a multiple of 16. */
 static inline int attn_plan_decode_mma_takes(const attn_shape *s)
 {
     const int32_t dv = attn_shape_head_dim_v(s);
-    return s->head_dim == dv && attn_plan_head_dim_built(s->head_dim) &&
-           s->q_dtype == s->kv_dtype &&
-           (s->kv_dtype == ATTN_DTYPE_BF16 || s->kv_dtype == ATTN_DTYPE_F16) &&
+    const int q16 = s->q_dtype == ATTN_DTYPE_BF16 || s->q_dtype == ATTN_DTYPE_F16;
+    return s->head_dim == dv && attn_plan_head_dim_built(s->head_dim) && q16 &&
+           (s->kv_dtype == s->q_dtype || attn_plan_is_fp8(s->kv_dtype)) &&
            !attn_plan_is_fp8(s->compute_dtype) && s->page_size > 0 &&
            s->page_size % ATTN_DMMA_TILE == 0;
 }
@@ -261,11 +302,43 @@ static inline attn_plan_features attn_plan_build_features(void)
     return f;
 }
 
-static inline void attn_plan_set(attn_kernel_plan *k, const char *kernel, const char *role,
+/* The kernels a plan names, as one list: X(ID, display name). A plan entry
+ * carries the name (attn_kernel_plan.kernel, what explain shows); the
+ * launcher reads it back as the id, never by comparing its own literals. */
+#define ATTN_PLAN_KERNEL_LIST(X)                                                                   \
+    X(GENERIC, "generic")                                                                          \
+    X(GENERIC_RAW, "generic-raw")                                                                  \
+    X(DECODE, "decode")                                                                            \
+    X(DECODE_MMA, "decode-mma")                                                                    \
+    X(PREFILL_WGMMA, "prefill-wgmma")                                                              \
+    X(MTP_MMA, "mtp-mma")                                                                          \
+    X(MTP_WGMMA, "mtp-wgmma")
+#define ATTN_PLAN_KERNEL_ENUM_(id, name) ATTN_PLAN_KERNEL_##id,
+#define ATTN_PLAN_KERNEL_NAME_(id, name) name,
+typedef enum attn_plan_kernel_id {
+    ATTN_PLAN_KERNEL_NONE = -1,
+    ATTN_PLAN_KERNEL_LIST(ATTN_PLAN_KERNEL_ENUM_) ATTN_PLAN_KERNEL_COUNT
+} attn_plan_kernel_id;
+static const char *const attn_plan_kernel_names[] = {ATTN_PLAN_KERNEL_LIST(ATTN_PLAN_KERNEL_NAME_)};
+static inline const char *attn_plan_kernel_name(attn_plan_kernel_id id)
+{
+    return id >= 0 && id < ATTN_PLAN_KERNEL_COUNT ? attn_plan_kernel_names[id] : "?";
+}
+/* The id of a plan entry (ATTN_PLAN_KERNEL_NONE for NULL or an unknown name). */
+static inline attn_plan_kernel_id attn_plan_kernel_of(const attn_kernel_plan *k)
+{
+    int i;
+    for (i = 0; k && i < ATTN_PLAN_KERNEL_COUNT; i++)
+        if (strncmp(k->kernel, attn_plan_kernel_names[i], sizeof k->kernel) == 0)
+            return (attn_plan_kernel_id)i;
+    return ATTN_PLAN_KERNEL_NONE;
+}
+
+static inline void attn_plan_set(attn_kernel_plan *k, attn_plan_kernel_id kernel, const char *role,
                                  int threads, int rows, int keys, int stages, int bytes)
 {
     memset(k, 0, sizeof *k);
-    snprintf(k->kernel, sizeof k->kernel, "%s", kernel);
+    snprintf(k->kernel, sizeof k->kernel, "%s", attn_plan_kernel_name(kernel));
     snprintf(k->role, sizeof k->role, "%s", role);
     k->threads = threads;
     k->rows = rows;
@@ -366,7 +439,8 @@ static inline int attn_plan_generic(const attn_shape *s, const attn_arch_limits 
             gen_stages = attn_plan_generic_stages(d, dv, kvb, 4, lim, 1);
             raw = gen_stages > 0;
         }
-        const char *gen_name = raw ? "generic-raw" : "generic";
+        const attn_plan_kernel_id gen_kernel =
+            raw ? ATTN_PLAN_KERNEL_GENERIC_RAW : ATTN_PLAN_KERNEL_GENERIC;
         const int gen_bytes =
             attn_plan_generic_variant_bytes(d, dv, kvb, 4, gen_stages ? gen_stages : 1, raw);
         if (nvidia && feat.wgmma && strcmp(lim->arch, "sm_90") == 0 && attn_plan_prefill_takes(s)) {
@@ -374,14 +448,14 @@ static inline int attn_plan_generic(const attn_shape *s, const attn_arch_limits 
                 attn_plan_prefill_layout(d, attn_plan_is_fp8(s->kv_dtype));
             if (l.bytes > lim->shared_bytes_per_block)
                 return attn_plan_too_big(why, why_size, "prefill", "128 rows", l.bytes, lim);
-            attn_plan_set(&out->kernels[out->num_kernels++], "prefill-wgmma", ATTN_ROLE_MULTI,
-                          l.threads, l.rows, l.keys, l.stages, l.bytes);
+            attn_plan_set(&out->kernels[out->num_kernels++], ATTN_PLAN_KERNEL_PREFILL_WGMMA,
+                          ATTN_ROLE_MULTI, l.threads, l.rows, l.keys, l.stages, l.bytes);
             if (gen_stages)
-                attn_plan_set(&out->kernels[out->num_kernels++], gen_name, ATTN_ROLE_MULTI_PORTABLE,
-                              32 * ATTN_GEN_WARPS, 4 * ATTN_GEN_WARPS, ATTN_GEN_TILE, gen_stages,
-                              gen_bytes);
+                attn_plan_set(&out->kernels[out->num_kernels++], gen_kernel,
+                              ATTN_ROLE_MULTI_PORTABLE, 32 * ATTN_GEN_WARPS, 4 * ATTN_GEN_WARPS,
+                              ATTN_GEN_TILE, gen_stages, gen_bytes);
         } else if (gen_stages) {
-            attn_plan_set(&out->kernels[out->num_kernels++], gen_name, ATTN_ROLE_MULTI,
+            attn_plan_set(&out->kernels[out->num_kernels++], gen_kernel, ATTN_ROLE_MULTI,
                           32 * ATTN_GEN_WARPS, 4 * ATTN_GEN_WARPS, ATTN_GEN_TILE, gen_stages,
                           gen_bytes);
         }
@@ -391,25 +465,30 @@ static inline int attn_plan_generic(const attn_shape *s, const attn_arch_limits 
                      attn_plan_generic_raw_built(d) ? ", raw K/V" : "");
             /* the smallest program there is: one stage, raw K/V where built */
             return attn_plan_too_big(
-                why, why_size, "generic", what,
+                why, why_size, attn_plan_kernel_name(ATTN_PLAN_KERNEL_GENERIC), what,
                 attn_plan_generic_variant_bytes(d, dv, kvb, 4, 1, attn_plan_generic_raw_built(d)),
                 lim);
         }
     }
     if (nvidia && attn_plan_decode_mma_takes(s)) {
-        const int bytes = attn_plan_decode_mma_bytes(d);
+        const int kv8 = attn_plan_is_fp8(s->kv_dtype);
+        const int bytes = attn_plan_decode_mma_bytes(d, kv8);
         if (bytes > lim->shared_bytes_per_block)
-            return attn_plan_too_big(why, why_size, "decode-mma", "16 rows", bytes, lim);
-        attn_plan_set(&out->kernels[out->num_kernels++], "decode-mma", ATTN_ROLE_DECODE, 32,
-                      ATTN_DMMA_TILE, ATTN_DMMA_TILE, ATTN_DMMA_STAGES, bytes);
+            return attn_plan_too_big(why, why_size,
+                                     attn_plan_kernel_name(ATTN_PLAN_KERNEL_DECODE_MMA), "16 rows",
+                                     bytes, lim);
+        attn_plan_set(&out->kernels[out->num_kernels++], ATTN_PLAN_KERNEL_DECODE_MMA,
+                      ATTN_ROLE_DECODE, 32, ATTN_DMMA_TILE, ATTN_DMMA_TILE,
+                      attn_plan_decode_mma_stages(kv8), bytes);
     } else {
         const int gt = attn_plan_decode_heads(group, d);
         const int bytes = attn_plan_decode_bytes(d, gt);
         if (bytes > lim->shared_bytes_per_block) {
             snprintf(what, sizeof what, "%d heads", gt);
-            return attn_plan_too_big(why, why_size, "decode", what, bytes, lim);
+            return attn_plan_too_big(why, why_size, attn_plan_kernel_name(ATTN_PLAN_KERNEL_DECODE),
+                                     what, bytes, lim);
         }
-        attn_plan_set(&out->kernels[out->num_kernels++], "decode", ATTN_ROLE_DECODE,
+        attn_plan_set(&out->kernels[out->num_kernels++], ATTN_PLAN_KERNEL_DECODE, ATTN_ROLE_DECODE,
                       32 * ATTN_DEC_WARPS, gt, ATTN_DEC_WARPS * ATTN_DEC_KEYS, 0, bytes);
     }
     return 1;
@@ -429,15 +508,18 @@ static inline int attn_plan_mtp(const attn_shape *s, const attn_arch_limits *lim
         const int long_q = s->max_q_len > 2;
         const int b4 = attn_plan_mtp_bytes(4, wg), b2 = attn_plan_mtp_bytes(2, 0);
         if (long_q && b4 > lim->shared_bytes_per_block)
-            return attn_plan_too_big(why, why_size, wg ? "mtp-wgmma" : "mtp-mma", "64 rows", b4,
-                                     lim);
+            return attn_plan_too_big(
+                why, why_size,
+                attn_plan_kernel_name(wg ? ATTN_PLAN_KERNEL_MTP_WGMMA : ATTN_PLAN_KERNEL_MTP_MMA),
+                "64 rows", b4, lim);
         if (b2 > lim->shared_bytes_per_block)
-            return attn_plan_too_big(why, why_size, "mtp-mma", "32 rows", b2, lim);
+            return attn_plan_too_big(why, why_size, attn_plan_kernel_name(ATTN_PLAN_KERNEL_MTP_MMA),
+                                     "32 rows", b2, lim);
         if (long_q)
-            attn_plan_set(&out->kernels[out->num_kernels++], wg ? "mtp-wgmma" : "mtp-mma",
-                          ATTN_ROLE_MTP, 128, attn_plan_mtp_rows(4, wg), ATTN_MTP_TILE,
-                          ATTN_MTP_STAGES, b4);
-        attn_plan_set(&out->kernels[out->num_kernels++], "mtp-mma",
+            attn_plan_set(&out->kernels[out->num_kernels++],
+                          wg ? ATTN_PLAN_KERNEL_MTP_WGMMA : ATTN_PLAN_KERNEL_MTP_MMA, ATTN_ROLE_MTP,
+                          128, attn_plan_mtp_rows(4, wg), ATTN_MTP_TILE, ATTN_MTP_STAGES, b4);
+        attn_plan_set(&out->kernels[out->num_kernels++], ATTN_PLAN_KERNEL_MTP_MMA,
                       long_q ? ATTN_ROLE_MTP_SHORT : ATTN_ROLE_MTP, 128, attn_plan_mtp_rows(2, 0),
                       ATTN_MTP_TILE, ATTN_MTP_STAGES, b2);
         return 1;
@@ -446,9 +528,9 @@ static inline int attn_plan_mtp(const attn_shape *s, const attn_arch_limits *lim
         const int st = attn_plan_generic_stages(ATTN_MTP_D, ATTN_MTP_D, 1, 16, lim, 0);
         const int bytes = attn_plan_generic_bytes(ATTN_MTP_D, ATTN_MTP_D, 1, 16, st ? st : 1);
         if (!st)
-            return attn_plan_too_big(why, why_size, "generic", "64 rows, head_dim 256, fp8 cache",
-                                     bytes, lim);
-        attn_plan_set(&out->kernels[out->num_kernels++], "generic", ATTN_ROLE_MTP,
+            return attn_plan_too_big(why, why_size, attn_plan_kernel_name(ATTN_PLAN_KERNEL_GENERIC),
+                                     "64 rows, head_dim 256, fp8 cache", bytes, lim);
+        attn_plan_set(&out->kernels[out->num_kernels++], ATTN_PLAN_KERNEL_GENERIC, ATTN_ROLE_MTP,
                       32 * ATTN_GEN_WARPS, 16 * ATTN_GEN_WARPS, ATTN_GEN_TILE, st, bytes);
     }
     return 1;

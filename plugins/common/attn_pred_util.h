@@ -229,7 +229,7 @@ static inline void attn_pred_set_error(char *err, size_t err_size, const char *s
         snprintf(err, err_size, "%s", sentence);
 }
 
-/* The predicate of a plugin whose kernels write no log-sum-exp (issue 20):
+/* The predicate of a plugin whose kernels write no log-sum-exp:
  * a shape with return_lse is refused with ATTN_REASON_LSE and a sentence,
  * so selection moves on to a backend that writes it. */
 static inline int attn_pred_refuse_lse(attn_verdict *verdict, const attn_shape *shape,
@@ -245,7 +245,7 @@ static inline int attn_pred_refuse_lse(attn_verdict *verdict, const attn_shape *
 
 /* The guard at the forward entry of a plugin whose kernels read only
  * contiguous [blocks, page, Hkv, D] K/V caches and write no log-sum-exp
- * (issue 20): any K/V stride in the args (ABI 1.3; the host passes the
+ * any K/V stride in the args (ABI 1.3; the host passes the
  * contiguous ones as 0) or an lse array is ATTN_ERR_UNSUPPORTED with a
  * sentence naming it, never a result computed on the wrong rows or an LSE
  * left unwritten. The host refuses such calls already for a plugin without

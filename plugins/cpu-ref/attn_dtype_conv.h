@@ -48,26 +48,16 @@ static inline float attn_conv_bits_f32(uint32_t u)
     return f;
 }
 
-/* Bytes per element of a dtype; 0 for ATTN_DTYPE_INVALID and unknown codes. */
+/* Bytes per element of a dtype; 0 for ATTN_DTYPE_INVALID and unknown codes
+ * (attn_types.h's ATTN_DTYPE_MAP). */
 static inline size_t attn_conv_dtype_size(int32_t dtype)
 {
-    switch (dtype) {
-    case ATTN_DTYPE_F32:
-        return 4;
-    case ATTN_DTYPE_F16:
-    case ATTN_DTYPE_BF16:
-        return 2;
-    case ATTN_DTYPE_FP8_E4M3FN:
-    case ATTN_DTYPE_FP8_E4M3FNUZ:
-        return 1;
-    default:
-        return 0;
-    }
+    return attn_dtype_size(dtype);
 }
 
 static inline int attn_conv_dtype_is_fp8(int32_t dtype)
 {
-    return dtype == ATTN_DTYPE_FP8_E4M3FN || dtype == ATTN_DTYPE_FP8_E4M3FNUZ;
+    return attn_dtype_is_fp8(dtype);
 }
 
 /* Shift a (at most 24-bit) significand right by `shift`, rounding to nearest

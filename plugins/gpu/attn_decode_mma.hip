@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * attn_decode_mma.hip — the generic kernel's decode path on NVIDIA matrix
- * units: every sequence has at most one query token, Q and the KV cache are
- * the same 16-bit type (bf16 or f16), head size == value head size (64, 80,
- * 96, 128, 192 or 256), page size a multiple of 16.
+ * units: every sequence has at most one query token, Q bf16 or f16 over a
+ * cache of Q's type or of fp8 (e4m3fn / e4m3fnuz, per-tensor descales), head
+ * size == value head size (64, 80, 96, 128, 192 or 256), page size a
+ * multiple of 16.
  *
  * Why a separate kernel. Plain decode (32:8 heads, D 128, bf16) does 4 FLOP
  * per byte of K/V, so it is memory-bound for any code that issues few
@@ -45,29 +46,81 @@
  *     acc) partials the other kernels write, merged by attn_reduce_kernel.
  * Keys are tiled at absolute multiples of 16; keys outside the visible range
  * [klo, khi) are zero-filled by the copy and masked to -inf.
+ *
+ * fp8 caches (KV8). Decode reads each K/V byte once, so an fp8 cache should
+ * take half the time of a 16-bit one; on the scalar kernel it took 2.6-4.4x
+ * longer (0.17-0.52 TB/s), issue-bound on per-element conversions. Here the
+ * raw fp8 tiles (D bytes a row, half the copies) stream through
+ * ATTN_DMMA_FP8_STAGES stages; each lane converts exactly the 16-byte chunks
+ * it copied (cvt e4m3x2 -> f16x2, exact), once per tile, into one f16 K/V
+ * tile, so no lane waits for another's copies and the raw ring needs no
+ * barrier; two __syncwarp fence the f16 tile (written, then read by every
+ * lane's ldmatrix). The math is f16: an f16 Q enters as it is, a bf16 Q row
+ * is scaled by the power of two that puts its largest element in
+ * [2^14, 2^15) (exact: 8 significant bits fit f16's 11) and that power comes
+ * back as the row's score multiplier. Both e4m3 formats are read with the
+ * e4m3fn instruction: an e4m3fnuz code is worth half its e4m3fn reading,
+ * which the launcher folds into the descales (the codes the formats read
+ * differently are fixed in attn_fp8_nuz_fix).
  */
 #include <math.h>
 
 #include "attn_launch_plan.h"
 #include "gpu_attn_internal.h"
 
-#define DMMA_TILE ATTN_DMMA_TILE
-/* The carveout (percent of the largest shared-memory configuration) the
- * kernel asks for, and the shared memory that gives on sm_90 (the next
- * supported size above 50 % of 228 KB). */
-#define DMMA_CARVEOUT_PERCENT 50
-#define DMMA_CARVEOUT_SMEM (132 * 1024)
+#include <atomic>
 
-/* Shared memory of one program: Q (16 rows) and STAGES stages of K and V
- * (16 rows each), rows of D 16-bit elements plus 16 bytes of padding.
- * Three stages: two tiles in flight per program, 4 programs per
- * multiprocessor at D 128 with the carveout below (2 at D 256). */
-template <int D>
+#define DMMA_TILE ATTN_DMMA_TILE
+/* The carveout (percent of the largest shared-memory configuration, 228 KB
+ * on sm_90) the kernel asks for, per cache type; the bench's tuning hook
+ * gpu_attn_tune_decode_mma can set another (and the programs per CU the
+ * segment rule in gpu_attn.hip fills).
+ *
+ * A program is one warp, so the warps a multiprocessor holds are the
+ * programs its shared memory holds, and with one warp per scheduler (4
+ * programs) every tile waits out its own instruction latencies. Measured on
+ * the H200 (32:8, D 128, version 10): ~1900 cycles per 16-key tile and
+ * warp over bf16 (about the latency chain of its ~200 instructions), ~3000
+ * over fp8 (the conversion). bf16 reaches 3.9-4.0 TB/s at batch >= 32 with
+ * half the storage as shared memory (4 programs at D 128) and gains
+ * nothing from more at one wave; fp8 moved 1.3 TB/s with 4 programs and 2.4
+ * with 8 (the whole 228 KB): it needs the warps. With all 228 KB (8
+ * programs at D 128 over bf16 and over fp8) and the segment rule aiming at
+ * 6 of them per CU, bf16 ran faster than before on every row of batch >= 8
+ * (3-10 %). */
+#define DMMA_CARVEOUT_PERCENT 100
+#define DMMA_TARGET_PER_CU 6
+static std::atomic<int> dmma_carveout_tuned{0};
+static std::atomic<int> dmma_target_tuned{0};
+static int dmma_carveout_percent(bool kv8)
+{
+    (void)kv8; /* one carveout for both caches, measured best for both */
+    const int t = dmma_carveout_tuned.load(std::memory_order_relaxed);
+    return t > 0 ? t : DMMA_CARVEOUT_PERCENT;
+}
+
+/* Shared memory of one program, rows of D 16-bit elements plus 16 bytes of
+ * padding. A 16-bit cache: Q (16 rows) and STAGES stages of K and V (16 rows
+ * each); three stages: two tiles in flight per program. An fp8 cache (KV8):
+ * Q, one f16 K and V tile, the 16 rows' score multipliers, and STAGES stages
+ * of raw K and V (16 rows of D bytes each): two raw tiles in flight. */
+template <int D, bool KV8>
 struct dmma_plan {
     static constexpr int ROW = D * 2 + 16;
-    static constexpr int STAGES = ATTN_DMMA_STAGES;
-    static constexpr int SMEM = attn_plan_decode_mma_bytes(D); /* the plan table's */
-    static_assert(SMEM == (DMMA_TILE + STAGES * 2 * DMMA_TILE) * ROW, "Q and the stages");
+    static constexpr int STAGES = attn_plan_decode_mma_stages(KV8);
+    static constexpr int SMEM = attn_plan_decode_mma_bytes(D, KV8); /* the plan table's */
+    /* Q in registers (D <= 128): its rows pass through a stage not yet in
+     * use (16-bit: the last stage, which the first copies leave free; fp8:
+     * the f16 tile, first written after Q is read). Else Q's own rows. */
+    static constexpr bool QREG = D <= ATTN_DMMA_QREG_MAX_D;
+    static constexpr int Q_BYTES = QREG ? 0 : DMMA_TILE * ROW;
+    static constexpr int ROWMUL = Q_BYTES + 2 * DMMA_TILE * ROW; /* KV8: after Q, K, V */
+    static constexpr int RAW = ROWMUL + ATTN_DMMA_ROWMUL_BYTES;  /* KV8: the raw stages */
+    static constexpr int RAW_STAGE = 2 * DMMA_TILE * D;          /* raw K rows, then V */
+    static_assert(KV8 ? SMEM == RAW + STAGES * RAW_STAGE
+                      : SMEM == Q_BYTES + STAGES * 2 * DMMA_TILE * ROW,
+                  "Q and the stages");
+    static_assert(RAW % 16 == 0 && RAW_STAGE % 16 == 0, "16-byte copies");
 };
 
 #if defined(ATTN_PLATFORM_CUDA)
@@ -97,23 +150,59 @@ static __device__ __forceinline__ void dmma_split(float x0, float x1, uint32_t &
         lo = *(const uint32_t *)&l;
     }
 }
+/* Sixteen e4m3 codes (one raw 16-byte chunk) -> sixteen f16 in y, exact
+ * (e4m3fn reading; nuz: the codes e4m3fnuz reads differently fixed, every
+ * code then worth twice its fnuz value, as the launcher's descales expect). */
+static __device__ __forceinline__ void dmma_fp8x16_to_f16(uint4 x, bool nuz, uint32_t (&y)[8])
+{
+#if __CUDA_ARCH__ >= 890
+    attn_fp8x4_to_f16x4(x.x, y[0], y[1]);
+    attn_fp8x4_to_f16x4(x.y, y[2], y[3]);
+    attn_fp8x4_to_f16x4(x.z, y[4], y[5]);
+    attn_fp8x4_to_f16x4(x.w, y[6], y[7]);
+    if (nuz)
+        attn_fp8_nuz_fix(x, y);
+#else
+    /* No e4m3 conversion instruction before sm_89: the exact decoder. */
+    const uint32_t w[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+    for (int e = 0; e < 16; e += 2) {
+        const uint32_t c0 = (w[e >> 2] >> (8 * (e & 3))) & 0xFFu;
+        const uint32_t c1 = (w[e >> 2] >> (8 * ((e + 1) & 3))) & 0xFFu;
+        const float m = nuz ? 2.f : 1.f;
+        y[e >> 1] = attn_f32_to_f16_bits(m * attn_fp8_to_f32(c0, nuz)) |
+                    (attn_f32_to_f16_bits(m * attn_fp8_to_f32(c1, nuz)) << 16);
+    }
+#endif
+}
 #endif /* ATTN_DMMA_DEVICE */
 
-template <int D, bool BF16>
+template <int D, bool BF16Q, bool KV8>
 __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams p)
 {
 #ifdef ATTN_DMMA_DEVICE
-    constexpr int ROWB = dmma_plan<D>::ROW;
+    using plan = dmma_plan<D, KV8>;
+    /* The matrix units' input type: Q's, or f16 over an fp8 cache. */
+    constexpr bool BF16 = BF16Q && !KV8;
+    constexpr int ROWB = plan::ROW;
     constexpr int CH = D / 8;      /* 16-byte chunks per row */
     constexpr int KC = D / 16;     /* k16 chunks of Q K^T */
     constexpr int NT = D / 8;      /* n8 tiles of the output */
-    constexpr int STAGES = dmma_plan<D>::STAGES;
+    constexpr int STAGES = plan::STAGES;
     constexpr int STAGE = 2 * DMMA_TILE * ROWB; /* K rows, then V rows */
     constexpr int LOADS = DMMA_TILE * CH / 32;  /* 16-byte copies per lane per K tile */
     static_assert(DMMA_TILE * CH % 32 == 0, "a tile's chunks must split evenly over the lanes");
+    /* fp8: raw 16-byte chunks per row and per lane (D 80: 80 chunks, the
+     * last pass partial) */
+    constexpr int RCH = D / 16;
+    constexpr int RLOADS = (DMMA_TILE * RCH + 31) / 32;
     extern __shared__ __align__(16) uint8_t dmma_sm[];
-    uint8_t *Qs = dmma_sm;
-    uint8_t *stage0 = Qs + DMMA_TILE * ROWB;
+    /* 16-bit cache: the stages; fp8: the one f16 K/V tile */
+    uint8_t *stage0 = dmma_sm + plan::Q_BYTES;
+    uint8_t *Qs = !plan::QREG ? dmma_sm : KV8 ? stage0 : stage0 + (STAGES - 1) * STAGE;
+    float *rowmul = (float *)(dmma_sm + plan::ROWMUL);
+    uint8_t *raw0 = dmma_sm + plan::RAW;
+    const bool nuz = KV8 && p.kv_dtype == ATTN_DTYPE_FP8_E4M3FNUZ;
 
     const int lane = threadIdx.x;
     const int g = lane >> 2, t = lane & 3;
@@ -148,7 +237,8 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
      * tile lies in one page: one block-table entry per tile, and the tile's
      * rows sit at a fixed stride, so a copy costs an add, not a lookup and a
      * 64-bit multiply. */
-    const int64_t row_stride = (int64_t)p.hkv * (D * 2); /* bytes between keys of a page */
+    constexpr int EB = KV8 ? 1 : 2; /* bytes per cache element */
+    const int64_t row_stride = (int64_t)p.hkv * (D * EB); /* bytes between keys of a page */
 
     /* Lane l holds the block of tile t_lo + 32 w + l for the current window
      * w of 32 tiles, and the next window is read when the current one comes
@@ -175,20 +265,58 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
      * 16-byte chunk c = idx % CH of both K and V; keys outside the visible
      * range are zero-filled. */
     auto load_tile = [&](int tile, int st, int blk) {
-        uint8_t *Ks = stage0 + st * STAGE;
-        uint8_t *Vs = Ks + DMMA_TILE * ROWB;
         const int kb = tile * DMMA_TILE;
         const bool full = kb >= klo && kb + DMMA_TILE <= khi;
         const int inpage = pow2page ? kb & (p.page - 1) : kb % p.page;
-        const int64_t base = (((int64_t)blk * p.page + inpage) * p.hkv + kvh) * (D * 2);
+        const int64_t base = (((int64_t)blk * p.page + inpage) * p.hkv + kvh) * (D * EB);
+        if constexpr (KV8) {
+            /* raw rows of D bytes, packed: lane-chunk idx lands at idx * 16 */
+            uint8_t *Kr = raw0 + st * plan::RAW_STAGE;
+            uint8_t *Vr = Kr + DMMA_TILE * D;
 #pragma unroll
-        for (int i = 0; i < LOADS; i++) {
-            const unsigned idx = (unsigned)lane + 32u * i;
-            const unsigned r = idx / CH, c = idx % CH;
-            const bool ok = full || (kb + (int)r >= klo && kb + (int)r < khi);
-            const int64_t off = base + (int64_t)r * row_stride + c * 16;
-            attn_cp_async16(Ks + r * ROWB + c * 16, kc + off, ok);
-            attn_cp_async16(Vs + r * ROWB + c * 16, vc + off, ok);
+            for (int i = 0; i < RLOADS; i++) {
+                const unsigned idx = (unsigned)lane + 32u * i;
+                if (DMMA_TILE * RCH % 32 != 0 && idx >= (unsigned)(DMMA_TILE * RCH))
+                    break;
+                const unsigned r = idx / RCH, c = idx % RCH;
+                const bool ok = full || (kb + (int)r >= klo && kb + (int)r < khi);
+                const int64_t off = base + (int64_t)r * row_stride + c * 16;
+                attn_cp_async16(Kr + idx * 16, kc + off, ok);
+                attn_cp_async16(Vr + idx * 16, vc + off, ok);
+            }
+        } else {
+            uint8_t *Ks = stage0 + st * STAGE;
+            uint8_t *Vs = Ks + DMMA_TILE * ROWB;
+#pragma unroll
+            for (int i = 0; i < LOADS; i++) {
+                const unsigned idx = (unsigned)lane + 32u * i;
+                const unsigned r = idx / CH, c = idx % CH;
+                const bool ok = full || (kb + (int)r >= klo && kb + (int)r < khi);
+                const int64_t off = base + (int64_t)r * row_stride + c * 16;
+                attn_cp_async16(Ks + r * ROWB + c * 16, kc + off, ok);
+                attn_cp_async16(Vs + r * ROWB + c * 16, vc + off, ok);
+            }
+        }
+    };
+    /* fp8: this lane's raw chunks of stage st (its own copies, waited for)
+     * into the f16 K and V tile. */
+    auto convert_tile = [&](int st) {
+        const uint8_t *Kr = raw0 + st * plan::RAW_STAGE;
+#pragma unroll
+        for (int part = 0; part < 2; part++) {
+            const uint8_t *src = Kr + part * DMMA_TILE * D;
+            uint8_t *dst = stage0 + part * DMMA_TILE * ROWB;
+#pragma unroll
+            for (int i = 0; i < RLOADS; i++) {
+                const unsigned idx = (unsigned)lane + 32u * i;
+                if (DMMA_TILE * RCH % 32 != 0 && idx >= (unsigned)(DMMA_TILE * RCH))
+                    break;
+                const unsigned r = idx / RCH, c = idx % RCH;
+                uint32_t y[8];
+                dmma_fp8x16_to_f16(*(const uint4 *)(src + idx * 16), nuz, y);
+                *(uint4 *)(dst + r * ROWB + c * 32) = make_uint4(y[0], y[1], y[2], y[3]);
+                *(uint4 *)(dst + r * ROWB + c * 32 + 16) = make_uint4(y[4], y[5], y[6], y[7]);
+            }
         }
     };
 
@@ -202,7 +330,65 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
     }
 
     /* Q: 16 rows = query heads hsplit * 16 + row of this KV head, raw 16-bit
-     * (the same type as the cache); rows past the group are zeros. */
+     * (the same type as the cache; fp8 cache: f16, scaled rows for a bf16
+     * Q); rows past the group are zeros. */
+    float qmul0, qmul1; /* rows g and g + 8: the score multiplier */
+    {
+        const float qm = p.softcap > 0.f ? p.score_scale : p.score_scale * ATTN_LOG2E;
+        qmul0 = qmul1 = qm;
+    }
+    if constexpr (KV8) {
+        /* lanes r and r + 16 share row r: chunks of one parity each */
+        const int r = lane & 15, half = lane >> 4;
+        const int hg = hsplit * DMMA_TILE + r;
+        const bool ok = hg < p.group;
+        const uint16_t *qrow = (const uint16_t *)p.q + (int64_t)q0 * p.q_stride_token +
+                               (int64_t)(kvh * p.group + (ok ? hg : 0)) * p.q_stride_head;
+        auto read8 = [&](int c, uint32_t (&w)[4]) {
+            if (!ok) {
+                w[0] = w[1] = w[2] = w[3] = 0u;
+            } else if (p.q_vec16) {
+                const uint4 u = *(const uint4 *)(qrow + c * 8);
+                w[0] = u.x, w[1] = u.y, w[2] = u.z, w[3] = u.w;
+            } else {
+#pragma unroll
+                for (int k = 0; k < 4; k++)
+                    w[k] = (uint32_t)qrow[c * 8 + 2 * k] | ((uint32_t)qrow[c * 8 + 2 * k + 1] << 16);
+            }
+        };
+        float mx = 0.f;
+        if (BF16Q) {
+            for (int c = half; c < CH; c += 2) {
+                uint32_t w[4];
+                read8(c, w);
+#pragma unroll
+                for (int k = 0; k < 4; k++)
+                    mx = fmaxf(mx, fmaxf(fabsf(attn_bf16_to_f32(w[k] & 0xFFFFu)),
+                                         fabsf(attn_bf16_to_f32(w[k] >> 16))));
+            }
+            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
+        }
+        int sh = 0;
+        for (int c = half; c < CH; c += 2) {
+            uint32_t w[4];
+            read8(c, w);
+            if (BF16Q) {
+                float v[8];
+#pragma unroll
+                for (int k = 0; k < 4; k++) {
+                    v[2 * k] = attn_bf16_to_f32(w[k] & 0xFFFFu);
+                    v[2 * k + 1] = attn_bf16_to_f32(w[k] >> 16);
+                }
+                sh = attn_q_to_f16_scaled(v, mx, w);
+            }
+            *(uint4 *)(Qs + r * ROWB + c * 16) = make_uint4(w[0], w[1], w[2], w[3]);
+        }
+        if (half == 0)
+            rowmul[r] = ldexpf(1.f, -sh);
+        __syncwarp();
+        qmul0 *= rowmul[g];
+        qmul1 *= rowmul[g + 8];
+    } else {
     for (int idx = lane; idx < DMMA_TILE * CH; idx += 32) {
         const int r = idx / CH, c = idx % CH;
         const int hg = hsplit * DMMA_TILE + r;
@@ -223,13 +409,25 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
         }
         *(uint4 *)(Qs + r * ROWB + c * 16) = v;
     }
+    }
 
-    const float qmul = p.softcap > 0.f ? p.score_scale : p.score_scale * ATTN_LOG2E;
     float o[NT][4];
 #pragma unroll
     for (int j = 0; j < NT; j++)
         o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
     float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
+
+    /* Q's A fragments held for the whole program (D <= 128): read once, and
+     * the stage Q passed through is free again after the barrier. */
+    uint32_t qf[plan::QREG ? KC : 1][4];
+    if constexpr (plan::QREG) {
+        __syncwarp();
+        const int qa = (lane & 15) * ROWB + (lane >> 4) * 16;
+#pragma unroll
+        for (int kk = 0; kk < KC; kk++)
+            attn_ldsm_x4(attn_smem_addr(Qs + qa + kk * 32), qf[kk]);
+        __syncwarp();
+    }
 
     /* Per-lane ldmatrix addresses (byte offsets inside a tile). A (Q): lanes
      * 8j..8j+7 address matrix j = (rows 0-7 | 8-15) x (chunk 2kc | 2kc+1).
@@ -242,13 +440,27 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
 
     for (int it = 0; it < nt; it++) {
         attn_cp_async_wait(STAGES - 2);
-        __syncwarp(); /* tile `it` visible to every lane; stage it-1 free */
-        if (it + STAGES - 1 < nt)
-            load_tile(t_lo + it + STAGES - 1, (it + STAGES - 1) % STAGES, window_blk(it + STAGES - 1));
-        attn_cp_async_commit();
-
-        const uint8_t *Ks = stage0 + (it % STAGES) * STAGE;
-        const uint8_t *Vs = Ks + DMMA_TILE * ROWB;
+        const uint8_t *Ks, *Vs;
+        if constexpr (KV8) {
+            /* This lane's raw chunks of tile it have landed; the raw stage of
+             * it - 1 is free (this lane converted its own chunks of it). */
+            if (it + STAGES - 1 < nt)
+                load_tile(t_lo + it + STAGES - 1, (it + STAGES - 1) % STAGES,
+                          window_blk(it + STAGES - 1));
+            attn_cp_async_commit();
+            __syncwarp(); /* every lane done reading the f16 tile of it - 1 */
+            convert_tile(it % STAGES);
+            __syncwarp(); /* the f16 tile of it visible to every lane */
+            Ks = stage0;
+        } else {
+            __syncwarp(); /* tile `it` visible to every lane; stage it-1 free */
+            if (it + STAGES - 1 < nt)
+                load_tile(t_lo + it + STAGES - 1, (it + STAGES - 1) % STAGES,
+                          window_blk(it + STAGES - 1));
+            attn_cp_async_commit();
+            Ks = stage0 + (it % STAGES) * STAGE;
+        }
+        Vs = Ks + DMMA_TILE * ROWB;
 
         /* S = Q K^T: two n8 tiles (keys 0-7, 8-15), each accumulated in two
          * chains (even and odd k16 chunks) so that dependent mma wait half
@@ -262,7 +474,13 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
 #pragma unroll
         for (int kk = 0; kk < KC; kk++) {
             uint32_t a[4], b[4];
-            attn_ldsm_x4(attn_smem_addr(Qs + a_off + kk * 32), a);
+            if constexpr (plan::QREG) {
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    a[e] = qf[kk][e];
+            } else {
+                attn_ldsm_x4(attn_smem_addr(Qs + a_off + kk * 32), a);
+            }
             attn_ldsm_x4(attn_smem_addr(Ks + k_off + kk * 32), b);
             attn_mma16816<BF16>(kk & 1 ? sx[0] : sc[0], a, b[0], b[1]);
             attn_mma16816<BF16>(kk & 1 ? sx[1] : sc[1], a, b[2], b[3]);
@@ -281,7 +499,7 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
         for (int j = 0; j < 2; j++) {
 #pragma unroll
             for (int e = 0; e < 2; e++) {
-                float s0 = sc[j][e] * qmul, s1 = sc[j][2 + e] * qmul;
+                float s0 = sc[j][e] * qmul0, s1 = sc[j][2 + e] * qmul1;
                 if (p.softcap > 0.f) {
                     s0 = p.softcap * tanhf(s0 / p.softcap) * ATTN_LOG2E;
                     s1 = p.softcap * tanhf(s1 / p.softcap) * ATTN_LOG2E;
@@ -395,87 +613,87 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
 #endif
 }
 
-template <int D, bool BF16>
+template <int D, bool BF16Q, bool KV8>
 static hipError_t launch_dmma_t(const attn_kparams *p, hipStream_t stream)
 {
-    constexpr int smem = dmma_plan<D>::SMEM;
-    /* Opt in to more than 48 KB once per instantiation, before any capture
-     * (see the generic launcher). */
-    static volatile int opted_in = 0;
-    if (!opted_in) {
-        hipError_t e = hipFuncSetAttribute((const void *)attn_decode_mma_kernel<D, BF16>,
-                                           hipFuncAttributeMaxDynamicSharedMemorySize, smem);
-        if (e != hipSuccess)
-            return e;
-        /* Half of the unified L1/shared storage as shared memory (sm_90:
-         * 132 of 256 KB, 4 programs at D 128), the rest stays L1. Measured
-         * on the H200 at batch 64, kv 8192 (D 128): 531 us with this split,
-         * 598 us with 164 KB shared (5 programs), 635 us with 228 KB (7
-         * programs), 682 us with 100 KB (3). The copies in flight appear to
-         * need L1 room: more programs with less L1 move fewer bytes. */
-        e = hipFuncSetAttribute((const void *)attn_decode_mma_kernel<D, BF16>,
-                                hipFuncAttributePreferredSharedMemoryCarveout,
-                                DMMA_CARVEOUT_PERCENT);
-        if (e != hipSuccess)
-            return e;
-        opted_in = 1;
-    }
+    constexpr int smem = dmma_plan<D, KV8>::SMEM;
+    hipError_t e = attn_func_opt_in((const void *)attn_decode_mma_kernel<D, BF16Q, KV8>, smem,
+                                    dmma_carveout_percent(KV8));
+    if (e != hipSuccess)
+        return e;
     /* KV heads vary fastest: the programs of one sequence start together
      * and read the 256-byte rows of neighbouring heads (one contiguous row
      * of hkv x D per key) close in time, which DRAM serves better than
      * scattered rows. */
     dim3 grid(p->hkv * p->head_splits, p->num_seqs, p->nseg);
-    attn_decode_mma_kernel<D, BF16><<<grid, 32, smem, stream>>>(*p);
-    hipError_t e = hipGetLastError();
+    attn_decode_mma_kernel<D, BF16Q, KV8><<<grid, 32, smem, stream>>>(*p);
+    e = hipGetLastError();
     if (e != hipSuccess || p->nseg == 1)
         return e;
     return attn_launch_reduce(p, p->nseg, stream);
 }
 
-template <bool BF16>
+template <bool BF16Q, bool KV8>
 static hipError_t launch_dmma_d(const attn_kparams *p, hipStream_t stream)
 {
-    switch (p->d) {
-    case 64:
-        return launch_dmma_t<64, BF16>(p, stream);
-    case 80:
-        return launch_dmma_t<80, BF16>(p, stream);
-    case 96:
-        return launch_dmma_t<96, BF16>(p, stream);
-    case 128:
-        return launch_dmma_t<128, BF16>(p, stream);
-    case 192:
-        return launch_dmma_t<192, BF16>(p, stream);
-    case 256:
-        return launch_dmma_t<256, BF16>(p, stream);
-    default:
-        return hipErrorInvalidValue;
-    }
+    return attn_dispatch_head_dim(p->d, [&](auto d) {
+        return launch_dmma_t<decltype(d)::value, BF16Q, KV8>(p, stream);
+    });
 }
 
 #endif /* ATTN_PLATFORM_CUDA */
 
 /* Programs of this kernel one multiprocessor holds at once: the shared
- * memory the carveout leaves them (132 KB on sm_90, 1 KB of it reserved per
- * block), at most 32 resident blocks. */
-int attn_decode_mma_programs_per_cu(int d)
+ * memory the carveout leaves them (sm_90 configurations 0, 8, 16, 32, 64,
+ * 100, 132, 164, 196 and 228 KB; the carveout's share of 228 KB rounded up
+ * to one; 1 KB of it reserved per block), at most 32 resident blocks. */
+int attn_decode_mma_programs_per_cu(int d, int kv8)
 {
-    const int smem = d <= 64    ? dmma_plan<64>::SMEM
-                     : d <= 80  ? dmma_plan<80>::SMEM
-                     : d <= 96  ? dmma_plan<96>::SMEM
-                     : d <= 128 ? dmma_plan<128>::SMEM
-                     : d <= 192 ? dmma_plan<192>::SMEM
-                                : dmma_plan<256>::SMEM;
-    const int n = DMMA_CARVEOUT_SMEM / (smem + 1024);
+    static const int configs_kb[] = {0, 8, 16, 32, 64, 100, 132, 164, 196, 228};
+    const int want_kb = (228 * dmma_carveout_percent(kv8 != 0) + 99) / 100;
+    int kb = 228;
+    for (int c : configs_kb)
+        if (c >= want_kb) {
+            kb = c;
+            break;
+        }
+    const int smem = attn_plan_decode_mma_bytes(d, kv8);
+    const int n = kb * 1024 / (smem + 1024);
     return n < 1 ? 1 : n > 32 ? 32 : n;
+}
+
+int attn_decode_mma_target_per_cu(int d, int kv8)
+{
+    const int t = dmma_target_tuned.load(std::memory_order_relaxed);
+    const int cap = attn_decode_mma_programs_per_cu(d, kv8);
+    const int want = t > 0 ? t : DMMA_TARGET_PER_CU;
+    return want < cap ? want : cap;
+}
+
+extern "C" void gpu_attn_tune_decode_mma(int carveout_percent, int target_per_cu)
+{
+    dmma_carveout_tuned.store(carveout_percent <= 0 ? 0 : carveout_percent > 100 ? 100 : carveout_percent,
+                              std::memory_order_relaxed);
+    dmma_target_tuned.store(target_per_cu <= 0 ? 0 : target_per_cu > 32 ? 32 : target_per_cu,
+                            std::memory_order_relaxed);
 }
 
 hipError_t attn_launch_decode_mma(const attn_kparams *p, hipStream_t stream)
 {
 #if defined(ATTN_PLATFORM_CUDA)
-    if (p->q_dtype == ATTN_DTYPE_BF16)
-        return launch_dmma_d<true>(p, stream);
-    return launch_dmma_d<false>(p, stream);
+    const bool bf16 = p->q_dtype == ATTN_DTYPE_BF16;
+    if (p->kv_dtype == ATTN_DTYPE_FP8_E4M3FN || p->kv_dtype == ATTN_DTYPE_FP8_E4M3FNUZ) {
+        /* Both e4m3 formats are read as e4m3fn; an e4m3fnuz code is worth
+         * half that reading (exponent bias 8, not 7): the descales absorb
+         * it exactly (the kernel fixes the codes the formats read apart). */
+        attn_kparams q = *p;
+        if (p->kv_dtype == ATTN_DTYPE_FP8_E4M3FNUZ) {
+            q.score_scale *= 0.5f;
+            q.v_scale *= 0.5f;
+        }
+        return bf16 ? launch_dmma_d<true, true>(&q, stream) : launch_dmma_d<false, true>(&q, stream);
+    }
+    return bf16 ? launch_dmma_d<true, false>(p, stream) : launch_dmma_d<false, false>(p, stream);
 #else
     (void)p;
     (void)stream;

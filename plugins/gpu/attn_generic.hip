@@ -400,13 +400,15 @@ __global__ void __launch_bounds__(GEN_WARPS * 32)
 /* Merge nseg partials of each (token, head) with the log-sum-exp rule, add
  * the sink to the denominator, scale by v_descale and store. A segment that
  * saw no key has sum 0 and is skipped (its acc was never written).
- * The first warp reads every segment's (max, sum) at once (two per lane)
+ * The first warp reads every segment's (max, sum) at once (up to
+ * RED_PER_LANE per lane)
  * and leaves one weight per segment in shared memory; then every thread
  * sums its output columns over the segments with independent loads. A
  * serial walk over the segments, each waiting on its load, made this kernel
  * a chain of 3 x nseg memory round trips: longer than the attention kernel
  * itself on small batches. */
-#define RED_MAX_SEG 64
+#define RED_MAX_SEG ATTN_REDUCE_MAX_SEGMENTS
+#define RED_PER_LANE (RED_MAX_SEG / 32)
 __global__ void __launch_bounds__(128) attn_reduce_kernel(const attn_kparams p, int nseg)
 {
     __shared__ float weight[RED_MAX_SEG];
@@ -425,10 +427,10 @@ __global__ void __launch_bounds__(128) attn_reduce_kernel(const attn_kparams p, 
     nseg = min(nseg, RED_MAX_SEG);
     if (threadIdx.x < 32) {
         const int lane = threadIdx.x;
-        float ms[2], ls[2];
+        float ms[RED_PER_LANE], ls[RED_PER_LANE];
         float mx = -INFINITY;
 #pragma unroll
-        for (int k = 0; k < 2; k++) {
+        for (int k = 0; k < RED_PER_LANE; k++) {
             const int sg = lane + 32 * k;
             ms[k] = -INFINITY;
             ls[k] = 0.f;
@@ -445,7 +447,7 @@ __global__ void __launch_bounds__(128) attn_reduce_kernel(const attn_kparams p, 
         const float mu = M == -INFINITY ? 0.f : M;
         float part = 0.f;
 #pragma unroll
-        for (int k = 0; k < 2; k++) {
+        for (int k = 0; k < RED_PER_LANE; k++) {
             const int sg = lane + 32 * k;
             const float w = ls[k] > 0.f ? exp2f(ms[k] - mu) : 0.f;
             part += ls[k] * w;
@@ -487,23 +489,16 @@ static hipError_t launch_generic_t(const attn_kparams *p, hipStream_t stream)
                            : attn_plan_generic_bytes(D, D, KVB, ROWS, p->stages);
     if (smem > p->shared_limit)
         return hipErrorInvalidValue;
-    /* Above 48 KB a kernel must opt in to the larger dynamic limit. Done once
-     * per instantiation, for the arch's whole limit (the largest any launch
-     * asks), so that later forwards, graph capture included, make no such
-     * call. Two threads racing here both set the same value, which is
-     * harmless. */
-    static volatile int opted_in = 0;
-    if (!opted_in) {
-        hipError_t e = hipFuncSetAttribute((const void *)attn_generic_kernel<ROWS, D, KVB, RAWKV>,
-                                           hipFuncAttributeMaxDynamicSharedMemorySize,
-                                           p->shared_limit);
-        if (e != hipSuccess)
-            return e;
-        opted_in = 1;
-    }
+    /* Above 48 KB a kernel must opt in to the larger dynamic limit: asked
+     * for the arch's whole limit (the largest any launch asks), so that
+     * later forwards, graph capture included, make no such call. */
+    hipError_t e = attn_func_opt_in((const void *)attn_generic_kernel<ROWS, D, KVB, RAWKV>,
+                                    p->shared_limit, -1);
+    if (e != hipSuccess)
+        return e;
     dim3 grid(p->num_tokens / p->block_q + p->num_seqs, p->hkv * p->head_splits, p->nseg);
     attn_generic_kernel<ROWS, D, KVB, RAWKV><<<grid, GEN_WARPS * 32, smem, stream>>>(*p);
-    hipError_t e = hipGetLastError();
+    e = hipGetLastError();
     if (e != hipSuccess || p->nseg == 1)
         return e;
     return attn_launch_reduce(p, p->nseg, stream);
@@ -520,27 +515,19 @@ hipError_t attn_launch_reduce(const attn_kparams *p, int nseg, hipStream_t strea
  * KV element width, so that every loop has compile-time bounds; the raw-K/V
  * variant only at the head sizes whose float tiles can exceed an arch's LDS
  * (192, 256; the plan picks it, p->raw_kv). */
+#define GEN_RAW_EQ_(x) || D == (x)
 template <int ROWS, int KVB>
 static hipError_t launch_generic_d(const attn_kparams *p, hipStream_t stream)
 {
-    switch (p->d) {
-    case 64:
-        return launch_generic_t<ROWS, 64, KVB>(p, stream);
-    case 80:
-        return launch_generic_t<ROWS, 80, KVB>(p, stream);
-    case 96:
-        return launch_generic_t<ROWS, 96, KVB>(p, stream);
-    case 128:
-        return launch_generic_t<ROWS, 128, KVB>(p, stream);
-    case 192:
-        return p->raw_kv ? launch_generic_t<ROWS, 192, KVB, true>(p, stream)
-                         : launch_generic_t<ROWS, 192, KVB>(p, stream);
-    case 256:
-        return p->raw_kv ? launch_generic_t<ROWS, 256, KVB, true>(p, stream)
-                         : launch_generic_t<ROWS, 256, KVB>(p, stream);
-    default:
-        return hipErrorInvalidValue;
-    }
+    return attn_dispatch_head_dim(p->d, [&](auto d) {
+        constexpr int D = decltype(d)::value;
+        constexpr bool raw_built = 0 ATTN_GPU_RAW_KV_HEAD_DIM_LIST(GEN_RAW_EQ_);
+        if constexpr (raw_built) {
+            if (p->raw_kv)
+                return launch_generic_t<ROWS, D, KVB, true>(p, stream);
+        }
+        return launch_generic_t<ROWS, D, KVB>(p, stream);
+    });
 }
 
 int attn_generic_supports(int d, int dv, int kv_dtype)
@@ -974,22 +961,8 @@ static hipError_t launch_decode_g(const attn_kparams *p, hipStream_t stream)
 template <int KVB>
 static hipError_t launch_decode_d(const attn_kparams *p, hipStream_t stream)
 {
-    switch (p->d) {
-    case 64:
-        return launch_decode_g<64, KVB>(p, stream);
-    case 80:
-        return launch_decode_g<80, KVB>(p, stream);
-    case 96:
-        return launch_decode_g<96, KVB>(p, stream);
-    case 128:
-        return launch_decode_g<128, KVB>(p, stream);
-    case 192:
-        return launch_decode_g<192, KVB>(p, stream);
-    case 256:
-        return launch_decode_g<256, KVB>(p, stream);
-    default:
-        return hipErrorInvalidValue;
-    }
+    return attn_dispatch_head_dim(
+        p->d, [&](auto d) { return launch_decode_g<decltype(d)::value, KVB>(p, stream); });
 }
 
 /* p->heads_per_tile (a value of attn_decode_heads_per_program), head_splits

@@ -85,9 +85,9 @@
 #define ATTN_MTP_WGMMA 1
 #endif
 
-#define MTP_D 256
-#define MTP_GROUP 16
-#define MTP_PAGE 16
+#define MTP_D ATTN_MTP_D
+#define MTP_GROUP ATTN_MTP_GROUP
+#define MTP_PAGE ATTN_MTP_PAGE
 
 #if defined(ATTN_PLATFORM_CUDA)
 
@@ -660,16 +660,10 @@ template <int QW, bool WG>
 static hipError_t launch_mtp_t(const attn_kparams *p, int nseg, hipStream_t stream)
 {
     const int smem = mtp_smem<QW, WG>::TOTAL;
-    /* Opt in to more than 48 KB of shared memory once (see the generic
-     * launcher for why once). */
-    static volatile int opted_in = 0;
-    if (!opted_in) {
-        hipError_t e = hipFuncSetAttribute((const void *)attn_mtp_kernel<QW, WG>,
-                                           hipFuncAttributeMaxDynamicSharedMemorySize, smem);
-        if (e != hipSuccess)
-            return e;
-        opted_in = 1;
-    }
+    /* more than 48 KB of shared memory (see the generic launcher) */
+    hipError_t e = attn_func_opt_in((const void *)attn_mtp_kernel<QW, WG>, smem, -1);
+    if (e != hipSuccess)
+        return e;
     dim3 grid(p->num_seqs, p->hkv, nseg);
     attn_mtp_kernel<QW, WG><<<grid, 128, smem, stream>>>(*p);
     return hipGetLastError();

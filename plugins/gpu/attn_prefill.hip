@@ -685,20 +685,14 @@ template <int D, bool BF16, bool SOFTCAP, bool KV8>
 static hipError_t launch_prefill_t(const attn_kparams *p, hipStream_t stream)
 {
     using C = prefill_cfg<D, KV8>;
-    /* Opt in to more than 48 KB of shared memory once per instantiation, so
-     * that later forwards (graph capture included) make no such call. */
-    static volatile int opted_in = 0;
-    if (!opted_in) {
-        hipError_t e =
-            hipFuncSetAttribute((const void *)attn_prefill_kernel<D, BF16, SOFTCAP, KV8>,
-                                hipFuncAttributeMaxDynamicSharedMemorySize, C::SMEM);
-        if (e != hipSuccess)
-            return e;
-        opted_in = 1;
-    }
+    /* more than 48 KB of shared memory (see the generic launcher) */
+    hipError_t e =
+        attn_func_opt_in((const void *)attn_prefill_kernel<D, BF16, SOFTCAP, KV8>, C::SMEM, -1);
+    if (e != hipSuccess)
+        return e;
     dim3 grid(p->num_tokens / p->block_q + p->num_seqs, p->hkv * p->head_splits, p->nseg);
     attn_prefill_kernel<D, BF16, SOFTCAP, KV8><<<grid, C::THREADS, C::SMEM, stream>>>(*p);
-    hipError_t e = hipGetLastError();
+    e = hipGetLastError();
     if (e != hipSuccess || p->nseg == 1)
         return e;
     return attn_launch_reduce(p, p->nseg, stream);
@@ -710,25 +704,13 @@ static hipError_t launch_prefill_t(const attn_kparams *p, hipStream_t stream)
 template <bool BF16, bool SOFTCAP, bool KV8>
 static hipError_t launch_prefill_d(const attn_kparams *p, hipStream_t stream)
 {
-    switch (p->d) {
-    case 64:
-        return launch_prefill_t<64, BF16, SOFTCAP, KV8>(p, stream);
-    case 80:
-        return launch_prefill_t<80, BF16, SOFTCAP, KV8>(p, stream);
-    case 96:
-        return launch_prefill_t<96, BF16, SOFTCAP, KV8>(p, stream);
-    case 128:
-        return launch_prefill_t<128, BF16, SOFTCAP, KV8>(p, stream);
-    case 192:
-        if constexpr (KV8)
-            return hipErrorInvalidValue;
+    return attn_dispatch_head_dim(p->d, [&](auto d) {
+        constexpr int D = decltype(d)::value;
+        if constexpr (KV8 && D == 192)
+            return hipErrorInvalidValue; /* the plan never takes D 192 over fp8 here */
         else
-            return launch_prefill_t<192, BF16, SOFTCAP, false>(p, stream);
-    case 256:
-        return launch_prefill_t<256, BF16, SOFTCAP, KV8>(p, stream);
-    default:
-        return hipErrorInvalidValue;
-    }
+            return launch_prefill_t<D, BF16, SOFTCAP, KV8>(p, stream);
+    });
 }
 
 #endif /* ATTN_PLATFORM_CUDA */

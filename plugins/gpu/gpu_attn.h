@@ -78,6 +78,13 @@ int gpu_attn_force_generic(gpu_attn_ctx *ctx, int stages, int raw_kv);
  * variant in use, -1 for a context that is not the MTP kernel's. */
 int gpu_attn_force_mtp_variant(gpu_attn_ctx *ctx, int variant);
 
+/* For benchmarks: the matrix-unit decode kernel's shared-memory carveout
+ * (percent of 228 KB on sm_90; 0 = the default, 100) and the programs per
+ * compute unit its segment rule fills (0 = the default, 6; at most what the
+ * carveout holds). Process-wide; set it before
+ * the forwards it should time, and size workspaces after it. */
+void gpu_attn_tune_decode_mma(int carveout_percent, int target_per_cu);
+
 /* The number of key segments the rule picks for a batch (1 = 2D path). */
 int gpu_attn_plan_segments(const gpu_attn_ctx *ctx, int num_tokens, int num_seqs, int max_seqlen_q,
                            int max_seqlen_k);

@@ -46,7 +46,56 @@ __attribute__((visibility("hidden"))) const char *const attn_gpu_kernel_archs[] 
     ATTN_LIST(ATTNREG_GPU_ARCH_LIST), NULL};
 }
 
-#define ATTN_MAX_SEGMENTS 64
+#define ATTN_MAX_SEGMENTS ATTN_REDUCE_MAX_SEGMENTS
+
+/* ---- launch attributes, per (kernel, device) ---- */
+#include <mutex>
+namespace {
+struct func_attrs {
+    const void *func;
+    int device, smem, carveout;
+};
+std::mutex func_attrs_lock;
+func_attrs func_attrs_set[256];
+int func_attrs_count;
+} // namespace
+
+hipError_t attn_func_opt_in(const void *func, int smem_bytes, int carveout_percent)
+{
+    int dev = 0;
+    hipError_t e = hipGetDevice(&dev);
+    if (e != hipSuccess)
+        return e;
+    std::lock_guard<std::mutex> hold(func_attrs_lock);
+    func_attrs *rec = NULL;
+    for (int i = 0; i < func_attrs_count; i++)
+        if (func_attrs_set[i].func == func && func_attrs_set[i].device == dev)
+            rec = &func_attrs_set[i];
+    if (rec && rec->smem >= smem_bytes &&
+        (carveout_percent < 0 || rec->carveout == carveout_percent))
+        return hipSuccess;
+    e = hipFuncSetAttribute(func, hipFuncAttributeMaxDynamicSharedMemorySize, smem_bytes);
+    if (e != hipSuccess)
+        return e;
+    if (carveout_percent >= 0) {
+        e = hipFuncSetAttribute(func, hipFuncAttributePreferredSharedMemoryCarveout,
+                                carveout_percent);
+        if (e != hipSuccess)
+            return e;
+    }
+    if (!rec) {
+        if (func_attrs_count == (int)(sizeof func_attrs_set / sizeof func_attrs_set[0]))
+            return hipSuccess; /* set, just not remembered: the next launch sets it again */
+        rec = &func_attrs_set[func_attrs_count++];
+        rec->func = func;
+        rec->device = dev;
+        rec->smem = 0;
+    }
+    if (smem_bytes > rec->smem)
+        rec->smem = smem_bytes;
+    rec->carveout = carveout_percent;
+    return hipSuccess;
+}
 
 struct gpu_attn_ctx {
     gpu_attn_kernel kernel;
@@ -186,16 +235,18 @@ static attn_status check_shape(gpu_attn_kernel kernel, const attn_shape *s, char
     if (kernel == GPU_ATTN_KERNEL_GENERIC) {
         if (!attn_generic_supports(s->head_dim, dv, s->kv_dtype)) {
             set_err(err, n, "head_dim %d / head_dim_v %d / kv %d: the generic kernel is built for "
-                            "head_dim = head_dim_v in {64, 80, 96, 128, 192, 256} and a 16-bit "
-                            "or fp8 KV cache",
-                    (int)s->head_dim, (int)dv, (int)s->kv_dtype);
+                            "head_dim = head_dim_v in {%s} and a 16-bit or fp8 KV cache",
+                    (int)s->head_dim, (int)dv, (int)s->kv_dtype, ATTN_GPU_HEAD_DIMS_TEXT);
             return ATTN_ERR_CREATE_FAILED;
         }
     } else {
-        if (s->num_q_heads / hkv != 16 || s->head_dim != 256 || dv != 256 || s->page_size != 16 ||
-            s->kv_dtype != ATTN_DTYPE_FP8_E4M3FN || s->max_q_len < 1 || s->max_q_len > 4) {
-            set_err(err, n, "the MTP kernel needs 16 query heads per KV head, head_dim 256, page "
-                            "16, fp8_e4m3fn KV and 1-4 query tokens");
+        if (s->num_q_heads / hkv != ATTN_MTP_GROUP || s->head_dim != ATTN_MTP_D ||
+            dv != ATTN_MTP_D || s->page_size != ATTN_MTP_PAGE ||
+            s->kv_dtype != ATTN_DTYPE_FP8_E4M3FN || s->max_q_len < 1 ||
+            s->max_q_len > ATTN_MTP_MAX_Q_LEN) {
+            set_err(err, n, "the MTP kernel needs %d query heads per KV head, head_dim %d, page "
+                            "%d, fp8_e4m3fn KV and 1-%d query tokens",
+                    ATTN_MTP_GROUP, ATTN_MTP_D, ATTN_MTP_PAGE, ATTN_MTP_MAX_Q_LEN);
             return ATTN_ERR_CREATE_FAILED;
         }
     }
@@ -278,12 +329,15 @@ extern "C" attn_status gpu_attn_create(gpu_attn_kernel kernel, const attn_shape 
     c->plan = plan;
     {
         const int dk = attn_plan_find(&plan, ATTN_ROLE_DECODE);
-        c->decode_mma = dk >= 0 && strcmp(plan.kernels[dk].kernel, "decode-mma") == 0;
-        for (uint32_t k = 0; k < plan.num_kernels; k++)
-            if (strncmp(plan.kernels[k].kernel, "generic", 7) == 0) {
+        c->decode_mma =
+            dk >= 0 && attn_plan_kernel_of(&plan.kernels[dk]) == ATTN_PLAN_KERNEL_DECODE_MMA;
+        for (uint32_t k = 0; k < plan.num_kernels && k < ATTN_PLAN_MAX_KERNELS; k++) {
+            const attn_plan_kernel_id id = attn_plan_kernel_of(&plan.kernels[k]);
+            if (id == ATTN_PLAN_KERNEL_GENERIC || id == ATTN_PLAN_KERNEL_GENERIC_RAW) {
                 c->generic_stages = plan.kernels[k].stages;
-                c->generic_raw = strcmp(plan.kernels[k].kernel, "generic-raw") == 0;
+                c->generic_raw = id == ATTN_PLAN_KERNEL_GENERIC_RAW;
             }
+        }
     }
     c->kernel = kernel;
     memcpy(&c->shape, shape, sizeof c->shape < shape->struct_size ? sizeof c->shape
@@ -308,7 +362,8 @@ extern "C" attn_status gpu_attn_create(gpu_attn_kernel kernel, const attn_shape 
      * sm_90 itself, not only named so. */
     const int multi = attn_plan_find(&plan, ATTN_ROLE_MULTI);
     c->prefill = kernel == GPU_ATTN_KERNEL_GENERIC && prop.major == 9 && prop.minor == 0 &&
-                 multi >= 0 && strcmp(plan.kernels[multi].kernel, "prefill-wgmma") == 0;
+                 multi >= 0 &&
+                 attn_plan_kernel_of(&plan.kernels[multi]) == ATTN_PLAN_KERNEL_PREFILL_WGMMA;
     *out = c;
     return ATTN_OK;
 }
@@ -434,26 +489,33 @@ static int prefill_nseg(const gpu_attn_ctx *c, int T, int S, int maxq, int maxk)
 
 /* Whether this shape's decode batches run on the matrix-unit decode kernel
  * (attn_decode_mma.hip): the launch plan's choice (attn_plan_decode_mma_takes:
- * NVIDIA, Q and cache of one 16-bit type, D == Dv, pages of a multiple of 16). */
+ * NVIDIA, a bf16/f16 Q over a cache of its type or of fp8, D == Dv, pages of
+ * a multiple of 16). */
 static int decode_uses_mma(const gpu_attn_ctx *c)
 {
     return c->decode_mma;
 }
 
 /* Segment rule of the matrix-unit decode kernel. Its programs are single
- * warps that each stream their own tiles, so what matters is that every
- * multiprocessor holds as many as its shared-memory carveout allows (one
- * full wave: programs per CU x CUs); beyond that more segments only add
- * partials.
- * Split the key range until the grid reaches one wave, in powers of two,
- * at most 64, and never below 64 keys (4 tiles) a segment, where the
- * partial and the reduce would cost more than the keys. */
+ * warps that each stream their own tiles, and a warp spends most of a tile
+ * waiting out its own instruction latencies, so what matters is that every
+ * multiprocessor holds many at once; beyond that more segments only add
+ * partials and per-program start-up (measured: 2 and 4 waves were slower
+ * than 1 at every batch of 8 or more, and aiming at 6 of the 8-10 programs
+ * a CU holds beat aiming at all of them: the grid then ends in fewer,
+ * longer programs).
+ * Split the key range until the grid reaches DMMA target programs per CU
+ * (attn_decode_mma_target_per_cu), in powers of two, at most 64, and never
+ * below 64 keys (4 tiles) a segment, where the partial and the reduce would
+ * cost more than the keys. */
 static int decode_mma_nseg(const gpu_attn_ctx *c, int S, int maxk)
 {
     int hkv = attn_shape_kv_heads(&c->shape);
     int group = c->shape.num_q_heads / hkv;
     long work = (long)S * hkv * ceil_div(group, 16);
-    long target = (long)attn_decode_mma_programs_per_cu(c->shape.head_dim) * c->cus;
+    long target = (long)attn_decode_mma_target_per_cu(c->shape.head_dim,
+                                                      is_fp8(c->shape.kv_dtype)) *
+                  c->cus;
     return split_segments(work, target, maxk, 64);
 }
 
@@ -720,8 +782,9 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
                       (long)a->num_tokens < (long)a->num_seqs * a->max_seqlen_q;
     int nseg;
     if (ctx->kernel == GPU_ATTN_KERNEL_MTP) {
-        if (a->max_seqlen_q > 4) {
-            set_err(err, err_size, "the MTP kernel takes at most 4 query tokens per sequence");
+        if (a->max_seqlen_q > ATTN_MTP_MAX_Q_LEN) {
+            set_err(err, err_size, "the MTP kernel takes at most %d query tokens per sequence",
+                    ATTN_MTP_MAX_Q_LEN);
             return ATTN_ERR_INVALID_ARGUMENT;
         }
         nseg = mtp_nseg(ctx, a->num_tokens, a->num_seqs, a->max_seqlen_k);

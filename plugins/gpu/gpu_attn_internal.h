@@ -8,6 +8,8 @@
 #ifndef ATTN_GPU_ATTN_INTERNAL_H
 #define ATTN_GPU_ATTN_INTERNAL_H
 
+#include "attn_launch_plan.h"
+
 #include <stdint.h>
 
 #include "hip_compat.h"
@@ -402,12 +404,36 @@ __device__ __forceinline__ bool attn_visible(const attn_kparams &p, int j, int p
 
 #endif /* device compiler */
 
+#ifdef __cplusplus
+/* The launchers' compile-time dispatch on the head size (FlashAttention's
+ * static-switch idea over ATTN_GPU_HEAD_DIM_LIST): calls f with
+ * std::integral_constant<int, D> for the built size d, so each caller names
+ * its kernel template once; a size off the list is hipErrorInvalidValue. */
+#include <type_traits>
+template <typename F> static inline hipError_t attn_dispatch_head_dim(int d, F &&f)
+{
+    switch (d) {
+#define ATTN_HEAD_DIM_CASE_(D)                                                                     \
+    case D:                                                                                        \
+        return f(std::integral_constant<int, D>{});
+        ATTN_GPU_HEAD_DIM_LIST(ATTN_HEAD_DIM_CASE_)
+#undef ATTN_HEAD_DIM_CASE_
+    default:
+        return hipErrorInvalidValue;
+    }
+}
+#endif
+
 /* Launchers (defined in the kernel sources, called by gpu_attn.hip). They
  * return the launch error, if any. */
 hipError_t attn_launch_generic(const attn_kparams *p, int max_tile_q, hipStream_t stream,
                                int rows_per_warp);
 hipError_t attn_launch_mtp(const attn_kparams *p, int max_seqlen_q, int nseg, hipStream_t stream);
 hipError_t attn_launch_reduce(const attn_kparams *p, int nseg, hipStream_t stream);
+/* The most key segments the reduce kernel merges (every segment rule stops
+ * there: 128 made batch-1 decode slower on the H200, 34-47 us against 22-32
+ * us at 8k-16k keys, the per-program start-up outweighing the parallelism). */
+#define ATTN_REDUCE_MAX_SEGMENTS 64
 /* Dynamic shared memory the generic kernel needs for `stages` raw KV stages. */
 int attn_mtp_has_mma(void);
 int attn_mtp_has_wgmma(void);
@@ -420,11 +446,25 @@ int attn_generic_supports(int d, int dv, int kv_dtype);
 int attn_decode_heads_per_program(int group, int d);
 hipError_t attn_launch_decode(const attn_kparams *p, hipStream_t stream);
 /* The matrix-unit decode kernel (attn_decode_mma.hip, NVIDIA only): how many
- * of its one-warp programs a compute unit holds for head size d, and the
- * launch (heads_per_tile 16, head_splits and nseg set by the caller). Which
- * shapes it takes is the launch plan's (attn_plan_decode_mma_takes). */
-int attn_decode_mma_programs_per_cu(int d);
+ * of its one-warp programs a compute unit holds for head size d (kv8: an fp8
+ * cache), and the launch (heads_per_tile 16, head_splits and nseg set by the
+ * caller). Which shapes it takes is the launch plan's
+ * (attn_plan_decode_mma_takes). */
+int attn_decode_mma_programs_per_cu(int d, int kv8);
+/* The programs per compute unit the decode-mma segment rule fills: that
+ * capacity, unless the bench's tuning hook set another target. */
+int attn_decode_mma_target_per_cu(int d, int kv8);
 hipError_t attn_launch_decode_mma(const attn_kparams *p, hipStream_t stream);
+
+/* A kernel's launch attributes, set where they differ from what this device
+ * last got for it: the dynamic shared memory limit (the call is needed above
+ * 48 KB) and, when carveout_percent >= 0, the preferred shared-memory
+ * carveout. Kept per (kernel, device), since attributes belong to a
+ * device's context: a process-wide "done" flag left a second GPU without
+ * them. Thread-safe; a launch that needs nothing new makes no runtime call
+ * but hipGetDevice, so forwards under graph capture stay capture-safe once
+ * a first forward has run. */
+hipError_t attn_func_opt_in(const void *func, int smem_bytes, int carveout_percent);
 
 /* Shared memory one block may opt in to on sm_90 (H100/H200): 227 KB. */
 #define ATTN_SM90_SMEM_PER_BLOCK (227 * 1024)

@@ -32,7 +32,7 @@ _lib, library_path = _native.load_library()
 _native.bind(_lib, library_path)
 _native.check_layout(_lib)
 
-#: The C library's version ("0.2.0").
+#: The C library's version ("0.3.0").
 __version__ = _native.text(_lib.attnreg_version_string())
 #: The plugin ABI version the library speaks, as (major, minor).
 plugin_abi_version = divmod(_lib.attnreg_plugin_abi_version(), 1 << 16)
@@ -92,23 +92,15 @@ class BackendError(Error):
     constructor refused, a runtime error, a workspace too small, ..."""
 
 
-_ERROR_CLASSES = {
-    "ATTN_ERR_INVALID_SHAPE": InvalidShapeError,
-    "ATTN_ERR_UNSUPPORTED": UnsupportedError,
-    "ATTN_ERR_BACKEND_REJECTED": BackendRejectedError,
-    "ATTN_ERR_NOT_FOUND": BackendRejectedError,
-    "ATTN_ERR_CONF": ConfError,
+# The exception of each status class (the C ATTN_STATUS_CLASS_MAP); the
+# classes ok, io and internal raise Error itself.
+_CLASS_ERRORS = {
+    "invalid_shape": InvalidShapeError,
+    "unsupported": UnsupportedError,
+    "backend_rejected": BackendRejectedError,
+    "conf": ConfError,
+    "backend": BackendError,
 }
-for _name in ("ATTN_ERR_LOAD", "ATTN_ERR_ABI", "ATTN_ERR_NO_DEVICE", "ATTN_ERR_ARCH_NOT_IN_BINARY",
-              "ATTN_ERR_NO_KERNELS", "ATTN_ERR_CREATE_FAILED", "ATTN_ERR_RUNTIME",
-              "ATTN_ERR_WORKSPACE_TOO_SMALL", "ATTN_ERR_INIT_FAILED"):
-    _ERROR_CLASSES[_name] = BackendError
-
-# The CLI's exit codes (cli/cli.h), for the "exit_code" key of explain/plan.
-_EXIT_CODES = {"ATTN_OK": 0, "ATTN_ERR_INVALID_SHAPE": 3, "ATTN_ERR_UNSUPPORTED": 4,
-               "ATTN_ERR_BACKEND_REJECTED": 5, "ATTN_ERR_NOT_FOUND": 5, "ATTN_ERR_CONF": 6,
-               "ATTN_ERR_IO": 9}
-_EXIT_CODES.update({n: 7 for n, c in _ERROR_CLASSES.items() if c is BackendError})
 
 
 def _status_name(code):
@@ -120,11 +112,13 @@ def _error(code, message=None):
     if not message:
         message = _native.text(_lib.attn_last_error()) or _native.text(
             _lib.attn_status_message(code))
-    return _ERROR_CLASSES.get(name, Error)(name, message)
+    return _CLASS_ERRORS.get(_native.STATUS_CLASS.get(name), Error)(name, message)
 
 
 def _exit_code(status_name):
-    return _EXIT_CODES.get(status_name, 10)
+    """The CLI's exit code for a status (cli/cli.h), for the "exit_code" key
+    of explain/plan: the library's, from the status's class."""
+    return _lib.attn_status_exit_code(_native.STATUS.get(status_name, -1))
 
 
 _text = _native.text
@@ -477,7 +471,7 @@ class _Closable:
 def _check_seqlens(cu, sk, positional):
     """The per-sequence rules of plugins/common/attn_batch_check.h on host
     arrays, with the same wording: a batch that contradicts itself is an
-    error naming the sequence and the array, never rows of zeros (issue 20:
+    error naming the sequence and the array, never rows of zeros (once,
     8 query tokens over seqused_k 2 gave 6 zero rows). Q > K is refused only
     under causal masking or a window (positional), where it leaves rows at
     negative positions; without them every query sees every key (cascade

@@ -22,26 +22,43 @@ BUNDLED_LIBRARY = os.path.join(BUNDLED_PREFIX, "lib", "libattnreg.so.0")
 
 ATTN_ARCH_MAX = 32
 
-# ---- enums (checked against the library's own names at import) -----------
+# ---- enums (built at import from the library's own lists) -----------------
 
-STATUS_NAMES = (
-    "ATTN_OK", "ATTN_ERR_INVALID_ARGUMENT", "ATTN_ERR_INVALID_SHAPE", "ATTN_ERR_UNSUPPORTED",
-    "ATTN_ERR_BACKEND_REJECTED", "ATTN_ERR_NOT_FOUND", "ATTN_ERR_CONF", "ATTN_ERR_LOAD",
-    "ATTN_ERR_ABI", "ATTN_ERR_NO_MEMORY", "ATTN_ERR_NO_DEVICE", "ATTN_ERR_ARCH_NOT_IN_BINARY",
-    "ATTN_ERR_NO_KERNELS", "ATTN_ERR_CREATE_FAILED", "ATTN_ERR_RUNTIME",
-    "ATTN_ERR_WORKSPACE_TOO_SMALL", "ATTN_ERR_INIT_FAILED", "ATTN_ERR_IO", "ATTN_ERR_INTERNAL",
-)
-STATUS = {name: code for code, name in enumerate(STATUS_NAMES)}
+# Filled by read_enums() from attn_enum_count and the *_name functions, so a
+# status, reason or dtype added to the C lists needs no edit here.
+STATUS_NAMES = ()
+STATUS = {}
+#: status name -> its class ("invalid_shape", "backend", ...: the C
+#: ATTN_STATUS_CLASS_MAP), which picks the exception raised.
+STATUS_CLASS = {}
 OK = 0
+DTYPE_NAMES = ()
+DTYPE = {}
+LOG_LEVEL_NAMES = ()
+LOG_LEVEL = {}
+PHASE_NAMES = ()
+LAYER_KIND_NAMES = ()
 
-DTYPE_NAMES = ("invalid", "f32", "f16", "bf16", "fp8_e4m3fn", "fp8_e4m3fnuz")
-DTYPE = {name: code for code, name in enumerate(DTYPE_NAMES) if code}
 
-LOG_LEVEL_NAMES = ("debug", "info", "warn", "error", "off")
-LOG_LEVEL = {name: code for code, name in enumerate(LOG_LEVEL_NAMES)}
+def read_enums(lib):
+    """Builds the enum lists above from the library."""
+    global STATUS_NAMES, STATUS, STATUS_CLASS, DTYPE_NAMES, DTYPE, LOG_LEVEL_NAMES, LOG_LEVEL
+    global PHASE_NAMES, LAYER_KIND_NAMES
 
-PHASE_NAMES = ("prefill", "decode", "verify")
-LAYER_KIND_NAMES = ("full", "sliding", "not_attention")
+    def names(enum, fn):
+        return tuple(text(fn(code)) for code in range(lib.attn_enum_count(enum.encode())))
+
+    STATUS_NAMES = names("attn_status", lib.attn_status_name)
+    STATUS = {name: code for code, name in enumerate(STATUS_NAMES)}
+    STATUS_CLASS = {name: text(lib.attn_status_class_name(code))
+                    for code, name in enumerate(STATUS_NAMES)}
+    DTYPE_NAMES = names("attn_dtype", lib.attn_dtype_name)
+    DTYPE = {name: code for code, name in enumerate(DTYPE_NAMES) if code}
+    LOG_LEVEL_NAMES = names("attn_log_level", lib.attn_log_level_name)
+    LOG_LEVEL = {name: code for code, name in enumerate(LOG_LEVEL_NAMES)}
+    PHASE_NAMES = names("attn_phase", lib.attn_phase_name)
+    LAYER_KIND_NAMES = names("attn_layer_kind", lib.attn_layer_kind_name)
+
 
 # ---- struct mirrors --------------------------------------------------------
 
@@ -267,10 +284,16 @@ SIGNATURES = {
     "attnreg_plugin_abi_version": (c_u32, []),
     "attn_status_name": (c_cp, [ctypes.c_int]),
     "attn_status_message": (c_cp, [ctypes.c_int]),
+    "attn_status_class_name": (c_cp, [ctypes.c_int]),
+    "attn_status_exit_code": (ctypes.c_int, [ctypes.c_int]),
     "attn_reason_name": (c_cp, [c_i32]),
+    "attn_reason_layer_name": (c_cp, [c_i32]),
+    "attn_enum_count": (c_size, [c_cp]),
     "attn_dtype_name": (c_cp, [c_i32]),
     "attn_dtype_from_name": (ctypes.c_int, [c_cp]),
     "attn_log_level_name": (c_cp, [ctypes.c_int]),
+    "attn_phase_name": (c_cp, [c_i32]),
+    "attn_layer_kind_name": (c_cp, [c_i32]),
     "attn_last_error": (c_cp, []),
     "attn_shape_validate": (ctypes.c_int, [P(Shape), c_cp, c_size]),
     "attn_shape_format": (ctypes.c_int, [P(Shape), c_cp, c_size]),
@@ -324,6 +347,7 @@ def bind(lib, path):
         fn = getattr(lib, name)
         fn.restype = res
         fn.argtypes = args
+    read_enums(lib)
 
 
 def text(b):

@@ -11,6 +11,7 @@
 
 #include <check.h>
 #include <dlfcn.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "attnreg.h"
@@ -34,6 +35,14 @@ static void arm(void *guard)
 {
     memset(guard, 0xAB, CANARY);
 }
+
+/* A struct the library fills: zeroed, the host's struct_size, guard armed. */
+#define PREPARE(g)                                                                                 \
+    do {                                                                                           \
+        memset(&(g).v, 0, sizeof(g).v);                                                            \
+        (g).v.struct_size = sizeof(g).v;                                                           \
+        arm((g).guard);                                                                            \
+    } while (0)
 
 static void check_guard(const unsigned char *guard, const char *what)
 {
@@ -81,6 +90,40 @@ START_TEST(init_writes_only_the_hosts_struct)
     arm(o.guard);
     (attn_registry_options_init)(&o.v);
     check_guard(o.guard, "attn_registry_options_init (the old symbol)");
+
+    GUARDED(attn_layer) l;
+    arm(l.guard);
+    attn_layer_init_sized(&l.v, sizeof l.v);
+    check_guard(l.guard, "attn_layer_init_sized");
+    ck_assert_uint_eq(l.v.struct_size, sizeof l.v);
+    ck_assert_int_eq(l.v.window_left, -1);
+    arm(l.guard);
+    attn_layer_init(&l.v, sizeof l.v);
+    check_guard(l.guard, "attn_layer_init (the 0.2 name)");
+
+    GUARDED(attn_model) m;
+    arm(m.guard);
+    attn_model_init_sized(&m.v, sizeof m.v);
+    check_guard(m.guard, "attn_model_init_sized");
+    ck_assert_uint_eq(m.v.struct_size, sizeof m.v);
+    ck_assert_int_eq(m.v.tp_size, 1);
+    arm(m.guard);
+    attn_model_init(&m.v, sizeof m.v);
+    check_guard(m.guard, "attn_model_init (the 0.2 name)");
+
+    GUARDED(attn_forward_args) f;
+    arm(f.guard);
+    attn_forward_args_init(&f.v);
+    check_guard(f.guard, "attn_forward_args_init");
+    ck_assert_uint_eq(f.v.struct_size, sizeof f.v);
+    ck_assert(f.v.k_descale == 1.0f && f.v.q == NULL);
+
+    GUARDED(attn_batch_limits) b;
+    arm(b.guard);
+    attn_batch_limits_init(&b.v);
+    check_guard(b.guard, "attn_batch_limits_init");
+    ck_assert_uint_eq(b.v.struct_size, sizeof b.v);
+    ck_assert_int_eq(b.v.max_num_seqs, 0);
 }
 END_TEST
 
@@ -167,9 +210,7 @@ START_TEST(listing_and_probing_use_the_hosts_stride)
     ck_assert_int_eq(infos.v[1].priority, 10);
 
     GUARDED(attn_plugin_load_info) li;
-    memset(&li.v, 0, sizeof li.v);
-    li.v.struct_size = sizeof li.v;
-    arm(li.guard);
+    PREPARE(li);
     ck_assert_int_eq(attn_registry_load_plugin(reg, 0, &li.v), ATTN_OK);
     check_guard(li.guard, "attn_registry_load_plugin");
     ck_assert_str_eq(li.v.version, "1.2.3");
@@ -189,6 +230,56 @@ START_TEST(listing_and_probing_use_the_hosts_stride)
 }
 END_TEST
 
+/* The structs the library fills for the host that the tests above do not
+ * reach: a diagnostic, one plugin info, a plan's summary and entries. */
+START_TEST(diagnostics_and_plans_use_the_hosts_size)
+{
+    ts_write_plugin_ini(ts_dir(), "g.ini", "fake-good", ts_fake("good"), 10, "fake", NULL);
+    char bad[4096];
+    snprintf(bad, sizeof bad, "%s/bad.ini", ts_dir());
+    FILE *f = fopen(bad, "w");
+    ck_assert_ptr_nonnull(f);
+    fputs("[plugin]\nname = fake-bad\nno equals sign here\n", f);
+    fclose(f);
+    attn_registry *reg = ts_open_dir(ts_dir());
+    ck_assert_uint_ge(attn_registry_diagnostic_count(reg), 1);
+    GUARDED(attn_diagnostic) d;
+    PREPARE(d);
+    ck_assert_int_eq(attn_registry_diagnostic(reg, 0, &d.v), ATTN_OK);
+    check_guard(d.guard, "attn_registry_diagnostic");
+    ck_assert_ptr_nonnull(strstr(d.v.file, "bad.ini"));
+
+    GUARDED(attn_plugin_info) info;
+    PREPARE(info);
+    ck_assert_int_eq(attn_registry_plugin(reg, 0, &info.v), ATTN_OK);
+    check_guard(info.guard, "attn_registry_plugin");
+    ck_assert_str_eq(info.v.name, "fake-good");
+
+    attn_model m;
+    attn_model_init_sized(&m, sizeof m);
+    snprintf(m.arch, sizeof m.arch, "fake");
+    m.num_q_heads = 8;
+    m.num_kv_heads = 2;
+    m.num_layers = 2;
+    m.max_model_len = 4096;
+    attn_plan *plan = NULL;
+    ck_assert_int_eq(attn_registry_plan(reg, &m, &plan), ATTN_OK);
+    GUARDED(attn_plan_summary) sum;
+    PREPARE(sum);
+    ck_assert_int_eq(attn_plan_summarize(plan, &sum.v), ATTN_OK);
+    check_guard(sum.guard, "attn_plan_summarize");
+    ck_assert_int_eq(sum.v.rank_kv_heads, 2);
+    GUARDED(attn_plan_entry) e;
+    PREPARE(e);
+    ck_assert_int_eq(attn_plan_lookup(plan, 1, ATTN_PHASE_DECODE, &e.v), ATTN_OK);
+    check_guard(e.guard, "attn_plan_lookup");
+    ck_assert_int_eq(e.v.phase, ATTN_PHASE_DECODE);
+    ck_assert_str_eq(e.v.selection->backend_name, "fake-good");
+    attn_plan_free(plan);
+    attn_registry_close(reg);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("abi_growth");
@@ -198,6 +289,7 @@ int main(void)
     tcase_add_test(tc, init_writes_only_the_hosts_struct);
     tcase_add_test(tc, selection_fields_do_not_shift);
     tcase_add_test(tc, listing_and_probing_use_the_hosts_stride);
+    tcase_add_test(tc, diagnostics_and_plans_use_the_hosts_size);
     suite_add_tcase(s, tc);
     return ts_run(s);
 }

@@ -200,7 +200,7 @@ static void small_f32_shape(attn_shape *s, int32_t max_kv_len)
 
 START_TEST(test_append_path)
 {
-    /* Issue 20: `run --new-k --new-v --slot-mapping`: the new tokens of
+    /* `run --new-k --new-v --slot-mapping`: the new tokens of
      * sequence 0 are cut out of the cache files (overwritten with junk) and
      * passed as rows with their int64 slots (plus one padding row, slot -1);
      * the backend's KV append writes them back before the forward, whose
@@ -316,7 +316,7 @@ START_TEST(test_inconsistent_inputs)
     char err[512], messages[2048];
     ck_assert_int_eq(attn_oracle_problem_random(&p, &s, &o, err, sizeof err), 0);
     /* Zero sequences (--cu-seqlens-q = [0], empty --q): a usage error, not
-     * exit 10 "internal error" (issue 11). */
+     * exit 10 "internal error". */
     int32_t seqs = p.num_seqs, tokens = p.num_tokens;
     p.num_seqs = 0;
     p.num_tokens = 0;
@@ -337,7 +337,7 @@ START_TEST(test_inconsistent_inputs)
     ck_assert_int_eq(run_attnreg(&p, "", messages, sizeof messages), 2);
     ck_assert_msg(strstr(messages, "dtype is <f4, expected <u2"), "%s", messages);
     p.shape.q_dtype = ATTN_DTYPE_F32;
-    /* More query tokens than keys (issue 20): named by sequence and array
+    /* More query tokens than keys: named by sequence and array
      * before anything is selected or uploaded, never rows of zeros. */
     int32_t keys = p.seqused_k[1], q1 = p.cu_seqlens_q[2] - p.cu_seqlens_q[1];
     ck_assert_int_ge(q1, 1);

@@ -260,7 +260,7 @@ static void make_config(uint64_t seed, int index, sweep_config *c)
     o->num_seqs = attn_oracle_rand_int(&rng, 1, 4);
     o->strided = attn_oracle_rand_int(&rng, 0, 9) < 3;
     /* Fewer keys than query tokens is an error under causal masking or a
-     * window since issue 20 (test_short_kv_is_an_error); without them every
+     * window (test_short_kv_is_an_error); without them every
      * query sees every key (cascade attention's shorter prefix), which stays
      * in the sweep. */
     o->allow_short_kv = attn_oracle_rand_int(&rng, 0, 6) == 0 && !s->causal && s->window_left < 0 &&
@@ -377,7 +377,7 @@ static void assert_matches_oracle(const attn_oracle_problem *p, const attn_forwa
 
 START_TEST(test_short_kv_is_an_error)
 {
-    /* Issue 20: a sequence with more query tokens than keys (the keys include
+    /* A sequence with more query tokens than keys (the keys include
      * the new tokens) used to give rows of zeros; it is an error naming the
      * sequence and both arrays, and nothing is written. Sequences without
      * query tokens (and without keys) stay valid. */
@@ -462,7 +462,7 @@ START_TEST(test_sinks_with_one_visible_key)
     /* A window of (0, 0) leaves each row its own key only; with sinks the
      * denominator is that key plus the sink (which has no value). Against
      * the float64 oracle. (Rows with no key at all need Q > K, an error
-     * since issue 20.) */
+     * under causal masking.) */
     attn_shape s;
     base_shape(&s);
     s.has_sinks = 1;
@@ -482,7 +482,7 @@ START_TEST(test_sinks_with_one_visible_key)
 }
 END_TEST
 
-/* ---- K/V caches by stride (issue 20) ------------------------------------ */
+/* ---- K/V caches by stride ----------------------------------------------- */
 
 /* One engine layout: where K and V of (block, token, head) live in one
  * buffer, in elements. */
@@ -612,7 +612,7 @@ START_TEST(test_kv_layouts_match_contiguous)
 }
 END_TEST
 
-/* ---- log-sum-exp output and merging (issue 20) -------------------------- */
+/* ---- log-sum-exp output and merging ------------------------------------- */
 
 /* Runs the problem with return_lse, the LSE in vLLM's [Hq, T] layout (token
  * stride 1, head stride T) to exercise the strides; lse gets [T][Hq]. */
@@ -900,7 +900,7 @@ START_TEST(test_lse_flag_and_array_agree)
 }
 END_TEST
 
-/* ---- KV append (issue 20) ------------------------------------------------ */
+/* ---- KV append ---------------------------------------------------------- */
 
 START_TEST(test_append_kv_round_trips_every_dtype)
 {
@@ -1321,8 +1321,8 @@ START_TEST(test_bad_params_fail_create)
     harness_context_init(&hc, bad_kernel);
     ck_assert_int_eq(plugin.desc->create(&hc.ctx, &s, &backend, err, sizeof err),
                      ATTN_ERR_CREATE_FAILED);
-    /* The environment is not a fallback for the thread count (issue 11: a
-     * plugin reads no ATTNREG_* variable; skip_env must cover it): a bad
+    /* The environment is not a fallback for the thread count (a plugin
+     * reads no ATTNREG_* variable; skip_env must cover it): a bad
      * value there changes nothing, and [params] threads is what counts. */
     harness_context_init(&hc, NULL);
     setenv("ATTNREG_CPU_THREADS", "lots", 1);

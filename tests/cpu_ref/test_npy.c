@@ -192,7 +192,7 @@ START_TEST(test_malformed_files)
     fclose(f);
     expect_error(path_of("cut.npy"), "truncated .npy header");
     expect_error(path_of("missing.npy"), "No such file");
-    /* Issue 11: a FIFO hung the reader forever, a character device was read
+    /* Once a FIFO hung the reader forever, a character device was read
      * without end (2 GB and growing); a directory is refused as well. */
     ck_assert_int_eq(mkfifo(path_of("fifo.npy"), 0600), 0);
     expect_error(path_of("fifo.npy"), "not a regular file");

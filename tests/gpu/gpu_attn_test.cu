@@ -816,6 +816,25 @@ static Case random_decode_mma(int i)
     return c;
 }
 
+/* Decode batches over fp8 caches (e4m3fn and e4m3fnuz) that take the
+ * matrix-unit decode kernel on NVIDIA (f16 math, the raw tiles converted
+ * per tile): bf16 or f16 Q, descales != 1, pages of a multiple of 16, every
+ * other feature as random_decode (no FP8 compute: that stays scalar). */
+static Case random_decode_fp8(int i)
+{
+    Case c = random_decode(i);
+    static char names[200][32];
+    snprintf(names[i % 200], 32, "decode-fp8-%03d", i);
+    c.name = names[i % 200];
+    c.page = pick({16, 32, 48, 128, 512});
+    c.kv_dtype = rng_int(0, 1) ? ATTN_DTYPE_FP8_E4M3FN : ATTN_DTYPE_FP8_E4M3FNUZ;
+    c.compute_dtype = c.q_dtype;
+    c.k_descale = pick({0.5f, 0.03125f, 3.0f, 1.0f});
+    c.v_descale = pick({0.25f, 2.0f, 1.0f});
+    c.q_descale = 1.0f;
+    return c;
+}
+
 static Case random_mtp(int i)
 {
     Case c;
@@ -910,9 +929,10 @@ int main(int argc, char **argv)
     load_cpu_ref(cref);
     int count = argc > 2 ? atoi(argv[2]) : 120;
     /* argv[3]: the families to run, a comma list of generic, mtp, decode,
-     * decode-mma (default: all), for a device run on a time budget. */
+     * decode-mma, decode-fp8, prefill, chunked, mixed (default: all), for a
+     * device run on a time budget. */
     const char *fam =
-        argc > 3 ? argv[3] : "generic,mtp,decode,decode-mma,prefill,chunked,mixed";
+        argc > 3 ? argv[3] : "generic,mtp,decode,decode-mma,decode-fp8,prefill,chunked,mixed";
     /* The prefill families' cases cost ~10x a generic case on the host (the
      * float64 reference): a third as many of them. */
     const int count_prefill = argc > 4 ? atoi(argv[4]) : std::max(1, count / 3);
@@ -923,7 +943,7 @@ int main(int argc, char **argv)
     const char *seed = getenv("ATTNREG_TEST_SEED");
     rng_state ^= seed ? strtoull(seed, NULL, 0) : 20261129ull;
 
-    Stats gen, mtp, dec, dmma, pre, chk, mix;
+    Stats gen, mtp, dec, dmma, dfp8, pre, chk, mix;
     /* Upstream reference case on both kernels, both head layouts, bf16 and f32 out. */
     for (int o : {ATTN_DTYPE_BF16, ATTN_DTYPE_F32}) {
         run_case(upstream_case(GPU_ATTN_KERNEL_MTP, 16, 1, o), mtp, true);
@@ -949,6 +969,7 @@ int main(int argc, char **argv)
     sweep("mtp", random_mtp, mtp, count);
     sweep("decode", random_decode, dec, count);
     sweep("decode-mma", random_decode_mma, dmma, count);
+    sweep("decode-fp8", random_decode_fp8, dfp8, count);
     sweep("prefill", random_prefill, pre, count_prefill);
     sweep("chunked", random_chunked, chk, count_prefill);
     sweep("mixed", random_mixed, mix, count_prefill);
@@ -962,6 +983,9 @@ int main(int argc, char **argv)
     printf("decode, q and cache one 16-bit type (matrix units on NVIDIA): %d configurations, "
            "%d failed, worst error/allowed %.3g\n",
            dmma.run, dmma.failed, dmma.worst_ratio);
+    printf("decode, fp8 e4m3fn/e4m3fnuz cache (matrix units on NVIDIA): %d configurations, "
+           "%d failed, worst error/allowed %.3g\n",
+           dfp8.run, dfp8.failed, dfp8.worst_ratio);
     printf("prefill (q up to 4096): %d configurations, %d failed, worst error/allowed %.3g\n",
            pre.run, pre.failed, pre.worst_ratio);
     printf("chunked prefill (q 64-1024 over 1k-16k): %d configurations, %d failed, worst "
@@ -975,7 +999,8 @@ int main(int argc, char **argv)
     printf("portable kernel, forced programs: %d multi-token cases on one K/V stage, %d on raw "
            "K/V\n",
            forced_one_stage, forced_raw_kv);
-    return gen.failed || mtp.failed || dec.failed || dmma.failed || pre.failed || chk.failed ||
+    return gen.failed || mtp.failed || dec.failed || dmma.failed || dfp8.failed || pre.failed ||
+                   chk.failed ||
                    mix.failed
                ? 1
                : 0;

@@ -1,6 +1,6 @@
 /*
- * hostile_plugin.c — one source for the plugins that misbehave on purpose
- * (issue 11): each fault the host must survive is one define. Like
+ * hostile_plugin.c — one source for the plugins that misbehave on purpose:
+ * each fault the host must survive is one define. Like
  * fake_plugin.c it sees only attn_plugin.h. Every variant accepts arch
  * "hostile" unless its fault is in the predicate.
  *

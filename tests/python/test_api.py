@@ -84,7 +84,7 @@ def test_create_without_device_is_a_backend_error(reg):
 
 
 def test_shipped_conf_selects_the_gpu_plugins_for_sm_90(reg):
-    """Issue 20: the conf that ships (the build's, or the wheel's bundled copy
+    """The conf that ships (the build's, or the wheel's bundled copy
     when the suite runs on the installed package) lists sm_90, where the
     kernels are verified, so the GPU plugins are selected for sm_90 shapes
     with no test conf; planning mode, no GPU needed."""
@@ -162,7 +162,7 @@ def test_explain_equals_cli_json(build_dir, shape, flags):
         ours = r.explain(shape)
     theirs = cli_json(build_dir, "explain", *flags)
     assert ours["schema_version"] == attnreg.SCHEMA_VERSION
-    if "schema_version" not in theirs:  # the CLI gains it with the packaging issue
+    if "schema_version" not in theirs:  # a CLI from before schema_version
         ours.pop("schema_version")
     assert_same_json(ours, theirs)
 
@@ -393,7 +393,7 @@ def test_forward_valid_call(small):
     (dict(q=np.zeros((5, 16, 4), np.uint16).transpose(0, 2, 1)), r"q: the last dimension"),
     (dict(k_cache=np.zeros((3, 8, 2, 16), np.uint16)), r"k_cache: expected shape \[\*, 16, 2, 16\]"),
     (dict(v_cache=np.zeros((2, 16, 2, 16), np.uint16)), r"v_cache: expected shape \[3, 16, 2, 16\]"),
-    # any strided view is a layout (issue 20), but the last dimension must be contiguous
+    # any strided view is a layout, but the last dimension must be contiguous
     (dict(k_cache=np.zeros((3, 16, 2, 32), np.uint16)[..., ::2]),
      r"k_cache: the last dimension must be contiguous"),
     (dict(block_table=np.array([[0, 1], [2, 0]], np.int64)), r"block_table: expected dtype int32"),
@@ -457,6 +457,21 @@ def test_layout_mismatch_is_an_import_error():
 
     with pytest.raises(ImportError, match=r"no struct attn_nothing"):
         attnreg.check_layout({"attn_nothing": _native.BatchLimits})
+
+
+def test_enum_lists_come_from_the_library():
+    lib = attnreg._lib
+    assert len(_native.STATUS_NAMES) == lib.attn_enum_count(b"attn_status") >= 19
+    assert _native.STATUS_NAMES[0] == "ATTN_OK" and _native.STATUS["ATTN_ERR_INTERNAL"] == 18
+    assert attnreg.DTYPES == ("f32", "f16", "bf16", "fp8_e4m3fn", "fp8_e4m3fnuz")
+    assert _native.PHASE_NAMES == ("prefill", "decode", "verify")
+    assert _native.STATUS_CLASS["ATTN_ERR_NOT_FOUND"] == "backend_rejected"
+    assert isinstance(attnreg._error(_native.STATUS["ATTN_ERR_NO_KERNELS"], "x"),
+                      attnreg.BackendError)
+    assert type(attnreg._error(_native.STATUS["ATTN_ERR_IO"], "x")) is attnreg.Error
+    assert attnreg._exit_code("ATTN_ERR_NOT_FOUND") == 5
+    assert attnreg._exit_code("ATTN_ERR_NO_MEMORY") == 10
+    assert attnreg._exit_code("no such status") == 10
 
 
 def test_enum_mismatch_is_an_import_error(monkeypatch):

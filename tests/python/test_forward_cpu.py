@@ -190,7 +190,7 @@ def test_torch_argument_checks(reg):
 
 
 def test_metadata_inconsistencies_are_errors(reg):
-    """Issue 20: more query tokens than keys (the keys include the new
+    """More query tokens than keys (the keys include the new
     tokens), a negative key count and a decreasing cu_seqlens_q are errors
     naming the sequence and the array, never rows of zeros."""
     rng = np.random.default_rng(20)
@@ -240,7 +240,7 @@ def _engine_caches(rng, b, layout, np_or_torch):
 @pytest.mark.parametrize("kind", ["numpy", "torch"])
 @pytest.mark.parametrize("layout", ["vllm", "nhd", "hnd", "combined"])
 def test_engine_kv_layouts_in_place(reg, kind, layout):
-    """Issue 20: vLLM's [2, blocks, page, H, D], FlashInfer's NHD and HND and
+    """vLLM's [2, blocks, page, H, D], FlashInfer's NHD and HND and
     a combined K/V tensor are taken as strided views (no copy) and give the
     bits of the contiguous caches; against the float64 reference too."""
     if kind == "torch":
@@ -285,7 +285,7 @@ def test_kv_views_shapes():
 
 
 def test_lse_against_reference_and_split_then_merge(reg):
-    """Issue 20: Shape(lse=True) returns the float32 log-sum-exp (here into a
+    """Shape(lse=True) returns the float32 log-sum-exp (here into a
     vLLM-style [Hq, T] buffer, transposed) against the float64 reference, with
     sinks; and cascade attention: a non-causal prefix of whole pages and the
     causal rest, merged by merge_states, equal attention over all keys."""
@@ -358,7 +358,7 @@ def test_lse_shape_flag_in_selection(reg):
 
 @pytest.mark.parametrize("kv_dtype", ["f32", "f16", "bf16", "fp8_e4m3fn", "fp8_e4m3fnuz"])
 def test_append_kv_round_trip(reg, kv_dtype):
-    """Issue 20: Backend.append_kv writes new tokens' K/V at their slots
+    """Backend.append_kv writes new tokens' K/V at their slots
     (int64, -1 = padding) in the cache dtype: f16/bf16 rounded to nearest,
     FP8 the nearest code to x / scale (the reference's own table); then
     forward over the appended cache matches the float64 reference."""
@@ -411,7 +411,7 @@ def test_append_kv_checks(reg):
 
 
 def test_prepared_batch_per_layer(reg):
-    """Issue 20: Backend.prepare() checks a batch's metadata once; each
+    """Backend.prepare() checks a batch's metadata once; each
     layer's PreparedBatch.forward gives forward()'s bits, a call with another
     layout is checked in full again, and a closed backend refuses it."""
     rng = np.random.default_rng(5)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 11: a setuid-root attnreg run by an unprivileged user must not run
+# A setuid-root attnreg run by an unprivileged user must not run
 # that user's plugin. As root (CI): a setuid-root copy of the CLI is run as
 # `nobody`, once with ATTNREG_CONF_PATH and once with --conf naming a folder
 # of nobody's that holds a plugin whose constructor writes a marker file.

@@ -165,8 +165,8 @@ int attn_oracle_problem_random(attn_oracle_problem *p, const attn_shape *shape_i
         s->max_q_len < 1 || s->max_kv_len < 0 || !attn_conv_dtype_size(s->q_dtype) ||
         !attn_conv_dtype_size(s->kv_dtype) || !attn_conv_dtype_size(s->out_dtype))
         return attn_tool_fail(err, err_size, "problem: unusable shape or options");
-    /* The worst case in 64 bits first (issue 11: --max-kv-len, --page-size
-     * and --seqs near their limits overflowed int32 arithmetic below): token
+    /* The worst case in 64 bits first (--max-kv-len, --page-size and --seqs
+     * near their limits once overflowed the int32 arithmetic below): token
      * counts and block indices must fit int32, the caches a sane size. */
     {
         const int64_t pages_per_seq = ((int64_t)s->max_kv_len + page - 1) / page;

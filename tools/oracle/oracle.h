@@ -9,7 +9,8 @@
  * arrays, forms the full score matrix, masks it, and takes a two-pass
  * softmax, all in double. It exists to be obviously correct, not fast.
  *
- * Used by the cpu-ref unit tests (tests/cpu_ref) and by `attnreg verify`.
+ * Used by the cpu-ref tests (tests/cpu_ref) and `attnreg verify` (the
+ * attnreg_oracle library, tools/oracle).
  */
 #ifndef ATTNREG_ORACLE_H
 #define ATTNREG_ORACLE_H

@@ -141,6 +141,16 @@ ATTNREG_API void attn_batch_limits_init_sized(attn_batch_limits *limits, size_t 
     attn_init_sized(limits, size, &full, sizeof full);
 }
 
+/* 0.4: the KV append's defaults: nothing to write yet, scales 1 (what an
+ * FP8 cache without quantisation scales means). */
+ATTNREG_API void attn_append_args_init_sized(attn_append_args *args, size_t size)
+{
+    attn_append_args full;
+    memset(&full, 0, sizeof full);
+    full.k_scale = full.v_scale = 1.0f;
+    attn_init_sized(args, size, &full, sizeof full);
+}
+
 ATTNREG_API attn_status attn_backend_workspace_size(const attn_backend *b,
                                                     const attn_batch_limits *limits, size_t *bytes)
 {

@@ -4,9 +4,17 @@
  * parallel decode, chunked context). On the CPU, in host memory. */
 #include <math.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "attn_dtype_conv.h"
 #include "internal.h"
+
+ATTNREG_API void attn_merge_args_init_sized(attn_merge_args *args, size_t size)
+{
+    attn_merge_args full;
+    memset(&full, 0, sizeof full);
+    attn_init_sized(args, size, &full, sizeof full);
+}
 
 ATTNREG_API attn_status attn_merge_states(const attn_merge_args *in)
 {

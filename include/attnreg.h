@@ -101,7 +101,9 @@
  *        host whose attn_plan_entry is the 0.3 size gets its `selection` in
  *        the 0.3 layout.
  *        KV append: attn_append_args (attn_types.h), ATTN_APPEND_ARGS_SIZE_0_4
- *        and attn_backend_append_kv.
+ *        and attn_backend_append_kv. By 0.3's struct-growth rule:
+ *        attn_append_args_init_sized and attn_merge_args_init_sized (with
+ *        _init macros), ATTN_APPEND_ARGS_MIN_SIZE, ATTN_MERGE_ARGS_MIN_SIZE.
  *   1.0  (planned; not built) attn_selection stops embedding attn_shape by
  *        value: effective_shape becomes a `const attn_shape *` owned by the
  *        registry (valid until close, like the selection's strings), so a
@@ -133,12 +135,11 @@ extern "C" {
 /* Struct growth, one rule for every versioned struct:
  *   - A struct the host fills for the library (attn_shape, attn_selection,
  *     attn_registry_options, attn_layer, attn_model, attn_forward_args,
- *     attn_batch_limits) is initialised with attn_<struct>_init_sized(p,
- *     sizeof *p), which writes the defaults into the caller's bytes only and
- *     sets struct_size; attn_<struct>_init(p) is a macro for it. (attn_layer
- *     and attn_model have no such macro: their 0.2 functions
- *     attn_layer_init(p, size) and attn_model_init(p, size), which took the
- *     size already, keep the name and are the same functions.)
+ *     attn_batch_limits; 0.4: attn_append_args, attn_merge_args) is initialised with
+ * attn_<struct>_init_sized(p, sizeof *p), which writes the defaults into the caller's bytes only
+ * and sets struct_size; attn_<struct>_init(p) is a macro for it. (attn_layer and attn_model have no
+ * such macro: their 0.2 functions attn_layer_init(p, size) and attn_model_init(p, size), which took
+ * the size already, keep the name and are the same functions.)
  *   - A struct the library fills for the host (attn_diagnostic,
  *     attn_plugin_info, attn_plugin_load_info, attn_device_info,
  *     attn_verdict_record, attn_plan_summary, attn_plan_entry,
@@ -674,6 +675,10 @@ ATTNREG_API attn_status attn_backend_forward(attn_backend *backend, const attn_f
  * args->stream. ATTN_ERR_UNSUPPORTED when the backend has no KV append;
  * ATTN_ERR_INVALID_ARGUMENT naming the field or token otherwise wrong. */
 ATTNREG_API attn_status attn_backend_append_kv(attn_backend *backend, const attn_append_args *args);
+/* Defaults (nothing to append, k_scale = v_scale = 1) into the caller's
+ * `size` bytes; attn_append_args_init(a) passes sizeof *a. */
+ATTNREG_API void attn_append_args_init_sized(attn_append_args *args, size_t size);
+#define attn_append_args_init(args) attn_append_args_init_sized((args), sizeof *(args))
 ATTNREG_API void attn_backend_destroy(attn_backend *backend);
 ATTNREG_API const char *attn_backend_name(const attn_backend *backend);
 ATTNREG_API const attn_shape *attn_backend_shape(const attn_backend *backend);
@@ -714,6 +719,10 @@ typedef struct attn_merge_args {
  * for NULL arrays, negative counts or strides, an unsupported dtype or a
  * struct_size below ATTN_MERGE_ARGS_SIZE_0_4. */
 ATTNREG_API attn_status attn_merge_states(const attn_merge_args *args);
+/* Zeroes into the caller's `size` bytes and sets struct_size;
+ * attn_merge_args_init(m) passes sizeof *m. */
+ATTNREG_API void attn_merge_args_init_sized(attn_merge_args *args, size_t size);
+#define attn_merge_args_init(args) attn_merge_args_init_sized((args), sizeof *(args))
 
 /* ---- struct layouts (for bindings) ---------------------------------- */
 

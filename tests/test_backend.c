@@ -231,8 +231,8 @@ START_TEST(append_kv_needs_a_plugin_that_has_it)
     select_ok(reg, &shape, &sel, "fake-good");
     ck_assert_int_eq(attn_backend_create(reg, &sel, &be), ATTN_OK);
     attn_append_args a;
-    memset(&a, 0, sizeof a);
-    a.struct_size = sizeof a;
+    attn_append_args_init(&a);
+    ck_assert(a.struct_size == sizeof a && a.k_scale == 1.0f && a.v_scale == 1.0f);
     ck_assert_int_eq(attn_backend_append_kv(be, &a), ATTN_ERR_UNSUPPORTED);
     ck_assert_msg(strstr(attn_last_error(), "has no KV append"), "%s", attn_last_error());
     a.struct_size = 8;

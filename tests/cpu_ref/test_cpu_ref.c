@@ -761,8 +761,7 @@ START_TEST(test_split_then_merge_equals_whole)
         ck_assert_msg(run_with_lse(&p, &a, lse_suffix, err, sizeof err) == ATTN_OK, "%s", err);
 
         attn_merge_args m;
-        memset(&m, 0, sizeof m);
-        m.struct_size = sizeof m;
+        attn_merge_args_init(&m);
         m.num_tokens = p.num_tokens;
         m.num_heads = s.num_q_heads;
         m.head_dim = p.shape.head_dim_v;
@@ -829,8 +828,8 @@ START_TEST(test_merge_states_edges)
     la[1][0] = -INFINITY;
     la[2][1] = lb[2][1] = -INFINITY;
     attn_merge_args m;
-    memset(&m, 0, sizeof m);
-    m.struct_size = ATTN_MERGE_ARGS_SIZE_0_4;
+    attn_merge_args_init_sized(&m, ATTN_MERGE_ARGS_SIZE_0_4); /* the oldest layout works */
+    ck_assert_uint_eq(m.struct_size, ATTN_MERGE_ARGS_SIZE_0_4);
     m.num_tokens = T;
     m.num_heads = H;
     m.head_dim = D;

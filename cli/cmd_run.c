@@ -297,7 +297,10 @@ int cli_cmd_run(int argc, char **argv)
     }
     int32_t longest_q = 0, longest_kv = 0;
     for (int32_t i = 0; i < num_seqs; i++) {
-        int32_t q_len = cu_data[i + 1] - cu_data[i];
+        /* 64-bit: in int32, 2147483584 - (-2147483648) wraps to a small
+         * positive length (attn_batch_check_seqlens above refused a
+         * decreasing array in 64 bits already). */
+        int64_t q_len = (int64_t)cu_data[i + 1] - cu_data[i];
         int64_t pages = ((int64_t)sk_data[i] + s->page_size - 1) / s->page_size;
         if (q_len > 0 && pages > bt.shape[1]) {
             rc = mismatch("sequence %d has %d keys = %lld pages of %d, but --block-table has "
@@ -314,7 +317,7 @@ int cli_cmd_run(int argc, char **argv)
             }
         }
         if (q_len > longest_q)
-            longest_q = q_len;
+            longest_q = (int32_t)q_len;
         if (sk_data[i] > longest_kv)
             longest_kv = sk_data[i];
     }

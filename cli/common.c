@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "attn_tool_error.h"
 #include "cli.h"
 
 static const char *current_command = NULL;
@@ -38,10 +39,12 @@ int cli_is_help_flag(const char *arg)
 int cli_usage_error(const char *fmt, ...)
 {
     va_list ap;
-    char message[1024];
+    char raw[1024], message[1024];
     va_start(ap, fmt);
-    vsnprintf(message, sizeof message, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    /* Usage errors quote the argument: its control bytes are escaped. */
+    attn_escape_controls(message, sizeof message, raw, 0);
     fprintf(stderr, "attnreg: %s\n", message);
     cli_json_error("USAGE", message, CLI_EXIT_USAGE);
     if (current_command)
@@ -80,7 +83,15 @@ int cli_report_failure(attn_status status, const char *message)
         message = attn_last_error();
     if (!message || !*message)
         message = attn_status_message(status);
-    fprintf(stderr, "attnreg: %s: %s\n", attn_status_name(status), message ? message : "");
+    /* The library escapes its diagnostics and logs; a selection message
+     * also carries plugins' reason text, escaped here (one line per
+     * candidate stays). */
+    const size_t cap = strlen(message ? message : "") * 4 + 1;
+    char *shown = malloc(cap);
+    if (shown)
+        attn_escape_controls(shown, cap, message ? message : "", 1);
+    fprintf(stderr, "attnreg: %s: %s\n", attn_status_name(status), shown ? shown : "");
+    free(shown);
     cli_json_error(attn_status_name(status), message, cli_exit_from_status(status));
     return cli_exit_from_status(status);
 }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attn_tool_error.h"
 #include "diag.h"
 
 void attn_diag_init(attn_registry *reg)
@@ -28,8 +29,15 @@ void attn_diag_add(attn_registry *reg, attn_status status, const char *file, int
 {
     va_list ap;
     va_start(ap, fmt);
-    char *message = attn_vasprintf(fmt, ap);
+    char *raw = attn_vasprintf(fmt, ap);
     va_end(ap);
+    /* A diagnostic quotes what it found in a file (a key, a value, a path):
+     * its control bytes are escaped here, once, for every reader. */
+    size_t cap = raw ? strlen(raw) * 4 + 1 : 0;
+    char *message = raw ? malloc(cap) : NULL;
+    if (message)
+        attn_escape_controls(message, cap, raw, 1);
+    free(raw);
     attn_log_plugin(&reg->logger, status == ATTN_OK ? ATTN_LOG_WARN : ATTN_LOG_ERROR, plugin, "%s",
                     message ? message : "");
     pthread_mutex_lock(&reg->diag_lock);

@@ -51,6 +51,8 @@ static const char *const known[] = {
     "ATTNREG_CARRY",
     "ATTNREG_TEST_BUILD",
     "ATTNREG_TEST_CONF",
+    "ATTNREG_PROPERTY_SECONDS", /* tests/python/test_property.py */
+    "ATTNREG_PROPERTY_SEED",
 };
 #define NUM_KNOWN (sizeof known / sizeof known[0])
 

@@ -10,23 +10,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "attn_tool_file.h"
 #include "diag.h"
 #include "internal.h"
-
-static const char *kind_name(mode_t mode)
-{
-    if (S_ISDIR(mode))
-        return "a directory";
-    if (S_ISFIFO(mode))
-        return "a FIFO";
-    if (S_ISCHR(mode))
-        return "a character device";
-    if (S_ISBLK(mode))
-        return "a block device";
-    if (S_ISSOCK(mode))
-        return "a socket";
-    return "not a regular file";
-}
 
 int attn_open_regular(const char *path, struct stat *st, char *why, size_t size)
 {
@@ -38,21 +24,29 @@ int attn_open_regular(const char *path, struct stat *st, char *why, size_t size)
         snprintf(why, size, "%s", strerror(errno));
         return -1;
     }
-    if (fstat(fd, st) != 0) {
+    if (attn_fd_require_regular(fd, st, why, size) != 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+int attn_open_append_regular(const char *path, char *why, size_t size)
+{
+    /* The reader's rule for the log file: O_NONBLOCK so that a FIFO opens
+     * (or fails with ENXIO) at once instead of waiting for a reader, fstat
+     * on the descriptor itself, and O_CLOEXEC so that no child a host execs
+     * inherits the descriptor. */
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0644);
+    if (fd < 0) {
         snprintf(why, size, "%s", strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    if (attn_fd_require_regular(fd, &st, why, size) != 0) {
         close(fd);
         return -1;
     }
-    if (!S_ISREG(st->st_mode)) {
-        snprintf(why, size, "%s, not a regular file", kind_name(st->st_mode));
-        close(fd);
-        return -1;
-    }
-    /* Reads of a regular file never block; clear the flag anyway so that
-     * stdio sees an ordinary descriptor. */
-    int flags = fcntl(fd, F_GETFL);
-    if (flags >= 0)
-        fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
     return fd;
 }
 

@@ -343,12 +343,30 @@ struct attn_registry {
  * a sentence in why otherwise. */
 struct stat;
 int attn_open_regular(const char *path, struct stat *st, char *why, size_t size);
+/* fsafe.c: opens `path` for appending (created 0644 if absent) when it is a
+ * regular file, O_CLOEXEC; -1 with the reason in `why` otherwise. */
+int attn_open_append_regular(const char *path, char *why, size_t size);
 /* Judges a conf folder, conf file or plugin library by its owner and mode:
  * 0 fine; writable by others or owned by another user: a warning diagnostic
  * (1) in a normal process, a refusal with refuse_status (-1) in a privileged
  * one, where group-writable is refused too. */
 int attn_trust_check(struct attn_registry *reg, const struct stat *st, const char *path,
                      const char *what, const char *plugin, attn_status refuse_status);
+
+/* plugin.c: the part of a load after the library file was checked (and
+ * probed): dlopen, the entry symbol, ABI negotiation, descriptor checks,
+ * init. 1 loaded; 0 with the reason recorded on the candidate. */
+int attn_candidate_load_library(attn_candidate *c);
+/* probe.c: loads the candidate once in a fresh child process (the helper
+ * below, run from <libdir>/attnreg/); 1 when the child finished loading
+ * (whether or not the load succeeded: an ordinary failure repeats, and is
+ * reported, in process), 0 with the sentence in msg when it died, hung or
+ * could not be run. */
+int attn_probe_in_child(attn_candidate *c, char *msg, size_t size);
+#define ATTN_PROBE_HELPER_NAME "attnreg-probe"
+/* probe.c: the helper program's main (core/probe_main.c), exported for it
+ * alone; not part of the API. */
+ATTNREG_API int attn_probe_helper_main(int argc, char **argv);
 
 /* conf.c -- read every INI of one folder into the registry. */
 void attn_conf_load_dir(struct attn_registry *reg, const char *dir, int explicit_path);

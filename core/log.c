@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "attn_tool_error.h"
 #include "internal.h"
 
 static const char *const level_names[] = {
@@ -44,8 +45,12 @@ log_v(const attn_logger *logger, attn_log_level level, const char *plugin, const
 {
     if (level < logger->level || level >= ATTN_LOG_OFF)
         return;
-    char text[1024];
-    vsnprintf(text, sizeof text, fmt, ap);
+    char raw[1024], text[1024];
+    vsnprintf(raw, sizeof raw, fmt, ap);
+    /* Messages quote conf values, paths and plugin text: a control byte
+     * among them (ESC, CR, BEL) is escaped before any sink sees it; the
+     * newlines of a multi-line message stay, folded below. */
+    attn_escape_controls(text, sizeof text, raw, 1);
     /* Messages about one plugin often begin with its name already. */
     size_t plen = plugin ? strlen(plugin) : 0;
     int prefixed =
@@ -76,7 +81,7 @@ log_v(const attn_logger *logger, attn_log_level level, const char *plugin, const
             }
             continue;
         }
-        line[n++] = *p == '\r' ? ' ' : *p;
+        line[n++] = *p;
     }
     line[n] = '\0';
     FILE *out = logger->file ? logger->file : stderr;

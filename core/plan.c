@@ -234,6 +234,10 @@ static int validate_model(const attn_model *m, attn_plan *p, char *msg, size_t s
     return 1;
 }
 
+/* The longest layer type_name taken, with its NUL: the host's string is read
+ * no further (it is copied, sorted and printed afterwards). */
+#define LAYER_TYPE_NAME_MAX 256
+
 static int validate_layers(const attn_layer *layers, int32_t n, char *msg, size_t size)
 {
     for (int32_t i = 0; i < n; i++) {
@@ -241,6 +245,11 @@ static int validate_layers(const attn_layer *layers, int32_t n, char *msg, size_
         if (l->kind < 0 || l->kind >= ATTN_LAYER_KIND_COUNT)
             return attn_invalid(msg, size, "layer %d: kind %d is not a known layer kind", i,
                                 l->kind);
+        if (l->type_name && strnlen(l->type_name, LAYER_TYPE_NAME_MAX) == LAYER_TYPE_NAME_MAX)
+            return attn_invalid(msg, size,
+                                "layer %d: type_name is longer than %d bytes (or not "
+                                "NUL-terminated)",
+                                i, LAYER_TYPE_NAME_MAX - 1);
         if (l->kind != ATTN_LAYER_SLIDING)
             continue;
         if (l->window_left < -1 || l->window_right < -1)

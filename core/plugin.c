@@ -6,13 +6,10 @@
  * state lock-free. */
 #include <dlfcn.h>
 #include <errno.h>
-#include <poll.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "abi_frozen.h"
@@ -63,78 +60,6 @@ load_fail(attn_candidate *c, attn_status status, attn_reason reason, const char 
     return 0;
 }
 
-static int load_now(attn_candidate *c);
-
-/* Loads the plugin once in a forked child first (the registry option
- * probe_out_of_process; `attnreg check` uses it), so that a plugin whose
- * constructor or init crashes or calls exit() fails as a plugin instead of
- * taking the host down. 1 when the child finished loading (whether or not
- * the load succeeded: an ordinary failure repeats, and is reported, in
- * process); 0 with the sentence in msg when the child died. */
-static int probe_in_child(attn_candidate *c, char *msg, size_t size)
-{
-    int fds[2];
-    if (pipe(fds) != 0) {
-        snprintf(msg, size, "cannot load out of process: pipe: %s", strerror(errno));
-        return 0;
-    }
-    /* Buffered output would otherwise be written twice if the plugin calls
-     * exit() in the child. */
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        snprintf(msg, size, "cannot load out of process: fork: %s", strerror(errno));
-        close(fds[0]);
-        close(fds[1]);
-        return 0;
-    }
-    if (pid == 0) {
-        close(fds[0]);
-        c->registry->logger.level = ATTN_LOG_OFF; /* the parent reports */
-        c->registry->probe_out_of_process = 0;
-        char done = load_now(c) ? 'K' : 'F';
-        ssize_t w = write(fds[1], &done, 1);
-        _exit(w == 1 ? 0 : 1);
-    }
-    close(fds[1]);
-    char done = 0;
-    ssize_t n = -1;
-    /* Wait for the child's byte (or its end) at most probe_timeout_s: a
-     * constructor that never returns is killed, not waited for. */
-    const int timeout_s = c->registry->probe_timeout_s > 0 ? c->registry->probe_timeout_s
-                                                           : ATTN_PROBE_TIMEOUT_DEFAULT_S;
-    struct pollfd pfd = {fds[0], POLLIN, 0};
-    int ready;
-    do
-        ready = poll(&pfd, 1, timeout_s * 1000);
-    while (ready < 0 && errno == EINTR);
-    if (ready > 0) {
-        do
-            n = read(fds[0], &done, 1);
-        while (n < 0 && errno == EINTR);
-    }
-    close(fds[0]);
-    if (ready == 0)
-        kill(pid, SIGKILL);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    if (n == 1)
-        return 1;
-    if (ready == 0) {
-        snprintf(msg, size, "did not finish loading within %d s (killed)", timeout_s);
-        return 0;
-    }
-    if (WIFSIGNALED(status))
-        snprintf(msg, size, "crashed while loading (signal %d, %s)", WTERMSIG(status),
-                 strsignal(WTERMSIG(status)));
-    else if (WIFEXITED(status))
-        snprintf(msg, size, "called exit(%d) while loading", WEXITSTATUS(status));
-    else
-        snprintf(msg, size, "died while loading (wait status %d)", status);
-    return 0;
-}
-
 static int load_now(attn_candidate *c)
 {
     struct stat st;
@@ -171,10 +96,15 @@ static int load_now(attn_candidate *c)
                              c->library);
     }
     if (c->registry->probe_out_of_process) {
-        char crash[256];
-        if (!probe_in_child(c, crash, sizeof crash))
+        char crash[512];
+        if (!attn_probe_in_child(c, crash, sizeof crash))
             return load_fail(c, ATTN_ERR_LOAD, ATTN_REASON_LOAD_FAILED, "%s", crash);
     }
+    return attn_candidate_load_library(c);
+}
+
+int attn_candidate_load_library(attn_candidate *c)
+{
     dlerror();
     /* RTLD_LOCAL: two plugins may define the same internal symbols. */
     c->dl_handle = dlopen(c->library, RTLD_NOW | RTLD_LOCAL);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cache.h"
 #include "candidate.h"
@@ -164,11 +165,17 @@ ATTNREG_API attn_status attn_registry_open(const attn_registry_options *options,
     if (log_file && *log_file) {
         /* Appending, so several processes (and registries) can share one
          * file; each line is written whole and flushed. */
-        reg->logger.file = fopen(log_file, "a");
+        char why[128];
+        int fd = attn_open_append_regular(log_file, why, sizeof why);
+        reg->logger.file = fd >= 0 ? fdopen(fd, "a") : NULL;
+        if (fd >= 0 && !reg->logger.file) {
+            snprintf(why, sizeof why, "%s", strerror(errno));
+            close(fd);
+        }
         if (!reg->logger.file)
             attn_log(&reg->logger, ATTN_LOG_WARN,
                      "ATTNREG_LOG_FILE=%s cannot be opened for appending: %s; logging to stderr",
-                     log_file, strerror(errno));
+                     log_file, why);
     }
     const char *env_log = use_env ? attn_env_get("ATTNREG_LOG") : NULL;
     if (opt.log_level >= ATTN_LOG_DEBUG && opt.log_level <= ATTN_LOG_OFF) {

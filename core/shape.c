@@ -170,15 +170,17 @@ ATTNREG_API int attn_shape_format(const attn_shape *in, char *buf, size_t size)
     /* lse=1 only when asked: the text of every other shape reads as before
      * 0.4 (logs and messages that tools may match). */
     return snprintf(buf, size,
-                    "arch=%s q_heads=%d kv_heads=%d head_dim=%d head_dim_v=%d q=%s kv=%s "
+                    "arch=%.*s q_heads=%d kv_heads=%d head_dim=%d head_dim_v=%d q=%s kv=%s "
                     "compute=%s out=%s page=%d q_len=%d kv_len=%d causal=%d window=%d,%d "
                     "softcap=%g sinks=%d%s",
-                    s.arch, s.num_q_heads, attn_shape_kv_heads(&s), s.head_dim,
-                    attn_shape_head_dim_v(&s), attn_dtype_name(s.q_dtype),
-                    attn_dtype_name(s.kv_dtype), attn_dtype_name(s.compute_dtype),
-                    attn_dtype_name(s.out_dtype), s.page_size, s.max_q_len, s.max_kv_len, s.causal,
-                    s.window_left, s.window_right, (double)s.softcap, s.has_sinks,
-                    s.return_lse ? " lse=1" : "");
+                    /* Bounded: a host's arch need not hold a NUL (validate
+                     * refuses it, but formatting comes first in messages). */
+                    (int)strnlen(s.arch, ATTN_ARCH_MAX), s.arch, s.num_q_heads,
+                    attn_shape_kv_heads(&s), s.head_dim, attn_shape_head_dim_v(&s),
+                    attn_dtype_name(s.q_dtype), attn_dtype_name(s.kv_dtype),
+                    attn_dtype_name(s.compute_dtype), attn_dtype_name(s.out_dtype), s.page_size,
+                    s.max_q_len, s.max_kv_len, s.causal, s.window_left, s.window_right,
+                    (double)s.softcap, s.has_sinks, s.return_lse ? " lse=1" : "");
 }
 
 /* ---- fields of a shape that conf keys and fallback rules name ---------- */

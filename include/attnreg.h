@@ -268,12 +268,14 @@ typedef struct attn_registry_options {
     int32_t runnable;           /* 1 = reject candidates that cannot run here */
     int32_t fail_on_conf_error; /* 1 = open fails on any conf error */
     int32_t skip_env;           /* 1 = ignore every ATTNREG_* variable */
-    /* 0.3. 1 = load each plugin first in a forked child (once, when it is
-     * first needed), so that one that crashes or calls exit() while loading
-     * fails with ATTN_ERR_LOAD ("crashed while loading (signal 11, ...)",
-     * "called exit(3) while loading") instead of ending the host; it is then
-     * loaded in process. For hosts that load plugins before starting
-     * threads: the child runs the loader after fork(). */
+    /* 0.3. 1 = load each plugin first in a child process (once, when it is
+     * first needed), so that one that crashes, calls exit() or hangs while
+     * loading fails with ATTN_ERR_LOAD ("crashed while loading (signal 11,
+     * ...)", "called exit(3) while loading", "did not finish loading within
+     * N s (killed)") instead of ending the host; it is then loaded in
+     * process. The child runs a fresh program (<libdir>/attnreg/
+     * attnreg-probe), so it is safe in a multithreaded host and whatever the
+     * host's SIGCHLD disposition. */
     int32_t probe_out_of_process;
 } attn_registry_options;
 

@@ -62,6 +62,11 @@ class BuildPy(build_py):
         for so in glob.glob(os.path.join(src, "lib", "attnreg", "*.so")):
             shutil.copyfile(os.path.realpath(so), os.path.join(dest, "lib", "attnreg",
                                                                os.path.basename(so)))
+        # the program Registry(probe_out_of_process=True) runs (executable)
+        helper = os.path.join(src, "lib", "attnreg", "attnreg-probe")
+        if os.path.exists(helper):
+            shutil.copy(os.path.realpath(helper), os.path.join(dest, "lib", "attnreg",
+                                                               "attnreg-probe"))
         for ini in glob.glob(os.path.join(src, "share", "attnreg", "conf", "*.ini")):
             shutil.copyfile(ini, os.path.join(dest, "share", "attnreg", "conf",
                                               os.path.basename(ini)))

@@ -8,11 +8,17 @@
 
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "abi_frozen.h"
@@ -258,6 +264,132 @@ START_TEST(plugin_hanging_while_loading_is_killed)
 }
 END_TEST
 
+/* ---- the probe against a host's signals and threads (issue 23) ------- */
+
+/* A registry over one plugin INI, probing out of process, with the
+ * environment read (ATTNREG_PROBE_TIMEOUT). */
+static attn_registry *open_probing(const char *name, const char *library)
+{
+    ts_write_plugin_ini(ts_dir(), "p.ini", name, library, 10, "hostile", NULL);
+    const char *dirs[1] = {ts_dir()};
+    attn_registry_options opt;
+    ts_options(&opt, dirs, 1);
+    opt.skip_env = 0;
+    opt.probe_out_of_process = 1;
+    attn_registry *reg = NULL;
+    ck_assert_int_eq(attn_registry_open(&opt, &reg), ATTN_OK);
+    return reg;
+}
+
+static attn_status load_first(attn_registry *reg, attn_plugin_load_info *li)
+{
+    memset(li, 0, sizeof *li);
+    li->struct_size = sizeof *li;
+    return attn_registry_load_plugin(reg, 0, li);
+}
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+}
+
+/* A host with an interval timer: every tick interrupts the probe's wait.
+ * The wait used to restart with the full timeout after each EINTR, so a
+ * hanging constructor was never killed. */
+START_TEST(probe_timeout_holds_across_eintr)
+{
+    ck_assert_int_eq(setenv("ATTNREG_PROBE_TIMEOUT", "1", 1), 0);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_alarm; /* no SA_RESTART: poll fails with EINTR */
+    ck_assert_int_eq(sigaction(SIGALRM, &sa, NULL), 0);
+    struct itimerval tick = {{0, 100000}, {0, 100000}}, off = {{0, 0}, {0, 0}};
+    ck_assert_int_eq(setitimer(ITIMER_REAL, &tick, NULL), 0);
+    attn_registry *reg = open_probing("hostile-ctor-hang", hostile_lib("ctor_hang"));
+    attn_plugin_load_info li;
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    attn_status st = load_first(reg, &li);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    setitimer(ITIMER_REAL, &off, NULL);
+    ck_assert_int_eq(st, ATTN_ERR_LOAD);
+    ck_assert_msg(strstr(li.message, "did not finish loading within 1 s (killed)"), "%s",
+                  li.message);
+    double took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    ck_assert_msg(took < 4.0, "the 1 s probe took %.1f s under the timer", took);
+    attn_registry_close(reg);
+}
+END_TEST
+
+static void reap_everything(int sig)
+{
+    (void)sig;
+    int saved = errno;
+    while (waitpid(-1, NULL, WNOHANG) > 0)
+        ;
+    errno = saved;
+}
+
+/* A host that ignores SIGCHLD (the kernel then reaps its children) or
+ * reaps every child in a handler: the probe's own wait still gets the
+ * plugin's real end. It used to report a crash as "called exit(0)". */
+START_TEST(probe_survives_the_hosts_sigchld)
+{
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = _i == 0 ? SIG_IGN : reap_everything;
+    ck_assert_int_eq(sigaction(SIGCHLD, &sa, &old), 0);
+    /* abort(), not SIGSEGV: under ASan the helper turns a SIGSEGV into
+     * exit(1) itself, while SIGABRT stays a signal in every build. */
+    attn_registry *reg = open_probing("hostile-ctor-abort", hostile_lib("ctor_abort"));
+    attn_plugin_load_info li;
+    attn_status st = load_first(reg, &li);
+    sigaction(SIGCHLD, &old, NULL);
+    ck_assert_int_eq(st, ATTN_ERR_LOAD);
+    ck_assert_msg(strstr(li.message, "crashed while loading (signal 6"), "%s", li.message);
+    attn_registry_close(reg);
+}
+END_TEST
+
+typedef struct hammer {
+    attn_registry *reg;
+    _Atomic int stop;
+} hammer;
+
+static void *hold_diag_lock(void *arg)
+{
+    hammer *h = arg;
+    while (!atomic_load(&h->stop))
+        (void)attn_registry_diagnostic_count(h->reg);
+    return NULL;
+}
+
+/* Host threads that hold the registry's locks (here the diagnostics lock,
+ * taken by every attn_registry_diagnostic_count) while the probe forks: a
+ * forked child that went on in the library took that lock to record the
+ * plugin's failure and deadlocked (reported as a timeout). The helper is a
+ * fresh program: every probe reports the plugin's real error. */
+START_TEST(probe_takes_no_lock_a_host_thread_holds)
+{
+    ck_assert_int_eq(setenv("ATTNREG_PROBE_TIMEOUT", "3", 1), 0);
+    for (int round = 0; round < 40; round++) {
+        attn_registry *reg = open_probing("fake-init-fails", ts_fake("init_fails"));
+        hammer h = {reg, 0};
+        pthread_t t[2];
+        for (int k = 0; k < 2; k++)
+            ck_assert_int_eq(pthread_create(&t[k], NULL, hold_diag_lock, &h), 0);
+        attn_plugin_load_info li;
+        attn_status st = load_first(reg, &li);
+        atomic_store(&h.stop, 1);
+        for (int k = 0; k < 2; k++)
+            pthread_join(t[k], NULL);
+        ck_assert_int_eq(st, ATTN_ERR_INIT_FAILED);
+        ck_assert_msg(strstr(li.message, "init failed"), "round %d: %s", round, li.message);
+        attn_registry_close(reg);
+    }
+}
+END_TEST
+
 START_TEST(out_of_process_probe_then_loads_in_process)
 {
     attn_registry *reg = open_hostile("polite", 1);
@@ -269,6 +401,83 @@ START_TEST(out_of_process_probe_then_loads_in_process)
 END_TEST
 
 /* ---- files that are not what they seem ---------------------------------- */
+
+/* Opens a registry (no conf) with ATTNREG_LOG_FILE=path read from the
+ * environment and no log callback. */
+static attn_registry *open_with_log_file(const char *path)
+{
+    ck_assert_int_eq(setenv("ATTNREG_LOG_FILE", path, 1), 0);
+    attn_registry_options opt;
+    ts_options(&opt, NULL, 0);
+    opt.skip_env = 0;
+    opt.log_fn = NULL;
+    attn_registry *reg = NULL;
+    ck_assert_int_eq(attn_registry_open(&opt, &reg), ATTN_OK);
+    unsetenv("ATTNREG_LOG_FILE");
+    return reg;
+}
+
+/* Issue 23: ATTNREG_LOG_FILE naming a FIFO hung every registry open (and so
+ * every command) waiting for a reader; now it is refused at once and the
+ * log goes to stderr. Forked with an alarm: a regression fails, not hangs. */
+START_TEST(fifo_as_log_file_does_not_block)
+{
+    const char *fifo = ts_join(ts_dir(), "log.fifo");
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        alarm(5);
+        attn_registry_close(open_with_log_file(fifo));
+        _exit(0);
+    }
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "open with a FIFO log file: wait status %d (SIGALRM = blocked)", status);
+}
+END_TEST
+
+/* Issue 23: the log file's descriptor was inherited by every program a host
+ * execs; every descriptor the library opens is O_CLOEXEC. */
+START_TEST(log_file_is_close_on_exec)
+{
+    const char *log = ts_join(ts_dir(), "attnreg.log");
+    attn_registry *reg = open_with_log_file(log);
+    int found = 0;
+    for (int fd = 0; fd < 1024; fd++) {
+        char link[64], target[4096];
+        snprintf(link, sizeof link, "/proc/self/fd/%d", fd);
+        ssize_t n = readlink(link, target, sizeof target - 1);
+        if (n <= 0)
+            continue;
+        target[n] = '\0';
+        if (strcmp(target, log) != 0)
+            continue;
+        found++;
+        int flags = fcntl(fd, F_GETFD);
+        ck_assert_msg(flags >= 0 && (flags & FD_CLOEXEC), "fd %d on %s lacks FD_CLOEXEC", fd, log);
+    }
+    ck_assert_int_eq(found, 1);
+    attn_registry_close(reg);
+}
+END_TEST
+
+/* Issue 23: attn_shape_format read an arch without a NUL past its 32 bytes
+ * (ASan: stack-buffer-overflow); it prints those 32 bytes and no more. */
+START_TEST(shape_format_bounds_an_unterminated_arch)
+{
+    attn_shape s;
+    attn_shape_init(&s);
+    memset(s.arch, 'x', sizeof s.arch);
+    char text[512];
+    ck_assert_int_gt(attn_shape_format(&s, text, sizeof text), 0);
+    char want[64];
+    snprintf(want, sizeof want, "arch=%.*s q_heads=", (int)sizeof s.arch,
+             "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx");
+    ck_assert_msg(strncmp(text, want, strlen(want)) == 0, "%s", text);
+}
+END_TEST
 
 /* A plugin INI naming `library` (not a regular file): the load fails with
  * ATTN_ERR_LOAD and a message containing `says`, without blocking. */
@@ -368,6 +577,35 @@ START_TEST(world_writable_files_are_warned)
     ck_assert_int_eq(d.status, ATTN_OK);
     ck_assert_msg(strstr(d.message, "plugin folder") && strstr(d.message, "every user"), "%s",
                   d.message);
+    attn_registry_close(reg);
+}
+END_TEST
+
+/* Issue 23: a diagnostic quotes the conf file (here a value with ESC and
+ * BEL bytes, the terminal's title and screen-clear sequences); its control
+ * bytes come out as \xNN, for the CLI, the log and the host alike. */
+START_TEST(conf_diagnostics_escape_control_bytes)
+{
+    char text[512];
+    snprintf(text, sizeof text,
+             "[plugin]\nformat_version = 1.0\nname = fake-good\nlibrary = %s\n"
+             "priority = 1\x1b]0;owned\x07\x1b[2J\narchs = fake\n",
+             ts_fake("good"));
+    ts_write(ts_dir(), "esc.ini", text);
+    attn_registry *reg = ts_open_dir(ts_dir());
+    ck_assert_uint_gt(attn_registry_diagnostic_count(reg), 0);
+    int quoted = 0;
+    for (size_t k = 0; k < attn_registry_diagnostic_count(reg); k++) {
+        attn_diagnostic d;
+        memset(&d, 0, sizeof d);
+        d.struct_size = sizeof d;
+        ck_assert_int_eq(attn_registry_diagnostic(reg, k, &d), ATTN_OK);
+        for (const char *c = d.message; *c; c++)
+            ck_assert_msg((unsigned char)*c >= 0x20 && *c != 0x7f, "raw 0x%02x in: %s",
+                          (unsigned char)*c, d.message);
+        quoted += strstr(d.message, "\\x1b]0;owned\\x07") != NULL;
+    }
+    ck_assert_int_ge(quoted, 1);
     attn_registry_close(reg);
 }
 END_TEST
@@ -622,6 +860,46 @@ START_TEST(oldest_sizes_are_accepted)
 }
 END_TEST
 
+/* Issue 23 (found in the red-team pass): a layer's type_name is the host's
+ * string, copied, sorted and printed by the plan: one without a NUL within
+ * 256 bytes was read past its end. Refused as invalid, before any plugin. */
+START_TEST(plan_bounds_a_layer_type_name)
+{
+    ts_write_plugin_ini(ts_dir(), "good.ini", "fake-good", ts_fake("good"), 10, "fake", NULL);
+    attn_registry *reg = ts_open_dir(ts_dir());
+    enum { LONG = 300 };
+    char *name = malloc(LONG); /* no NUL: ASan sees any read past it */
+    ck_assert_ptr_nonnull(name);
+    memset(name, 'x', LONG);
+    attn_layer layers[2];
+    for (int i = 0; i < 2; i++)
+        attn_layer_init(&layers[i], sizeof layers[i]);
+    layers[1].kind = ATTN_LAYER_NOT_ATTENTION;
+    layers[1].type_name = name;
+    attn_model m;
+    attn_model_init(&m, sizeof m);
+    snprintf(m.arch, sizeof m.arch, "fake");
+    m.num_layers = 2;
+    m.layers = layers;
+    m.max_model_len = 64;
+    attn_plan *plan = NULL;
+    ck_assert_int_eq(attn_registry_plan(reg, &m, &plan), ATTN_ERR_INVALID_SHAPE);
+    attn_plan_summary sum;
+    memset(&sum, 0, sizeof sum);
+    sum.struct_size = sizeof sum;
+    ck_assert_int_eq(attn_plan_summarize(plan, &sum), ATTN_OK);
+    ck_assert_msg(strstr(sum.message, "layer 1: type_name is longer than 255 bytes"), "%s",
+                  sum.message);
+    attn_plan_free(plan);
+    /* 255 bytes and a NUL is a name like any other. */
+    name[255] = '\0';
+    ck_assert_int_eq(attn_registry_plan(reg, &m, &plan), ATTN_OK);
+    attn_plan_free(plan);
+    free(name);
+    attn_registry_close(reg);
+}
+END_TEST
+
 static Suite *hardening_suite(void)
 {
     Suite *s = suite_create("hardening");
@@ -641,14 +919,22 @@ static Suite *hardening_suite(void)
     tcase_add_loop_test(tc, plugin_dying_while_loading_fails_out_of_process, 0, 3);
     tcase_add_test(tc, out_of_process_probe_then_loads_in_process);
     tcase_add_test(tc, plugin_hanging_while_loading_is_killed);
+    tcase_add_test(tc, probe_timeout_holds_across_eintr);
+    tcase_add_loop_test(tc, probe_survives_the_hosts_sigchld, 0, 2);
+    tcase_add_test(tc, probe_takes_no_lock_a_host_thread_holds);
     suite_add_tcase(s, tc);
     tc = tcase_create("files");
     ts_add_fixtures(tc, 60);
     tcase_add_test(tc, fifo_as_library_fails_without_blocking);
+    tcase_add_test(tc, fifo_as_log_file_does_not_block);
+    tcase_add_test(tc, log_file_is_close_on_exec);
+    tcase_add_test(tc, shape_format_bounds_an_unterminated_arch);
+    tcase_add_test(tc, plan_bounds_a_layer_type_name);
     tcase_add_test(tc, device_as_library_fails);
     tcase_add_test(tc, fifo_ini_and_symlink_loop_are_warned);
     tcase_add_test(tc, world_writable_files_are_warned);
     tcase_add_test(tc, long_line_is_an_error_not_a_split);
+    tcase_add_test(tc, conf_diagnostics_escape_control_bytes);
     tcase_add_test(tc, huge_ini_and_nul_byte_are_errors);
     tcase_add_test(tc, many_keys_are_read_in_linear_time);
     suite_add_tcase(s, tc);

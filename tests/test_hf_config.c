@@ -17,7 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "attnreg.h"
@@ -399,6 +401,92 @@ END_TEST
 
 /* ---- errors ------------------------------------------------------------- */
 
+/* Issue 23: a FIFO named as the config used to block the open forever (the
+ * reader had fopen without O_NONBLOCK); it is refused at once. The test
+ * runs the read in a forked child with an alarm, so a regression fails
+ * instead of hanging the suite. */
+START_TEST(fifo_config_refused)
+{
+    const char *fifo = ts_join(ts_dir(), "config-fifo.json");
+    unlink(fifo);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        alarm(5);
+        hf_config cfg;
+        char why[512];
+        hf_config_status st = hf_config_read(fifo, &cfg, why, sizeof why);
+        _exit(st == HF_CONFIG_IO && strstr(why, "a FIFO, not a regular file") ? 0 : 1);
+    }
+    int status = 0;
+    ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+    ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+                  "reading a FIFO config: wait status %d (SIGALRM = blocked)", status);
+    unlink(fifo);
+}
+END_TEST
+
+/* CPU seconds to read a config of n layers, each of a distinct type name. */
+static double read_distinct_types(int n)
+{
+    size_t cap = (size_t)n * 16 + 256, len = 0;
+    char *text = malloc(cap);
+    ck_assert_ptr_nonnull(text);
+    len += (size_t)snprintf(text + len, cap - len,
+                            "{\"num_attention_heads\": 8, \"num_key_value_heads\": 8, "
+                            "\"hidden_size\": 512, \"num_hidden_layers\": %d, "
+                            "\"layer_types\": [",
+                            n);
+    for (int i = 0; i < n; i++)
+        len += (size_t)snprintf(text + len, cap - len, "%s\"t%d\"", i ? "," : "", i);
+    snprintf(text + len, cap - len, "]}");
+    const char *path = ts_write(ts_dir(), "config.json", text);
+    free(text);
+    hf_config cfg;
+    clock_t t0 = clock();
+    hf_config_status st = hf_config_read(path, &cfg, err, sizeof err);
+    double cpu = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    if (st == HF_CONFIG_OK) {
+        ck_assert_uint_eq(cfg.num_type_names, (size_t)n);
+        hf_config_free(&cfg);
+    }
+    return cpu;
+}
+
+/* Issue 23: 65 536 distinct layer type names were interned by linear search
+ * (12 s of CPU in plan --hf-config before the config was judged). Linear
+ * time: 16 times the names cost about 16 times the CPU, where the search
+ * cost 256 times; compared with a ratio so that valgrind's slowdown (the
+ * suite runs under it in .ci/run) does not matter. */
+START_TEST(many_layer_type_names_in_linear_time)
+{
+    double small = read_distinct_types(4096), big = read_distinct_types(65536);
+    ck_assert_msg(big < 64 * (small > 0.001 ? small : 0.001),
+                  "4096 names: %.3f s of CPU, 65536 names: %.3f s (not linear)", small, big);
+}
+END_TEST
+
+/* Issue 23: what an error quotes from the file (jansson's "near '...'"
+ * token, a key) reaches a terminal: its control bytes come out as \xNN. */
+START_TEST(quoted_control_bytes_escaped)
+{
+    hf_config cfg;
+    const char *bad = ts_write(ts_dir(), "config.json", "\x1b[2J\x1b]0;owned\x07\n");
+    ck_assert_int_eq(hf_config_read(bad, &cfg, err, sizeof err), HF_CONFIG_MALFORMED);
+    for (const char *p = err; *p; p++)
+        ck_assert_msg((unsigned char)*p >= 0x20 && *p != 0x7f, "raw control byte 0x%02x in: %s",
+                      (unsigned char)*p, err);
+    ck_assert_msg(strstr(err, "\\x1b"), "%s", err);
+    const char *key =
+        ts_write(ts_dir(), "config.json", "{\"num_attention_heads\": \"\\u001b[31m\\n\"}");
+    ck_assert_int_ne(hf_config_read(key, &cfg, err, sizeof err), HF_CONFIG_OK);
+    for (const char *p = err; *p; p++)
+        ck_assert_msg((unsigned char)*p >= 0x20, "raw control byte 0x%02x in: %s",
+                      (unsigned char)*p, err);
+}
+END_TEST
+
 START_TEST(file_errors)
 {
     hf_config cfg;
@@ -579,6 +667,9 @@ static Suite *hf_config_suite(void)
     tcase_add_test(planned, gemma2_plan_windows_softcap);
     tcase_add_test(rules, derived_layer_kinds);
     tcase_add_test(errors, file_errors);
+    tcase_add_test(errors, fifo_config_refused);
+    tcase_add_test(errors, many_layer_type_names_in_linear_time);
+    tcase_add_test(errors, quoted_control_bytes_escaped);
     tcase_add_test(errors, json_errors);
     tcase_add_test(errors, key_errors);
     tcase_add_test(errors, layer_type_errors);

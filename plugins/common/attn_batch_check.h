@@ -38,7 +38,8 @@ static inline int attn_batch_positional(const attn_shape *s)
 /* Checks, in this order, naming the first problem in err (prefixed with
  * `who`, e.g. "cpu-ref: "):
  *   cu_seqlens_q[0] == 0 and cu_seqlens_q[num_seqs] == num_tokens;
- *   for each sequence i: cu_seqlens_q does not decrease, seqused_k[i] >= 0,
+ *   cu_seqlens_q does not decrease (the first sequence where it does);
+ *   for each sequence i: seqused_k[i] >= 0,
  *   with `positional` (causal masking or a window bound >= 0) the query
  *   tokens do not exceed seqused_k[i] (the keys include them), and
  *   the lengths stay within max_seqlen_q / max_seqlen_k (pass INT32_MAX to
@@ -66,16 +67,17 @@ static inline attn_status attn_batch_check_seqlens(const char *who, const int32_
         ATTN_BATCH_FAIL("cu_seqlens_q[%d] (the last entry) is %d, but the batch has %lld query "
                         "tokens",
                         (int)num_seqs, (int)cu_seqlens_q[num_seqs], (long long)num_tokens);
-    for (int32_t i = 0; i < num_seqs; i++) {
-        /* In 64 bits: a decreasing pair far apart must not wrap into a
-         * plausible length. */
-        int64_t q_len = (int64_t)cu_seqlens_q[i + 1] - cu_seqlens_q[i];
-        int32_t kv_len = seqused_k[i];
-        if (q_len < 0)
+    /* The array as a whole first: a decreasing one has no lengths to
+     * compare (and, compared in 64 bits, cannot wrap into plausible ones). */
+    for (int32_t i = 0; i < num_seqs; i++)
+        if (cu_seqlens_q[i + 1] < cu_seqlens_q[i])
             ATTN_BATCH_FAIL("cu_seqlens_q decreases at sequence %d (cu_seqlens_q[%d] = %d, "
                             "cu_seqlens_q[%d] = %d)",
                             (int)i, (int)i, (int)cu_seqlens_q[i], (int)i + 1,
                             (int)cu_seqlens_q[i + 1]);
+    for (int32_t i = 0; i < num_seqs; i++) {
+        int64_t q_len = (int64_t)cu_seqlens_q[i + 1] - cu_seqlens_q[i];
+        int32_t kv_len = seqused_k[i];
         if (kv_len < 0)
             ATTN_BATCH_FAIL("seqused_k[%d] is %d: sequence %d needs a key count >= 0", (int)i,
                             (int)kv_len, (int)i);

@@ -239,7 +239,7 @@ static inline int attn_plan_kv_bytes(int32_t dtype)
 static const int32_t attn_gpu_head_dims[] = {ATTN_GPU_HEAD_DIM_LIST(ATTN_GPU_HEAD_DIM_ENTRY_)};
 #define ATTN_GPU_HEAD_DIMS_COUNT (sizeof attn_gpu_head_dims / sizeof attn_gpu_head_dims[0])
 /* "64, 80, 96, 128, 192, 256": for messages (past the first ", ") */
-#define ATTN_GPU_HEAD_DIMS_TEXT (ATTN_GPU_HEAD_DIM_LIST(ATTN_GPU_HEAD_DIM_TEXT_) + 2)
+#define ATTN_GPU_HEAD_DIMS_TEXT (&(ATTN_GPU_HEAD_DIM_LIST(ATTN_GPU_HEAD_DIM_TEXT_))[2])
 static inline int attn_plan_head_dim_built(int d)
 {
     size_t i;

@@ -280,7 +280,9 @@ static const attn_predicate cpu_ref_predicates[] = {
 static void cpu_model_name(char *out, size_t size)
 {
     snprintf(out, size, "CPU");
-    FILE *f = fopen("/proc/cpuinfo", "r");
+    /* "e": O_CLOEXEC (glibc), so a host thread's exec meanwhile does not
+     * inherit it. */
+    FILE *f = fopen("/proc/cpuinfo", "re");
     if (!f)
         return;
     char line[512];
@@ -584,7 +586,9 @@ static attn_status validate_args(const cpu_ref_backend *b, const attn_forward_ar
         return st;
     int needs_cache = 0;
     for (int32_t i = 0; i < a->num_seqs; i++) {
-        int32_t q_len = a->cu_seqlens_q[i + 1] - a->cu_seqlens_q[i];
+        /* 64-bit: an int32 difference wraps (2147483584 - -2147483648 is a
+         * small positive number) and a decreasing array would pass. */
+        int64_t q_len = (int64_t)a->cu_seqlens_q[i + 1] - a->cu_seqlens_q[i];
         int32_t kv_len = a->seqused_k[i];
         if (q_len == 0 || kv_len == 0)
             continue;

@@ -54,8 +54,9 @@
  * ATTN_DMMA_FP8_STAGES stages; each lane converts exactly the 16-byte chunks
  * it copied (cvt e4m3x2 -> f16x2, exact), once per tile, into one f16 K/V
  * tile, so no lane waits for another's copies and the raw ring needs no
- * barrier; two __syncwarp fence the f16 tile (written, then read by every
- * lane's ldmatrix). The math is f16: an f16 Q enters as it is, a bf16 Q row
+ * barrier; three __syncwarp fence the f16 tile (K written, then read by
+ * every lane's ldmatrix while V is written under the Q K^T mma, then V
+ * read). The math is f16: an f16 Q enters as it is, a bf16 Q row
  * is scaled by the power of two that puts its largest element in
  * [2^14, 2^15) (exact: 8 significant bits fit f16's 11) and that power comes
  * back as the row's score multiplier. Both e4m3 formats are read with the
@@ -298,25 +299,21 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
             }
         }
     };
-    /* fp8: this lane's raw chunks of stage st (its own copies, waited for)
-     * into the f16 K and V tile. */
-    auto convert_tile = [&](int st) {
-        const uint8_t *Kr = raw0 + st * plan::RAW_STAGE;
+    /* fp8: this lane's raw chunks of stage st (its own copies, waited for),
+     * K (part 0) or V (part 1), into the f16 tile. */
+    auto convert_part = [&](int st, int part) {
+        const uint8_t *src = raw0 + st * plan::RAW_STAGE + part * DMMA_TILE * D;
+        uint8_t *dst = stage0 + part * DMMA_TILE * ROWB;
 #pragma unroll
-        for (int part = 0; part < 2; part++) {
-            const uint8_t *src = Kr + part * DMMA_TILE * D;
-            uint8_t *dst = stage0 + part * DMMA_TILE * ROWB;
-#pragma unroll
-            for (int i = 0; i < RLOADS; i++) {
-                const unsigned idx = (unsigned)lane + 32u * i;
-                if (DMMA_TILE * RCH % 32 != 0 && idx >= (unsigned)(DMMA_TILE * RCH))
-                    break;
-                const unsigned r = idx / RCH, c = idx % RCH;
-                uint32_t y[8];
-                dmma_fp8x16_to_f16(*(const uint4 *)(src + idx * 16), nuz, y);
-                *(uint4 *)(dst + r * ROWB + c * 32) = make_uint4(y[0], y[1], y[2], y[3]);
-                *(uint4 *)(dst + r * ROWB + c * 32 + 16) = make_uint4(y[4], y[5], y[6], y[7]);
-            }
+        for (int i = 0; i < RLOADS; i++) {
+            const unsigned idx = (unsigned)lane + 32u * i;
+            if (DMMA_TILE * RCH % 32 != 0 && idx >= (unsigned)(DMMA_TILE * RCH))
+                break;
+            const unsigned r = idx / RCH, c = idx % RCH;
+            uint32_t y[8];
+            dmma_fp8x16_to_f16(*(const uint4 *)(src + idx * 16), nuz, y);
+            *(uint4 *)(dst + r * ROWB + c * 32) = make_uint4(y[0], y[1], y[2], y[3]);
+            *(uint4 *)(dst + r * ROWB + c * 32 + 16) = make_uint4(y[4], y[5], y[6], y[7]);
         }
     };
 
@@ -449,8 +446,8 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
                           window_blk(it + STAGES - 1));
             attn_cp_async_commit();
             __syncwarp(); /* every lane done reading the f16 tile of it - 1 */
-            convert_tile(it % STAGES);
-            __syncwarp(); /* the f16 tile of it visible to every lane */
+            convert_part(it % STAGES, 0);
+            __syncwarp(); /* K of it visible to every lane; V converts under Q K^T */
             Ks = stage0;
         } else {
             __syncwarp(); /* tile `it` visible to every lane; stage it-1 free */
@@ -484,6 +481,14 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
             attn_ldsm_x4(attn_smem_addr(Ks + k_off + kk * 32), b);
             attn_mma16816<BF16>(kk & 1 ? sx[0] : sc[0], a, b[0], b[1]);
             attn_mma16816<BF16>(kk & 1 ? sx[1] : sc[1], a, b[2], b[3]);
+        }
+        /* fp8: V of this tile is converted while the Q K^T mma are in flight
+         * (nothing here reads their results), then published for P V. A
+         * warp's tile is a chain of latencies, and this takes the V half of
+         * the conversion off it. */
+        if constexpr (KV8) {
+            convert_part(it % STAGES, 1);
+            __syncwarp();
         }
 #pragma unroll
         for (int j = 0; j < 2; j++)

@@ -22,6 +22,7 @@ by one thread at a time.
 """
 
 import ctypes
+import functools
 import math
 import operator
 import threading
@@ -137,16 +138,19 @@ def _dtype_code(field, name):
     return _native.DTYPE[name]
 
 
-def _int32(field, value):
-    """An int32 from any integer (int, numpy integer; not bool or float)."""
+def _int32(field, value, owner="Shape"):
+    """An int32 from any integer (int, numpy integer; not bool or float).
+    Every int that reaches a ctypes int32 field goes through here: ctypes
+    stores it mod 2**32 without a word (plan(q_heads=2**32 + 32) planned 32
+    heads), so a value outside int32 is refused, naming the field."""
     try:
         if isinstance(value, bool):
             raise TypeError
         value = operator.index(value)
     except TypeError:
-        raise ValueError(f"Shape.{field}: expected an int, got {value!r}") from None
+        raise ValueError(f"{owner}.{field}: expected an int, got {value!r}") from None
     if not -2**31 <= value < 2**31:
-        raise ValueError(f"Shape.{field}: {value} does not fit in int32")
+        raise ValueError(f"{owner}.{field}: {value} does not fit in int32")
     return value
 
 
@@ -186,9 +190,9 @@ class Shape:
         self.causal = bool(causal)
         try:
             left, right = window
-            left, right = int(left), int(right)
         except (TypeError, ValueError):
             raise ValueError(f"Shape.window: expected (left, right), got {window!r}") from None
+        left, right = _int32("window[0]", left), _int32("window[1]", right)
         self.window = (left, right)
         self.softcap = float(softcap)
         self.sinks = bool(sinks)
@@ -296,6 +300,9 @@ class Selection:
 
     def to_dict(self):
         """The keys of the CLI's JSON selection object."""
+        if self._owner is None and not self.registry._h:
+            # its strings live in the registry: freed with it
+            raise Error("ATTN_ERR_INVALID_ARGUMENT", "the selection's registry is closed")
         return _selection_dict(self._c)
 
     def __repr__(self):
@@ -448,7 +455,13 @@ def _layers_array(layers):
         a = arr[i]
         a.struct_size = ctypes.sizeof(_native.Layer)
         a.kind = _KINDS[kind]
-        a.window_left, a.window_right = item.get("window", (-1, -1))
+        try:
+            left, right = item.get("window", (-1, -1))
+        except (TypeError, ValueError):
+            raise ValueError(f"layers[{i}]: expected window (left, right), got "
+                             f"{item.get('window')!r}") from None
+        a.window_left = _int32(f"layers[{i}].window[0]", left, "plan")
+        a.window_right = _int32(f"layers[{i}].window[1]", right, "plan")
         if item.get("type_name"):
             b = item["type_name"].encode()
             keep.append(b)
@@ -457,6 +470,38 @@ def _layers_array(layers):
 
 
 # ---- the registry ----------------------------------------------------------------
+
+def _registry_call(method):
+    """Counts the call as a user of the registry handle for its duration, so
+    that close() from another thread waits for it (the handle goes when the
+    last user leaves) instead of freeing what the call is reading; a call on
+    a closed registry raises."""
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        self._enter()
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self._release()
+    return call
+
+
+def _backend_call(method):
+    """A Backend is used by one thread at a time (the C object is not
+    thread-safe): a second thread gets an exception, not a crash. An RLock,
+    so that a guarded method may call another on the same thread."""
+    @functools.wraps(method)
+    def call(self, *args, **kwargs):
+        if not self._busy.acquire(blocking=False):
+            raise Error("ATTN_ERR_INVALID_ARGUMENT",
+                        f"backend {self.name} is in use by another thread (a Backend is used "
+                        "by one thread at a time; create one per thread)")
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self._busy.release()
+    return call
+
 
 class _Closable:
     """with-statement support for objects with close()."""
@@ -480,10 +525,7 @@ def _check_seqlens(cu, sk, positional):
     if cu[0] != 0:
         raise ValueError(f"cu_seqlens_q[0] is {cu[0]}, must be 0")
     for i, kv_len in enumerate(sk):
-        q_len = cu[i + 1] - cu[i]
-        if q_len < 0:
-            raise ValueError(f"cu_seqlens_q decreases at sequence {i} (cu_seqlens_q[{i}] = "
-                             f"{cu[i]}, cu_seqlens_q[{i + 1}] = {cu[i + 1]})")
+        q_len = cu[i + 1] - cu[i]  # >= 0: forward's loop refused a decreasing array
         if kv_len < 0:
             raise ValueError(f"seqused_k[{i}] is {kv_len}: sequence {i} needs a key count >= 0")
         if positional and q_len > kv_len:
@@ -564,7 +606,9 @@ class Registry(_Closable):
     # -- lifetime
     def close(self):
         """Closes the registry now, or when the last Backend created from it is
-        closed. Selections and plans from it are unusable afterwards."""
+        closed, or when the calls other threads have under way return (later
+        calls raise attnreg.Error). Selections and plans from it are unusable
+        afterwards."""
         with self._lock:
             self._closing = True
             self._maybe_release()
@@ -579,6 +623,12 @@ class Registry(_Closable):
         with self._lock:
             self._users += 1
 
+    def _enter(self):
+        with self._lock:
+            if self._closing or not self._h:
+                raise Error("ATTN_ERR_INVALID_ARGUMENT", "the registry is closed")
+            self._users += 1
+
     def _release(self):
         with self._lock:
             self._users -= 1
@@ -590,9 +640,13 @@ class Registry(_Closable):
         return self._closing or not self._h
 
     def _handle(self):
-        if self._closing or not self._h:
+        # Called inside a _registry_call (or by a Backend, which holds a
+        # use): a close() that came meanwhile only marked the registry, the
+        # handle stays valid until the call ends.
+        h = self._h
+        if not h:
             raise Error("ATTN_ERR_INVALID_ARGUMENT", "the registry is closed")
-        return self._h
+        return h
 
     def __del__(self):
         try:
@@ -603,11 +657,13 @@ class Registry(_Closable):
             pass
 
     # -- queries
+    @_registry_call
     def conf_paths(self):
         h = self._handle()
         return [_text(_lib.attn_registry_conf_path(h, k))
                 for k in range(_lib.attn_registry_conf_path_count(h))]
 
+    @_registry_call
     def diagnostics(self):
         """Problems found reading conf files or loading plugins (dicts)."""
         h = self._handle()
@@ -620,6 +676,7 @@ class Registry(_Closable):
                             "message": _text(d.message)})
         return out
 
+    @_registry_call
     def list(self, arch=None):
         """The plugins the conf files declare, in priority order (the keys of
         `attnreg list --json`'s plugins). INI layer only: loads nothing."""
@@ -639,6 +696,7 @@ class Registry(_Closable):
                         "conf_line": p.conf_line})
         return out
 
+    @_registry_call
     def load_plugin(self, name):
         """Loads a plugin's library (if not yet) and says what it found."""
         h = self._handle()
@@ -658,6 +716,7 @@ class Registry(_Closable):
                         "num_predicates": info.num_predicates}
         raise BackendRejectedError("ATTN_ERR_NOT_FOUND", f"no backend named '{name}'")
 
+    @_registry_call
     def select(self, shape):
         """The backend for ``shape`` (a Shape, or Shape's keyword arguments as
         a dict). Raises InvalidShapeError, UnsupportedError or
@@ -670,6 +729,7 @@ class Registry(_Closable):
             raise _error(st, _text(sel.message))
         return Selection(self, shape, sel)
 
+    @_registry_call
     def explain(self, shape):
         """Every candidate's verdict in every pass, and the decision: a dict
         with the content of `attnreg explain --json`. A failed decision is
@@ -717,6 +777,7 @@ class Registry(_Closable):
         finally:
             _lib.attn_explanation_free(ex)
 
+    @_registry_call
     def plan(self, arch="cpu", q_heads=1, kv_heads=0, head_dim=128, head_dim_v=0, num_layers=1,
              layers=None, softcap=0.0, sinks=False, q_dtype="bf16", kv_dtype=None,
              compute_dtype=None, out_dtype=None, page_size=16, tp=1, max_model_len=None,
@@ -734,10 +795,13 @@ class Registry(_Closable):
         if len(arch.encode()) >= _native.ATTN_ARCH_MAX:
             raise ValueError(f"plan: arch {arch!r} is too long")
         m.arch = arch.encode()
-        m.num_q_heads, m.num_kv_heads, m.head_dim, m.head_dim_v = (q_heads, kv_heads, head_dim,
-                                                                   head_dim_v)
+        def i32(field, value):
+            return _int32(field, value, "plan")
+        m.num_q_heads, m.num_kv_heads, m.head_dim, m.head_dim_v = (
+            i32("q_heads", q_heads), i32("kv_heads", kv_heads), i32("head_dim", head_dim),
+            i32("head_dim_v", head_dim_v))
         arr, keep = _layers_array(layers)
-        m.num_layers = len(layers) if layers is not None else num_layers
+        m.num_layers = i32("num_layers", len(layers) if layers is not None else num_layers)
         if arr is not None:
             m.layers = ctypes.cast(arr, ctypes.POINTER(_native.Layer))
         m.softcap, m.has_sinks = float(softcap), int(bool(sinks))
@@ -745,9 +809,10 @@ class Registry(_Closable):
         m.kv_dtype = _dtype_code("kv_dtype", kv_dtype or q_dtype)
         m.compute_dtype = _dtype_code("compute_dtype", compute_dtype or q_dtype)
         m.out_dtype = _dtype_code("out_dtype", out_dtype or q_dtype)
-        m.page_size, m.tp_size = page_size, tp
-        m.max_model_len, m.max_prefill_tokens, m.spec_tokens = (max_model_len,
-                                                                max_prefill_tokens, spec_tokens)
+        m.page_size, m.tp_size = i32("page_size", page_size), i32("tp", tp)
+        m.max_model_len, m.max_prefill_tokens, m.spec_tokens = (
+            i32("max_model_len", max_model_len), i32("max_prefill_tokens", max_prefill_tokens),
+            i32("spec_tokens", spec_tokens))
         handle = ctypes.c_void_p()
         st = _lib.attn_registry_plan(self._handle(), ctypes.byref(m), ctypes.byref(handle))
         del keep
@@ -761,6 +826,7 @@ class Registry(_Closable):
             raise _error(st, message)
         return Plan(self, handle)
 
+    @_registry_call
     def create(self, selection):
         """Constructs the selected backend (attn_backend_create): checks the
         binary holds code for the arch and a device is there, then calls the
@@ -799,12 +865,14 @@ def _as_shape(shape):
 class Backend(_Closable):
     """A constructed backend (attn_backend_create). A context manager;
     close() when done. Keeps its Registry alive. Used by one thread at a
-    time, as the C object is."""
+    time, as the C object is: a call while another thread's call on the same
+    Backend runs raises attnreg.Error instead of running."""
 
     def __init__(self, registry, selection, handle):
         self.registry = registry
         self.selection = selection
         self._h = handle
+        self._busy = threading.RLock()
         registry._acquire()
         self.name = _text(_lib.attn_backend_name(handle))
         self.shape = Shape._from_c(_lib.attn_backend_shape(handle).contents)
@@ -813,6 +881,7 @@ class Backend(_Closable):
         # graph captured with one keeps its address.
         self._ws_retired = []
 
+    @_backend_call
     def close(self):
         h, self._h = getattr(self, "_h", None), None
         if h:
@@ -836,17 +905,20 @@ class Backend(_Closable):
     def is_cpu(self):
         return self.shape.arch == "cpu"
 
+    @_backend_call
     def workspace_size(self, max_num_seqs, max_num_tokens):
         """Bytes of scratch a forward of up to these many sequences and query
         tokens needs (attn_backend_workspace_size)."""
         lim = _native.new(_native.BatchLimits)
-        lim.max_num_seqs, lim.max_num_tokens = max_num_seqs, max_num_tokens
+        lim.max_num_seqs = _int32("max_num_seqs", max_num_seqs, "workspace_size")
+        lim.max_num_tokens = _int32("max_num_tokens", max_num_tokens, "workspace_size")
         n = ctypes.c_size_t()
         st = _lib.attn_backend_workspace_size(self._handle(), ctypes.byref(lim), ctypes.byref(n))
         if st != _native.OK:
             raise _error(st)
         return n.value
 
+    @_backend_call
     def reserve_workspace(self, max_num_seqs, max_num_tokens, device=None):
         """Allocates (and caches) the workspace for batches up to these limits
         now, e.g. before capturing a CUDA graph: forward then never allocates
@@ -875,6 +947,7 @@ class Backend(_Closable):
             self._ws[device] = cached
         return cached[1], cached[2]
 
+    @_backend_call
     def forward(self, q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out=None, *,
                 scale=None, q_descale=1.0, k_descale=1.0, v_descale=1.0, sinks=None,
                 workspace=None, stream=None, max_seqlen_q=None, max_seqlen_k=None, lse=None):
@@ -1003,8 +1076,25 @@ class Backend(_Closable):
             if host_cu[-1] != T:
                 raise ValueError(f"cu_seqlens_q: the last entry is {host_cu[-1]}, expected "
                                  f"num_tokens {T} (q.shape[0])")
+            for i in range(ns):
+                if host_cu[i + 1] < host_cu[i]:
+                    raise ValueError(f"cu_seqlens_q: decreases at sequence {i} "
+                                     f"({host_cu[i]} -> {host_cu[i + 1]})")
             if host_sk is not None:
                 _check_seqlens(host_cu, host_sk, sh.causal or sh.window != (-1, -1))
+        if host_sk is not None and vbt.device == "cpu":
+            # The C side knows only the row stride: a view narrower than its
+            # rows (bt[:, :2] of a wider table) would be read past its last
+            # column, past the buffer's end on the last row.
+            width, page = vbt.shape[1], sh.page_size
+            for i, keys in enumerate(host_sk):
+                if keys < 0:
+                    raise ValueError(f"seqused_k[{i}] is negative ({keys})")
+                q_len = host_cu[i + 1] - host_cu[i] if host_cu is not None else 1
+                pages = -(-keys // page)
+                if q_len > 0 and pages > width:
+                    raise ValueError(f"block_table: sequence {i} has {keys} keys = {pages} pages "
+                                     f"of {page}, but block_table has {width} columns")
             if max_seqlen_q is None:
                 max_seqlen_q = max((b - a for a, b in zip(host_cu, host_cu[1:])), default=0)
         if host_sk is not None and max_seqlen_k is None:
@@ -1013,6 +1103,14 @@ class Backend(_Closable):
             max_seqlen_q = sh.max_q_len
         if max_seqlen_k is None:
             max_seqlen_k = sh.max_kv_len
+        max_seqlen_q = _int32("max_seqlen_q", max_seqlen_q, "forward")
+        max_seqlen_k = _int32("max_seqlen_k", max_seqlen_k, "forward")
+        # Sizes and strides land in int32/int64 fields: out-of-range values
+        # are refused here, not wrapped by ctypes.
+        _int32("num_seqs", ns, "forward")
+        _int32("num_tokens", T, "forward")
+        _int32("num_blocks", nblocks, "forward")
+        _int32("block_table_stride", vbt.strides[0] if ns else vbt.shape[1], "forward")
 
         if workspace is None:
             need = self.workspace_size(max(ns, 1), max(T, 1))

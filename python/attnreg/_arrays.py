@@ -16,6 +16,10 @@ TORCH_DTYPES = {"f32": ("float32",), "f16": ("float16",), "bf16": ("bfloat16",),
                 "fp8_e4m3fn": ("float8_e4m3fn", "uint8"),
                 "fp8_e4m3fnuz": ("float8_e4m3fnuz", "uint8")}
 ELEMENT_SIZE = {"f32": 4, "f16": 2, "bf16": 2, "fp8_e4m3fn": 1, "fp8_e4m3fnuz": 1}
+# Bytes per element of every carrier dtype name above: a dtype is accepted
+# only when its name and its itemsize both match.
+CARRIER_SIZE = {"float32": 4, "float16": 2, "uint16": 2, "bfloat16": 2, "uint8": 1,
+                "float8_e4m3fn": 1, "float8_e4m3fnuz": 1, "int32": 4, "int64": 8}
 
 
 def is_torch(x):
@@ -49,7 +53,17 @@ class View:
         elif is_numpy(obj):
             self.kind = "numpy"
             self.device = "cpu"
-            self.dtype = obj.dtype.name
+            dt = obj.dtype
+            # dtype.name says nothing of byte order: '>f4' is "float32" too,
+            # and the kernels would read its bytes swapped (NaN, silently).
+            # Structured and sub-array dtypes are not numbers at all.
+            if dt.fields is not None or dt.subdtype is not None:
+                raise ValueError(f"{name}: a structured dtype ({dt}) is not a numeric array")
+            if not dt.isnative:
+                raise ValueError(f"{name}: dtype {dt.str} is not in this machine's byte order "
+                                 f"({sys.byteorder}-endian); convert it with "
+                                 f"a.astype(a.dtype.newbyteorder('='))")
+            self.dtype = dt.name
             self.shape = tuple(obj.shape)
             self.itemsize = obj.dtype.itemsize
             if any(s % self.itemsize for s in obj.strides):
@@ -81,7 +95,7 @@ class View:
                              f"[{', '.join(str(s) for s in self.shape)}]")
 
     def expect_dtype(self, allowed, what):
-        if self.dtype not in allowed:
+        if self.dtype not in allowed or CARRIER_SIZE.get(self.dtype) != self.itemsize:
             raise ValueError(f"{self.name}: expected dtype {' or '.join(allowed)} ({what}), got "
                              f"{self.dtype}")
 

@@ -256,6 +256,20 @@ def _preload_inih(libdir):
         ctypes.CDLL(inih, mode=ctypes.RTLD_GLOBAL)
 
 
+def _require_regular(path):
+    """dlopen of a FIFO waits for a writer forever (ATTNREG_LIBRARY=/some/fifo
+    hung `import attnreg`), a device is read without end: the conf reader's
+    rule, a regular file, checked on the descriptor opened O_NONBLOCK so that
+    the check does not block either and no rename slips in between."""
+    import stat
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path}: not a regular file")
+    finally:
+        os.close(fd)
+
+
 def load_library():
     """(CDLL, path). ImportError naming every place looked at when none loads."""
     tried = []
@@ -264,6 +278,7 @@ def load_library():
             if os.path.sep in path:
                 if not os.path.exists(path):
                     raise OSError(f"{path}: no such file")
+                _require_regular(path)
                 _preload_inih(os.path.dirname(os.path.abspath(path)))
             lib = ctypes.CDLL(path)
             return lib, path

@@ -15,7 +15,11 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
+#include <stdint.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -180,22 +184,28 @@ START_TEST(test_round_trips)
 }
 END_TEST
 
-/* 4 query / 2 KV heads of 16, f32 throughout, page 4, up to 3 new tokens
- * over max_kv_len keys, causal. */
-static void small_f32_shape(attn_shape *s, int32_t max_kv_len)
+/* A small f32 problem (4 q heads, 2 kv heads, head size 16, pages of 4). */
+static attn_oracle_problem small_problem(int32_t num_seqs, int32_t max_q_len, int32_t max_kv_len,
+                                         uint64_t seed)
 {
-    memset(s, 0, sizeof *s);
-    s->struct_size = sizeof *s;
-    snprintf(s->arch, sizeof s->arch, "cpu");
-    s->num_q_heads = 4;
-    s->num_kv_heads = 2;
-    s->head_dim = s->head_dim_v = 16;
-    s->q_dtype = s->kv_dtype = s->compute_dtype = s->out_dtype = ATTN_DTYPE_F32;
-    s->page_size = 4;
-    s->max_q_len = 3;
-    s->max_kv_len = max_kv_len;
-    s->causal = 1;
-    s->window_left = s->window_right = -1;
+    attn_shape s;
+    memset(&s, 0, sizeof s);
+    s.struct_size = sizeof s;
+    snprintf(s.arch, sizeof s.arch, "cpu");
+    s.num_q_heads = 4;
+    s.num_kv_heads = 2;
+    s.head_dim = s.head_dim_v = 16;
+    s.q_dtype = s.kv_dtype = s.compute_dtype = s.out_dtype = ATTN_DTYPE_F32;
+    s.page_size = 4;
+    s.max_q_len = max_q_len;
+    s.max_kv_len = max_kv_len;
+    s.causal = 1;
+    s.window_left = s.window_right = -1;
+    attn_oracle_problem p;
+    attn_oracle_problem_options o = {.num_seqs = num_seqs, .seed = seed};
+    char err[512];
+    ck_assert_int_eq(attn_oracle_problem_random(&p, &s, &o, err, sizeof err), 0);
+    return p;
 }
 
 START_TEST(test_append_path)
@@ -205,12 +215,8 @@ START_TEST(test_append_path)
      * passed as rows with their int64 slots (plus one padding row, slot -1);
      * the backend's KV append writes them back before the forward, whose
      * output is then bitwise the one of the untouched files. */
-    attn_shape s;
-    small_f32_shape(&s, 30);
-    attn_oracle_problem p;
-    attn_oracle_problem_options o = {.num_seqs = 2, .seed = 21};
+    attn_oracle_problem p = small_problem(2, 3, 30, 21);
     char err[512], messages[2048], extra[1024];
-    ck_assert_int_eq(attn_oracle_problem_random(&p, &s, &o, err, sizeof err), 0);
     write_problem(&p);
     ck_assert_int_eq(run_attnreg(&p, "", messages, sizeof messages), 0);
     npy_array want, got;
@@ -274,13 +280,8 @@ END_TEST
 START_TEST(test_lse_out)
 {
     /* `run --lse-out`: the log-sum-exp file against the float64 oracle's. */
-    attn_shape s;
-    small_f32_shape(&s, 40);
-    s.has_sinks = 1;
-    attn_oracle_problem p;
-    attn_oracle_problem_options o = {.num_seqs = 3, .seed = 33};
+    attn_oracle_problem p = small_problem(3, 3, 40, 33);
     char err[512], messages[2048], extra[600];
-    ck_assert_int_eq(attn_oracle_problem_random(&p, &s, &o, err, sizeof err), 0);
     write_problem(&p);
     snprintf(extra, sizeof extra, "--lse-out %s", file("lse.npy"));
     ck_assert_msg(run_attnreg(&p, extra, messages, sizeof messages) == 0, "%s", messages);
@@ -309,12 +310,8 @@ END_TEST
 
 START_TEST(test_inconsistent_inputs)
 {
-    attn_shape s;
-    small_f32_shape(&s, 20);
-    attn_oracle_problem p;
-    attn_oracle_problem_options o = {.num_seqs = 2, .seed = 9};
-    char err[512], messages[2048];
-    ck_assert_int_eq(attn_oracle_problem_random(&p, &s, &o, err, sizeof err), 0);
+    attn_oracle_problem p = small_problem(2, 3, 20, 9);
+    char messages[2048];
     /* Zero sequences (--cu-seqlens-q = [0], empty --q): a usage error, not
      * exit 10 "internal error". */
     int32_t seqs = p.num_seqs, tokens = p.num_tokens;
@@ -359,6 +356,113 @@ START_TEST(test_inconsistent_inputs)
 }
 END_TEST
 
+static void write_text(const char *path, const void *bytes, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    ck_assert_ptr_nonnull(f);
+    ck_assert_uint_eq(fwrite(bytes, 1, n, f), n);
+    ck_assert_int_eq(fclose(f), 0);
+}
+
+/* Issue 23: cu_seqlens_q = [0, 2147483584, -2147483648, -64, T] decreases
+ * at sequence 1, but its int32 differences wrap to positive lengths, so the
+ * CLI's and cpu-ref's checks passed it and cpu-ref wrote ~2^31 rows past the
+ * output (SIGSEGV). Refused now, naming the sequence. */
+START_TEST(test_cu_seqlens_wrap_refused)
+{
+    attn_oracle_problem p = small_problem(4, 8, 64, 23);
+    write_problem(&p);
+    const int32_t cu[5] = {0, 2147483584, INT32_MIN, -64, p.num_tokens};
+    const int64_t cu_shape[1] = {5};
+    char err[512], messages[2048];
+    ck_assert_int_eq(npy_write(file("cu.npy"), NPY_DTYPE_I4, 1, cu_shape, cu, err, sizeof err), 0);
+    int rc = run_attnreg(&p, "", messages, sizeof messages);
+    ck_assert_msg(rc == 2, "exit %d: %s", rc, messages);
+    ck_assert_msg(strstr(messages, "decreases at sequence 1"), "%s", messages);
+    attn_oracle_problem_free(&p);
+}
+END_TEST
+
+/* Issue 23: run --out truncated the old file and wrote in place, so a write
+ * that failed half way left half a file where a good one was. A file-size
+ * limit makes the write fail: the old out.npy must survive whole, and no
+ * temporary file may be left beside it. */
+START_TEST(test_out_replaced_atomically)
+{
+    attn_oracle_problem p = small_problem(4, 16, 64, 23);
+    write_problem(&p);
+    ck_assert_int_gt(p.num_tokens * 4 * 16 * 4, 2048); /* beyond the limit below */
+    const char previous[] = "the previous out.npy";
+    write_text(file("out.npy"), previous, sizeof previous);
+    struct rlimit old, small = {2048, 2048};
+    ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+    small.rlim_max = old.rlim_max;
+    void (*old_xfsz)(int) = signal(SIGXFSZ, SIG_IGN); /* inherited: write fails with EFBIG */
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &small), 0);
+    char messages[2048];
+    int rc = run_attnreg(&p, "", messages, sizeof messages);
+    ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &old), 0);
+    signal(SIGXFSZ, old_xfsz);
+    ck_assert_msg(rc == 9, "exit %d: %s", rc, messages);
+    ck_assert_msg(strstr(messages, "write failed"), "%s", messages);
+    char back[64] = "";
+    FILE *f = fopen(file("out.npy"), "rb");
+    ck_assert_ptr_nonnull(f);
+    size_t n = fread(back, 1, sizeof back, f);
+    fclose(f);
+    ck_assert_uint_eq(n, sizeof previous);
+    ck_assert_mem_eq(back, previous, sizeof previous);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "ls '%s' | grep -q 'out.npy.tmp'", dir);
+    ck_assert_msg(system(cmd) != 0, "a temporary file was left in %s", dir);
+    /* And without the limit the same run replaces it. */
+    rc = run_attnreg(&p, "", messages, sizeof messages);
+    ck_assert_msg(rc == 0, "exit %d: %s", rc, messages);
+    attn_oracle_problem_free(&p);
+}
+END_TEST
+
+/* Issue 23: --out naming a FIFO blocked forever in the open (no reader);
+ * every output must be a regular file. `timeout` turns a regression into a
+ * failure instead of a hang. */
+START_TEST(test_out_fifo_refused)
+{
+    attn_oracle_problem p = small_problem(2, 4, 64, 23);
+    write_problem(&p);
+    ck_assert_int_eq(mkfifo(file("out.fifo"), 0600), 0);
+    char extra[600], messages[2048];
+    snprintf(extra, sizeof extra, "--out %s/out.fifo", dir);
+    int rc = run_attnreg(&p, extra, messages, sizeof messages);
+    ck_assert_msg(rc == 9, "exit %d: %s", rc, messages);
+    ck_assert_msg(strstr(messages, "a FIFO, not a regular file"), "%s", messages);
+    remove(file("out.fifo"));
+    attn_oracle_problem_free(&p);
+}
+END_TEST
+
+/* Issue 23: a .npy header is quoted in the error; its ESC bytes and
+ * newlines reached the terminal raw. They come out as \xNN. */
+START_TEST(test_npy_header_controls_escaped)
+{
+    attn_oracle_problem p = small_problem(2, 4, 64, 23);
+    write_problem(&p);
+    static const char header[] = "{'descr': '<f4', 'fortran_order': False, 'shape': (2,), "
+                                 "'\x1b[2J\x1b]0;x\x07': 1, }\n";
+    unsigned char bytes[256] = {
+        0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(sizeof header - 1), 0};
+    memcpy(bytes + 10, header, sizeof header - 1);
+    write_text(file("q.npy"), bytes, 10 + sizeof header - 1);
+    char messages[2048];
+    int rc = run_attnreg(&p, "", messages, sizeof messages);
+    ck_assert_msg(rc == 2, "exit %d: %s", rc, messages);
+    ck_assert_msg(strstr(messages, "\\x1b[2J"), "%s", messages);
+    for (const char *c = messages; *c; c++)
+        ck_assert_msg((unsigned char)*c >= 0x20 || *c == '\n', "raw control byte 0x%02x: %s",
+                      (unsigned char)*c, messages);
+    attn_oracle_problem_free(&p);
+}
+END_TEST
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -374,6 +478,10 @@ int main(int argc, char **argv)
     tcase_add_test(tc, test_append_path);
     tcase_add_test(tc, test_lse_out);
     tcase_add_test(tc, test_inconsistent_inputs);
+    tcase_add_test(tc, test_cu_seqlens_wrap_refused);
+    tcase_add_test(tc, test_out_replaced_atomically);
+    tcase_add_test(tc, test_out_fifo_refused);
+    tcase_add_test(tc, test_npy_header_controls_escaped);
     suite_add_tcase(suite, tc);
     SRunner *runner = srunner_create(suite);
     srunner_run_all(runner, CK_NORMAL);

@@ -1304,6 +1304,36 @@ START_TEST(test_workspace_and_argument_errors)
 }
 END_TEST
 
+/* Issue 23: cu_seqlens_q = [0, 2147483584, -2147483648, -64, T] decreases
+ * at sequence 1, but in int32 every difference wraps to a length within
+ * max_seqlen_q (here the shape's capacity, INT32_MAX), so the check passed
+ * and forward wrote ~2^31 rows past out. Refused, naming the sequence. */
+START_TEST(test_cu_seqlens_wrap_is_refused)
+{
+    attn_shape s;
+    base_shape(&s);
+    attn_oracle_problem_options o = {.num_seqs = 4, .seed = 23};
+    attn_oracle_problem p;
+    char err[512];
+    /* A small problem, then the backend made for the largest capacities. */
+    ck_assert_int_eq(attn_oracle_problem_random(&p, &s, &o, err, sizeof err), 0);
+    p.shape.max_q_len = p.shape.max_kv_len = INT32_MAX;
+    harness_context hc;
+    harness_context_init(&hc, two_threads);
+    void *backend = NULL;
+    ck_assert_int_eq(plugin.desc->create(&hc.ctx, &p.shape, &backend, err, sizeof err), ATTN_OK);
+    attn_forward_args a;
+    attn_oracle_problem_args(&p, &a);
+    const int32_t cu[5] = {0, 2147483584, INT32_MIN, -64, p.num_tokens};
+    a.cu_seqlens_q = cu;
+    a.max_seqlen_q = INT32_MAX;
+    ck_assert_int_eq(plugin.desc->forward(backend, &a, err, sizeof err), ATTN_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(err, "decreases at sequence 1"), "%s", err);
+    plugin.desc->destroy(backend);
+    attn_oracle_problem_free(&p);
+}
+END_TEST
+
 START_TEST(test_bad_params_fail_create)
 {
     attn_shape s;
@@ -1464,6 +1494,7 @@ static Suite *cpu_ref_suite(void)
     tcase_add_test(basics, test_probe_devices);
     tcase_add_test(basics, test_bad_params_fail_create);
     tcase_add_test(basics, test_workspace_and_argument_errors);
+    tcase_add_test(basics, test_cu_seqlens_wrap_is_refused);
     suite_add_tcase(suite, basics);
 
     TCase *edges = tcase_create("edges");

@@ -7,11 +7,12 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 secs=${1:-50}
 shift || true
-harnesses=${*:-conf npy cli_flags}
+harnesses=${*:-conf npy cli_flags hf_config plan}
 CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=Debug -DATTNREG_FUZZ=ON -DATTNREG_TESTS=OFF \
   -DATTNREG_BENCH=OFF -DATTNREG_GPU=off -DATTNREG_SANITIZE=address,undefined -DATTNREG_WERROR=OFF \
   -DCMAKE_C_FLAGS=-fsanitize=fuzzer-no-link >/dev/null
-cmake --build build-fuzz -j"$(nproc)" --target $(printf 'fuzz_%s ' $harnesses) >/dev/null
+# cpu-ref: the plan harnesses plan on the build's shipped conf.
+cmake --build build-fuzz -j"$(nproc)" --target $(printf 'fuzz_%s ' $harnesses) attn_cpu_ref >/dev/null
 for h in $harnesses; do
   work=build-fuzz/corpus-$h
   mkdir -p "$work"

@@ -209,7 +209,7 @@ def test_metadata_inconsistencies_are_errors(reg):
             run(b["cu"], [30, 2])
         with pytest.raises(ValueError, match=r"seqused_k\[0\] is -1: sequence 0"):
             run(b["cu"], [-1, 8])
-        with pytest.raises(ValueError, match="cu_seqlens_q decreases at sequence 1"):
+        with pytest.raises(ValueError, match="cu_seqlens_q: decreases at sequence 1"):
             run([0, 11, 10], b["sk"])
         with pytest.raises(ValueError, match=r"cu_seqlens_q\[0\] is 1"):
             run([1, 2, 10], b["sk"])

@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 
 #include "attn_tool_error.h"
+#include "attn_tool_file.h"
+#include "internal.h" /* strmap (core/strmap.c) */
 
 /* Behaviour that a config does not spell out but its model type implies
  * (docs/DESIGN.md, "Planning a model", keeps this table too). */
@@ -47,6 +49,9 @@ typedef struct reader {
     hf_config *cfg;
     char *err;
     size_t err_size;
+    /* layer type name -> its index in cfg->type_names: a config of 65 536
+     * distinct names took 11 s of CPU interning them by linear search */
+    strmap type_index;
 } reader;
 
 #if defined(__GNUC__)
@@ -180,20 +185,29 @@ static int get_nonnegative_number(reader *r, const char *key, float *out)
 /* The longest layer type name accepted; real ones are under 20 characters. */
 #define TYPE_NAME_MAX 64
 
-static const char *intern_type_name(hf_config *cfg, const char *name)
+static const char *intern_type_name(reader *r, const char *name)
 {
-    for (size_t k = 0; k < cfg->num_type_names; k++)
-        if (strcmp(cfg->type_names[k], name) == 0)
-            return cfg->type_names[k];
-    char **names = realloc(cfg->type_names, (cfg->num_type_names + 1) * sizeof *names);
-    if (!names)
-        return NULL;
-    cfg->type_names = names;
+    hf_config *cfg = r->cfg;
+    const strmap_slot *slot = strmap_find(&r->type_index, name, NULL);
+    if (slot)
+        return cfg->type_names[slot->value];
+    /* Capacity doubles (a power of two, grown when full): amortised O(1). */
+    size_t k = cfg->num_type_names;
+    if ((k & (k - 1)) == 0) {
+        char **names = realloc(cfg->type_names, (k ? 2 * k : 1) * sizeof *names);
+        if (!names)
+            return NULL;
+        cfg->type_names = names;
+    }
     size_t n = strlen(name) + 1;
     char *copy = malloc(n);
     if (!copy)
         return NULL;
     memcpy(copy, name, n);
+    if (strmap_put(&r->type_index, copy, NULL, k, &slot) < 0) {
+        free(copy);
+        return NULL;
+    }
     cfg->type_names[cfg->num_type_names++] = copy;
     return copy;
 }
@@ -270,7 +284,7 @@ static hf_config_status layers_from_types(reader *r, json_t *types, const window
                              "chunked_attention (chunked local attention, as in Llama 4) is not "
                              "handled by any backend here");
         } else {
-            const char *name = intern_type_name(cfg, s);
+            const char *name = intern_type_name(r, s);
             if (!name)
                 return key_error(r, HF_CONFIG_MALFORMED, key, "out of memory");
             set_layer(&cfg->layers[i], ATTN_LAYER_NOT_ATTENTION, 0, name);
@@ -287,7 +301,7 @@ static hf_config_status layers_derived(reader *r, const window_info *w, int32_t 
     hf_config *cfg = r->cfg;
     const struct model_type_rule *rule = rule_for(cfg->model_type);
     if (interval) {
-        const char *linear = intern_type_name(cfg, "linear_attention");
+        const char *linear = intern_type_name(r, "linear_attention");
         if (!linear)
             return key_error(r, HF_CONFIG_MALFORMED, "full_attention_interval", "out of memory");
         for (int32_t i = 0; i < cfg->num_layers; i++)
@@ -543,15 +557,17 @@ static hf_config_status read_model_type(reader *r, json_t *root)
 static hf_config_status slurp(const char *path, char **data, size_t *size, char *err,
                               size_t err_size)
 {
-    FILE *f = fopen(path, "rb");
+    /* A regular file opened with the caller's rights (attn_tool_file.h):
+     * a FIFO used to block plan --hf-config forever, and a setuid attnreg
+     * read (and quoted) a root-only file. */
+    struct stat st;
+    int fd = attn_tool_open_input(path, &st, err, err_size);
+    if (fd < 0)
+        return HF_CONFIG_IO;
+    FILE *f = fdopen(fd, "rb");
     if (!f) {
         attn_tool_fail(err, err_size, "%s: cannot open: %s", path, strerror(errno));
-        return HF_CONFIG_IO;
-    }
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        attn_tool_fail(err, err_size, "%s: not a regular file", path);
-        fclose(f);
+        close(fd);
         return HF_CONFIG_IO;
     }
     if (st.st_size > (off_t)HF_CONFIG_MAX_BYTES) {
@@ -590,15 +606,29 @@ hf_config_status hf_config_read(const char *path, hf_config *cfg, char *err, siz
     hf_config_status st = slurp(path, &data, &size, err, err_size);
     if (st != HF_CONFIG_OK)
         return st;
+    st = hf_config_parse(data, size, path, cfg, err, err_size);
+    free(data);
+    return st;
+}
+
+hf_config_status hf_config_parse(const char *data, size_t size, const char *path, hf_config *cfg,
+                                 char *err, size_t err_size)
+{
+    memset(cfg, 0, sizeof *cfg);
+    hf_config_status st = HF_CONFIG_OK;
+    if (size > HF_CONFIG_MAX_BYTES) {
+        attn_tool_fail(err, err_size, "%s: %zu bytes, larger than %u MiB: not a config.json", path,
+                       size, HF_CONFIG_MAX_BYTES >> 20);
+        return HF_CONFIG_MALFORMED;
+    }
     json_error_t jerr;
     json_t *root = json_loadb(data, size, JSON_REJECT_DUPLICATES, &jerr);
-    free(data);
     if (!root) {
         attn_tool_fail(err, err_size, "%s:%d:%d: not valid JSON: %s", path, jerr.line, jerr.column,
                        jerr.text);
         return HF_CONFIG_MALFORMED;
     }
-    reader r = {path, "", root, cfg, err, err_size};
+    reader r = {path, "", root, cfg, err, err_size, {0}};
     if (!json_is_object(root)) {
         attn_tool_fail(err, err_size, "%s: expected a JSON object at the top level, got %s", path,
                        type_name(root));
@@ -616,6 +646,7 @@ hf_config_status hf_config_read(const char *path, hf_config *cfg, char *err, siz
         st = read_layers(&r);
     if (st == HF_CONFIG_OK)
         st = read_rest(&r);
+    strmap_free(&r.type_index, 0); /* the names belong to cfg->type_names */
     json_decref(root);
     if (st != HF_CONFIG_OK)
         hf_config_free(cfg);

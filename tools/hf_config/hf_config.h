@@ -61,6 +61,11 @@ typedef struct hf_config {
 /* Reads `path`. On anything but HF_CONFIG_OK, `err` has the sentence and
  * *cfg holds nothing to free. */
 hf_config_status hf_config_read(const char *path, hf_config *cfg, char *err, size_t err_size);
+/* The same reading of `size` bytes of JSON already in memory (`path` names
+ * them in messages): what hf_config_read does once the file is read, and the
+ * fuzzer's entry point. */
+hf_config_status hf_config_parse(const char *data, size_t size, const char *path, hf_config *cfg,
+                                 char *err, size_t err_size);
 void hf_config_free(hf_config *cfg);
 
 /* Writes the model's own numbers into *model (heads, head_dim, layers,

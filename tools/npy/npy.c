@@ -8,6 +8,7 @@
  */
 #include "npy.h"
 #include "attn_tool_error.h"
+#include "attn_tool_file.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -326,17 +327,11 @@ static ssize_t read_full(int fd, unsigned char *buf, size_t size)
 int npy_read(const char *path, npy_array *array, char *err, size_t err_size)
 {
     memset(array, 0, sizeof *array);
-    /* O_NONBLOCK: a FIFO would block the open; fstat then refuses anything
-     * but a regular file (a device would be read without end). */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-    if (fd < 0)
-        return attn_tool_fail(err, err_size, "%s: %s", path, strerror(errno));
+    /* A regular file, opened with the caller's rights (attn_tool_file.h). */
     struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        close(fd);
-        return attn_tool_fail(err, err_size, "%s: not a regular file (a .npy input must be one)",
-                              path);
-    }
+    int fd = attn_tool_open_input(path, &st, err, err_size);
+    if (fd < 0)
+        return -1;
     /* The preamble and header first, then exactly the data the header
      * declares: the file's size must agree before anything big is read. */
     unsigned char pre[12];
@@ -456,6 +451,16 @@ int npy_read_expect(const char *path, const char *what, npy_dtype dtype, int ndi
     return 0;
 }
 
+/* What npy_write_to writes: the padded header, then the data. */
+typedef struct npy_out {
+    const char *header;
+    size_t header_len;
+    const void *data;
+    size_t item_size, count;
+} npy_out;
+
+static int npy_write_to(FILE *f, void *ctx);
+
 int npy_write(const char *path, npy_dtype dtype, int ndim, const int64_t *shape, const void *data,
               char *err, size_t err_size)
 {
@@ -481,9 +486,14 @@ int npy_write(const char *path, npy_dtype dtype, int ndim, const int64_t *shape,
     size_t count = 1;
     for (int i = 0; i < ndim; i++)
         count *= (size_t)shape[i];
-    FILE *f = fopen(path, "wb");
-    if (!f)
-        return attn_tool_fail(err, err_size, "%s: %s", path, strerror(errno));
+    npy_out out = {header, header_len, data, npy_dtype_size(dtype), count};
+    return attn_tool_write_atomic(path, npy_write_to, &out, err, err_size);
+}
+
+static int npy_write_to(FILE *f, void *ctx)
+{
+    const npy_out *o = ctx;
+    const size_t header_len = o->header_len;
     unsigned char preamble[10] = {0x93,
                                   'N',
                                   'U',
@@ -495,11 +505,7 @@ int npy_write(const char *path, npy_dtype dtype, int ndim, const int64_t *shape,
                                   (unsigned char)(header_len & 0xFF),
                                   (unsigned char)(header_len >> 8)};
     int ok = fwrite(preamble, 1, sizeof preamble, f) == sizeof preamble &&
-             fwrite(header, 1, header_len, f) == header_len &&
-             (count == 0 || fwrite(data, npy_dtype_size(dtype), count, f) == count);
-    if (fclose(f) != 0)
-        ok = 0;
-    if (!ok)
-        return attn_tool_fail(err, err_size, "%s: write failed: %s", path, strerror(errno));
-    return 0;
+             fwrite(o->header, 1, header_len, f) == header_len &&
+             (o->count == 0 || fwrite(o->data, o->item_size, o->count, f) == o->count);
+    return ok ? 0 : -1;
 }

@@ -23,6 +23,9 @@ void cli_help_check(FILE *out)
           "was built for, or FAIL with the reason name and sentence (missing file,\n"
           "dlopen error, no entry symbol, ABI refused, init failed, crashed or called\n"
           "exit() while loading: each plugin is loaded in a child process first).\n"
+          "An enabled plugin none of whose INI archs is built into its binary gets a\n"
+          "WARN line naming both lists (it is selected for archs it cannot run; a\n"
+          "warning, not a failure).\n"
           "\n",
           out);
     cli_help_common(out, CHECK_ACCEPT);
@@ -44,11 +47,62 @@ static const char *archs_text(const char *built_archs)
     return built_archs && *built_archs ? built_archs : "none (built without kernels)";
 }
 
+/* 1 when one of the binary's built archs (comma separated, as the load info
+ * gives them) is also in the plugin's INI archs. When none is, selection can
+ * still plan for the INI's archs, but every create fails (the binary holds
+ * no code for them), and the archs the binary does hold are never selected:
+ * an INI written for another build, which `check` is the place to say. */
+static int archs_meet(const attn_plugin_info *info, const char *built_archs)
+{
+    while (built_archs && *built_archs) {
+        char arch[ATTN_ARCH_MAX];
+        size_t len = strcspn(built_archs, ",");
+        const char *start = built_archs, *end = built_archs + len;
+        while (start < end && *start == ' ')
+            start++;
+        while (end > start && end[-1] == ' ')
+            end--;
+        if ((size_t)(end - start) < sizeof arch) {
+            memcpy(arch, start, (size_t)(end - start));
+            arch[end - start] = '\0';
+            if (attn_plugin_info_has_arch(info, arch))
+                return 1;
+        }
+        built_archs += len;
+        if (*built_archs == ',')
+            built_archs++;
+    }
+    return 0;
+}
+
+/* The warning of an enabled plugin whose INI archs and built archs do not
+ * meet, naming both lists; "" when they meet (or the plugin is disabled). */
+static void arch_warning(char *out, size_t size, const attn_plugin_info *info,
+                         const char *built_archs)
+{
+    out[0] = '\0';
+    if (!info->enabled || archs_meet(info, built_archs))
+        return;
+    const char *ini = info->archs && *info->archs ? info->archs : "none";
+    if (!built_archs || !*built_archs)
+        snprintf(out, size,
+                 "none of the INI's archs (%s) is built into the binary (built archs: none, "
+                 "built without kernels): selection plans for them, but create fails",
+                 ini);
+    else
+        snprintf(out, size,
+                 "none of the INI's archs (%s) is built into the binary (built archs: %s): "
+                 "selection plans for the former, create fails there, and the latter are never "
+                 "selected",
+                 ini, built_archs);
+}
+
 int cli_cmd_check(int argc, char **argv)
 {
     struct cli_common c;
     attn_registry *reg;
-    size_t num_diagnostics, num_plugins, num_conf_paths, num_failed = 0, num_conf_problems = 0;
+    size_t num_diagnostics, num_plugins, num_conf_paths, num_failed = 0, num_conf_problems = 0,
+                                                         num_arch_warnings = 0;
     struct cli_json j;
     int rc;
 
@@ -162,6 +216,11 @@ int cli_cmd_check(int argc, char **argv)
             status = load.status;
         if (status != ATTN_OK)
             num_failed++;
+        char warning[1024] = "";
+        if (status == ATTN_OK)
+            arch_warning(warning, sizeof warning, &info, load.built_archs);
+        if (warning[0])
+            num_arch_warnings++;
         if (c.json) {
             cli_json_begin_object(&j, NULL);
             cli_json_string_member(&j, "backend", info.name);
@@ -177,6 +236,9 @@ int cli_cmd_check(int argc, char **argv)
                 cli_json_string_member(&j, "version", load.version);
                 cli_json_string_member(&j, "abi", abi);
                 cli_json_arch_list(&j, "built_archs", load.built_archs);
+                cli_json_arch_list(&j, "ini_archs", info.archs);
+                cli_json_bool_member(&j, "enabled", info.enabled);
+                cli_json_string_member(&j, "arch_warning", warning[0] ? warning : NULL);
                 cli_json_int_member(&j, "num_predicates", load.num_predicates);
                 cli_json_string_member(&j, "description", load.description);
                 cli_json_bool_member(&j, "graph_capturable", load.graph_capturable);
@@ -191,6 +253,8 @@ int cli_cmd_check(int argc, char **argv)
                    load.version ? load.version : "?", (unsigned)load.abi_major,
                    (unsigned)load.abi_minor, archs_text(load.built_archs));
             cli_print_arch_limits(stdout, "        ", &load);
+            if (warning[0])
+                printf("        %-*s  WARN %s\n", name_w, "", warning);
         } else {
             printf("  FAIL  %-*s  %s: %s\n", name_w, info.name, attn_reason_name(load.reason),
                    load.message && *load.message ? load.message : attn_status_message(status));
@@ -213,12 +277,18 @@ int cli_cmd_check(int argc, char **argv)
         cli_json_end_array(&j);
         cli_json_int_member(&j, "conf_problems", (long long)num_conf_problems);
         cli_json_int_member(&j, "failed_plugins", (long long)num_failed);
+        cli_json_int_member(&j, "arch_warnings", (long long)num_arch_warnings);
         cli_json_bool_member(&j, "ok", num_conf_problems == 0 && num_failed == 0 && num_plugins);
         cli_json_end_object(&j);
     } else {
-        printf("summary: %zu plugin%s, %zu failed to load, %zu conf problem%s\n", num_plugins,
+        printf("summary: %zu plugin%s, %zu failed to load, %zu conf problem%s", num_plugins,
                num_plugins == 1 ? "" : "s", num_failed, num_conf_problems,
                num_conf_problems == 1 ? "" : "s");
+        /* Said only when there are any, so the summary of a clean
+         * installation reads as before. */
+        if (num_arch_warnings)
+            printf(", %zu arch warning%s", num_arch_warnings, num_arch_warnings == 1 ? "" : "s");
+        printf("\n");
     }
     attn_registry_close(reg);
     /* No plugin at all is a broken installation (INIs not found, or

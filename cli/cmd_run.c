@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attn_batch_check.h"
 #include "cli.h"
 #include "npy.h"
 #include "run_support.h"
@@ -26,7 +27,9 @@ void cli_help_run(FILE *out)
     fputs("Usage: attnreg run SHAPE --q Q.npy --k-cache K.npy --v-cache V.npy\n"
           "                  --block-table BT.npy --cu-seqlens-q CU.npy --seqused-k SK.npy\n"
           "                  --out OUT.npy [--sinks-file S.npy] [--scale S]\n"
-          "                  [--q-descale X] [--k-descale X] [--v-descale X] [OPTIONS]\n"
+          "                  [--q-descale X] [--k-descale X] [--v-descale X]\n"
+          "                  [--new-k NK.npy --new-v NV.npy --slot-mapping SM.npy]\n"
+          "                  [--lse-out LSE.npy] [OPTIONS]\n"
           "\n"
           "Selects a backend for SHAPE (or uses --backend), runs it on the arrays and\n"
           "writes the output. Arrays and their .npy dtypes:\n"
@@ -38,6 +41,13 @@ void cli_help_run(FILE *out)
           "  --seqused-k     [num_seqs]                                 <i4\n"
           "  --sinks-file    [q_heads] (implies --sinks)                <f4\n"
           "  --out           [num_tokens, q_heads, head_dim_v], written  out dtype\n"
+          "  --new-k         [new_tokens, kv_heads, head_dim]           q dtype\n"
+          "  --new-v         [new_tokens, kv_heads, head_dim_v]         q dtype\n"
+          "  --slot-mapping  [new_tokens] (block * page_size + offset)  <i8\n"
+          "  --lse-out       [num_tokens, q_heads] log-sum-exp, written  <f4 (implies --lse)\n"
+          "The new tokens' K/V are written into the caches by the backend's KV append\n"
+          "(FP8 caches: value / --k-descale, --v-descale) before the forward reads them;\n"
+          "a negative slot skips its token.\n"
           "f32 travels as <f4, f16 as <f2, bf16 as raw <u2 bits, fp8 as raw |u1 codes.\n"
           "--scale defaults to 1/sqrt(head_dim); descales default to 1 (they apply to fp8\n"
           "caches and fp8 compute). --max-q-len and --max-kv-len default to the data's.\n"
@@ -58,6 +68,8 @@ void cli_help_run(FILE *out)
 
 typedef struct run_files {
     const char *q, *k, *v, *block_table, *cu_seqlens_q, *seqused_k, *sinks, *out;
+    const char *new_k, *new_v, *slot_mapping; /* KV append before the forward */
+    const char *lse_out;                      /* the log-sum-exp, written (implies --lse) */
 } run_files;
 
 static int parse_float(const char *flag, const char *value, float *out)
@@ -84,6 +96,45 @@ static int mismatch(const char *fmt, ...)
     va_end(ap);
     fputc('\n', stderr);
     return CLI_EXIT_USAGE;
+}
+
+/* --new-k/--new-v/--slot-mapping: uploads the rows and slots into the
+ * backend's memory and appends them to the (uploaded) caches of `dev`, with
+ * the descales as the FP8 scales (stored = value / k_descale, what the
+ * forward reads back). */
+static attn_status run_append(run_memory *mem, attn_backend *backend, const npy_array *nk,
+                              const npy_array *nv, const npy_array *slots,
+                              const attn_forward_args *dev, const attn_shape *eff, float k_scale,
+                              float v_scale, char *err, size_t err_size)
+{
+    const size_t elem = run_dtype_size(eff->q_dtype);
+    void *k = run_memory_upload(mem, nk->data, (size_t)nk->count * elem, err, err_size);
+    void *v = k ? run_memory_upload(mem, nv->data, (size_t)nv->count * elem, err, err_size) : NULL;
+    void *slot = v ? run_memory_upload(mem, slots->data, (size_t)slots->count * sizeof(int64_t),
+                                       err, err_size)
+                   : NULL;
+    attn_status st = ATTN_ERR_RUNTIME;
+    if (slot) {
+        attn_append_args a;
+        memset(&a, 0, sizeof a);
+        a.struct_size = sizeof a;
+        a.num_tokens = (int32_t)nk->shape[0];
+        a.k = k;
+        a.v = v;
+        a.slot_mapping = slot;
+        a.k_cache = (void *)dev->k_cache;
+        a.v_cache = (void *)dev->v_cache;
+        a.num_blocks = dev->num_blocks;
+        a.k_scale = k_scale;
+        a.v_scale = v_scale;
+        st = attn_backend_append_kv(backend, &a); /* its message: attn_last_error() */
+    } else {
+        fprintf(stderr, "attnreg: run: %s\n", err);
+    }
+    run_memory_free(mem, k);
+    run_memory_free(mem, v);
+    run_memory_free(mem, slot);
+    return st;
 }
 
 int cli_cmd_run(int argc, char **argv)
@@ -123,6 +174,14 @@ int cli_cmd_run(int argc, char **argv)
             file = &f.sinks;
         else if (cli_flag_is(name, "--out"))
             file = &f.out;
+        else if (cli_flag_is(name, "--lse-out"))
+            file = &f.lse_out;
+        else if (cli_flag_is(name, "--new-k"))
+            file = &f.new_k;
+        else if (cli_flag_is(name, "--new-v"))
+            file = &f.new_v;
+        else if (cli_flag_is(name, "--slot-mapping"))
+            file = &f.slot_mapping;
         else if (cli_flag_is(name, "--scale"))
             number = &scale;
         else if (cli_flag_is(name, "--q-descale"))
@@ -162,6 +221,13 @@ int cli_cmd_run(int argc, char **argv)
     unsigned given_lengths = c.given & (CLI_GIVEN_MAX_Q_LEN | CLI_GIVEN_MAX_KV_LEN);
     if (f.sinks)
         c.shape.has_sinks = 1;
+    const int append_files = !!f.new_k + !!f.new_v + !!f.slot_mapping;
+    if (append_files && append_files != 3)
+        return cli_usage_error("run: --new-k, --new-v and --slot-mapping go together");
+    if (f.lse_out)
+        c.shape.return_lse = 1;
+    if (c.shape.return_lse && !f.lse_out)
+        return cli_usage_error("run: --lse needs --lse-out FILE (where the log-sum-exp goes)");
     cli_common_finish(&c);
     attn_shape *s = &c.shape;
     const int32_t hq = s->num_q_heads;
@@ -171,6 +237,7 @@ int cli_cmd_run(int argc, char **argv)
     /* Read and cross-check the arrays. */
     char err[1024];
     npy_array q = {0}, k = {0}, v = {0}, bt = {0}, cu = {0}, sk = {0}, sinks = {0};
+    npy_array nk = {0}, nv = {0}, slots = {0};
     int rc = CLI_EXIT_OK;
 #define READ(arr, path, what, dtype, ndim, ...)                                                    \
     do {                                                                                           \
@@ -205,32 +272,35 @@ int cli_cmd_run(int argc, char **argv)
          num_seqs, -1);
     if (f.sinks)
         READ(sinks, f.sinks, "--sinks-file", NPY_DTYPE_F4, 1, hq);
+    if (f.new_k) {
+        /* New tokens' rows in q_dtype (what the projections give), and the
+         * int64 slot of each (block * page_size + offset; < 0 = skip). */
+        READ(nk, f.new_k, "--new-k", run_npy_dtype(s->q_dtype), 3, -1, hkv, d);
+        READ(nv, f.new_v, "--new-v [tokens of --new-k]", run_npy_dtype(s->q_dtype), 3, nk.shape[0],
+             hkv, dv);
+        READ(slots, f.slot_mapping, "--slot-mapping [tokens of --new-k]", NPY_DTYPE_I8, 1,
+             nk.shape[0]);
+    }
 #undef READ
     const int32_t *cu_data = cu.data, *sk_data = sk.data, *bt_data = bt.data;
     const int64_t num_tokens = q.shape[0];
-    if (cu_data[0] != 0) {
-        rc = mismatch("--cu-seqlens-q[0] is %d, must be 0", cu_data[0]);
-        goto done;
-    }
-    if (cu_data[num_seqs] != num_tokens) {
-        rc = mismatch("--cu-seqlens-q ends at %d, but --q has %lld tokens", cu_data[num_seqs],
-                      (long long)num_tokens);
+    /* The checks cpu-ref's forward makes too (plugins/common), here before
+     * anything is uploaded, so a GPU backend never sees such a batch either:
+     * the files name cu_seqlens_q and seqused_k as --cu-seqlens-q and
+     * --seqused-k; the maxima are computed below, so not checked here. */
+    char why[512];
+    if (attn_batch_check_seqlens("the batch files: ", cu_data, sk_data, num_seqs, num_tokens,
+                                 attn_batch_positional(s), INT32_MAX, INT32_MAX, why,
+                                 sizeof why) != ATTN_OK) {
+        rc = mismatch("%s", why);
         goto done;
     }
     int32_t longest_q = 0, longest_kv = 0;
     for (int32_t i = 0; i < num_seqs; i++) {
         /* 64-bit: in int32, 2147483584 - (-2147483648) wraps to a small
-         * positive length and a decreasing array passes. */
+         * positive length (attn_batch_check_seqlens above refused a
+         * decreasing array in 64 bits already). */
         int64_t q_len = (int64_t)cu_data[i + 1] - cu_data[i];
-        if (q_len < 0) {
-            rc = mismatch("--cu-seqlens-q decreases at sequence %d (%d -> %d)", i, cu_data[i],
-                          cu_data[i + 1]);
-            goto done;
-        }
-        if (sk_data[i] < 0) {
-            rc = mismatch("--seqused-k[%d] is negative (%d)", i, sk_data[i]);
-            goto done;
-        }
         int64_t pages = ((int64_t)sk_data[i] + s->page_size - 1) / s->page_size;
         if (q_len > 0 && pages > bt.shape[1]) {
             rc = mismatch("sequence %d has %d keys = %lld pages of %d, but --block-table has "
@@ -318,6 +388,8 @@ int cli_cmd_run(int argc, char **argv)
     const size_t out_bytes = (size_t)num_tokens * hq * dv * run_dtype_size(eff->out_dtype);
     void *out_host = malloc(out_bytes ? out_bytes : 1);
     host.out = out_host;
+    const size_t lse_bytes = (size_t)num_tokens * hq * sizeof(float);
+    float *lse_host = f.lse_out ? malloc(lse_bytes ? lse_bytes : 1) : NULL;
     host.out_stride_token = (int64_t)hq * dv;
     host.out_stride_head = dv;
     attn_batch_limits limits = {sizeof limits, num_seqs, (int32_t)num_tokens};
@@ -345,21 +417,46 @@ int cli_cmd_run(int argc, char **argv)
             fprintf(stderr, "attnreg: run: %s\n", err);
             status = ATTN_ERR_RUNTIME;
         } else {
-            status = attn_backend_forward(backend, &dev);
+            /* The KV append first, into the uploaded caches, so the forward
+             * reads the new tokens from where the backend wrote them. */
+            if (f.new_k)
+                status = run_append(mem, backend, &nk, &nv, &slots, &dev, eff, k_descale, v_descale,
+                                    err, sizeof err);
+            /* --lse-out: [num_tokens, q_heads] float32 in the backend's memory. */
+            if (status == ATTN_OK && f.lse_out) {
+                dev.lse = lse_host ? run_memory_upload(mem, NULL, lse_bytes ? lse_bytes : 1, err,
+                                                       sizeof err)
+                                   : NULL;
+                if (!dev.lse) {
+                    fprintf(stderr, "attnreg: run: %s\n", lse_host ? err : "out of memory");
+                    status = ATTN_ERR_RUNTIME;
+                }
+            }
+            if (status == ATTN_OK)
+                status = attn_backend_forward(backend, &dev);
             if (status == ATTN_OK &&
                 run_memory_download(mem, out_host, dev.out, out_bytes, err, sizeof err) != 0) {
                 fprintf(stderr, "attnreg: run: %s\n", err);
                 status = ATTN_ERR_RUNTIME;
             }
+            if (status == ATTN_OK && dev.lse &&
+                run_memory_download(mem, lse_host, dev.lse, lse_bytes, err, sizeof err) != 0) {
+                fprintf(stderr, "attnreg: run: %s\n", err);
+                status = ATTN_ERR_RUNTIME;
+            }
+            run_memory_free(mem, dev.lse);
+            dev.lse = NULL;
             run_args_free(mem, &dev);
         }
     }
     if (status != ATTN_OK) {
         rc = cli_report_failure(status, "");
     } else {
-        const int64_t out_shape[3] = {num_tokens, hq, dv};
+        const int64_t out_shape[3] = {num_tokens, hq, dv}, lse_shape[2] = {num_tokens, hq};
         if (npy_write(f.out, run_npy_dtype(eff->out_dtype), 3, out_shape, out_host, err,
-                      sizeof err) != 0) {
+                      sizeof err) != 0 ||
+            (f.lse_out &&
+             npy_write(f.lse_out, NPY_DTYPE_F4, 2, lse_shape, lse_host, err, sizeof err) != 0)) {
             fprintf(stderr, "attnreg: run: %s\n", err);
             rc = CLI_EXIT_IO;
         } else if (c.json) {
@@ -370,6 +467,7 @@ int cli_cmd_run(int argc, char **argv)
             cli_json_selection(&j, "selection", &sel);
             cli_json_string_member(&j, "memory", run_memory_name(mem));
             cli_json_string_member(&j, "out", f.out);
+            cli_json_string_member(&j, "lse_out", f.lse_out);
             cli_json_int_member(&j, "num_tokens", num_tokens);
             cli_json_int_member(&j, "num_seqs", num_seqs);
             cli_json_double_member(&j, "scale", host.scale);
@@ -378,10 +476,13 @@ int cli_cmd_run(int argc, char **argv)
             cli_print_selection(stdout, &sel);
             printf("wrote %s: [%lld, %d, %d] %s\n", f.out, (long long)num_tokens, hq, dv,
                    npy_dtype_descr(run_npy_dtype(eff->out_dtype)));
+            if (f.lse_out)
+                printf("wrote %s: [%lld, %d] <f4\n", f.lse_out, (long long)num_tokens, hq);
         }
     }
     run_memory_close(mem);
     free(out_host);
+    free(lse_host);
     attn_backend_destroy(backend);
     attn_registry_close(reg);
 done:
@@ -392,5 +493,8 @@ done:
     npy_free(&cu);
     npy_free(&sk);
     npy_free(&sinks);
+    npy_free(&nk);
+    npy_free(&nv);
+    npy_free(&slots);
     return rc;
 }

@@ -124,6 +124,9 @@ int cli_cmd_verify(int argc, char **argv)
 
     attn_backend *backend = NULL;
     run_memory *mem = NULL;
+    float *lse_got = NULL;
+    double *want_lse = NULL;
+    const size_t lse_rows = (size_t)problem.num_tokens * problem.shape.num_q_heads;
     attn_forward_args dev;
     memset(&dev, 0, sizeof dev);
     status = attn_backend_create(reg, &sel, &backend);
@@ -151,12 +154,31 @@ int cli_cmd_verify(int argc, char **argv)
             fprintf(stderr, "attnreg: verify: %s\n", err);
             status = ATTN_ERR_RUNTIME;
         } else {
-            status = attn_backend_forward(backend, &dev);
+            /* --lse: the backend writes [num_tokens, q_heads] float32 too. */
+            if (eff->return_lse) {
+                lse_got = calloc(lse_rows ? lse_rows : 1, sizeof(float));
+                dev.lse = run_memory_upload(mem, NULL, (lse_rows ? lse_rows : 1) * sizeof(float),
+                                            err, sizeof err);
+                if (!lse_got || !dev.lse) {
+                    fprintf(stderr, "attnreg: verify: %s\n", lse_got ? err : "out of memory");
+                    status = ATTN_ERR_RUNTIME;
+                }
+            }
+            if (status == ATTN_OK)
+                status = attn_backend_forward(backend, &dev);
             if (status == ATTN_OK && run_memory_download(mem, problem.out, dev.out,
                                                          problem.out_bytes, err, sizeof err) != 0) {
                 fprintf(stderr, "attnreg: verify: %s\n", err);
                 status = ATTN_ERR_RUNTIME;
             }
+            if (status == ATTN_OK && dev.lse &&
+                run_memory_download(mem, lse_got, dev.lse, lse_rows * sizeof(float), err,
+                                    sizeof err) != 0) {
+                fprintf(stderr, "attnreg: verify: %s\n", err);
+                status = ATTN_ERR_RUNTIME;
+            }
+            run_memory_free(mem, dev.lse);
+            dev.lse = NULL;
             run_args_free(mem, &dev);
         }
     }
@@ -168,16 +190,35 @@ int cli_cmd_verify(int argc, char **argv)
     size_t n = (size_t)(problem.num_tokens ? problem.num_tokens : 1) * problem.shape.num_q_heads *
                problem.shape.head_dim_v;
     double *want = calloc(n, sizeof(double));
-    if (!want || attn_oracle_forward(&problem.shape, &host, want, err, sizeof err) != 0) {
+    want_lse = lse_got ? calloc(lse_rows ? lse_rows : 1, sizeof(double)) : NULL;
+    if (!want || (lse_got && !want_lse) ||
+        attn_oracle_forward_lse(&problem.shape, &host, want, want_lse, err, sizeof err) != 0) {
         fprintf(stderr, "attnreg: verify: oracle: %s\n", want ? err : "out of memory");
         free(want);
         rc = CLI_EXIT_INTERNAL;
         goto done;
     }
+    /* The LSE against the oracle's, per row: float32 accumulation of the
+     * softmax denominator (the tolerance of tests/cpu_ref); both -inf (a row
+     * with nothing in its denominator) is a match. */
+    double lse_max_abs = 0;
+    long long lse_bad = 0;
+    for (size_t r = 0; lse_got && r < lse_rows; r++) {
+        double w = want_lse[r], g = lse_got[r];
+        if (w == -INFINITY || g == -INFINITY) {
+            lse_bad += w != g;
+            continue;
+        }
+        double diff = fabs(g - w);
+        if (!(diff <= 2e-4 + 1e-5 * fabs(w)))
+            lse_bad++;
+        if (!(diff <= lse_max_abs))
+            lse_max_abs = diff;
+    }
     attn_oracle_error e;
     attn_oracle_compare(&problem.shape, &host, want, &e);
     attn_oracle_tolerance tol = attn_oracle_verify_tolerance(&problem.shape);
-    int pass = attn_oracle_within(&e, &tol);
+    int pass = attn_oracle_within(&e, &tol) && lse_bad == 0;
     double scale = e.value_scale > 0 ? e.value_scale : 1.0;
     const int64_t dv = problem.shape.head_dim_v, hq = problem.shape.num_q_heads;
     if (c.json) {
@@ -199,6 +240,10 @@ int cli_cmd_verify(int argc, char **argv)
         cli_json_double_member(&j, "max_abs_tolerance", tol.max_abs_per_scale * scale);
         cli_json_double_member(&j, "rel_l2_tolerance", tol.rel_l2);
         cli_json_int_member(&j, "non_finite", e.non_finite);
+        if (lse_got) {
+            cli_json_double_member(&j, "lse_max_abs", lse_max_abs);
+            cli_json_int_member(&j, "lse_mismatches", lse_bad);
+        }
         if (e.worst_index >= 0) {
             cli_json_begin_object(&j, "worst");
             cli_json_int_member(&j, "token", e.worst_index / dv / hq);
@@ -220,6 +265,9 @@ int cli_cmd_verify(int argc, char **argv)
         printf("rel_l2  %.3e (tolerance %.3e)\n", e.rel_l2, tol.rel_l2);
         if (e.non_finite)
             printf("non-finite outputs: %lld\n", (long long)e.non_finite);
+        if (lse_got)
+            printf("lse     max_abs %.3e, %lld of %zu rows outside 2e-4 + 1e-5 |lse|\n",
+                   lse_max_abs, lse_bad, lse_rows);
         if (e.worst_index >= 0)
             printf("worst: token %lld head %lld dv %lld: got %.9g want %.9g\n",
                    (long long)(e.worst_index / dv / hq), (long long)(e.worst_index / dv % hq),
@@ -229,6 +277,8 @@ int cli_cmd_verify(int argc, char **argv)
     free(want);
     rc = pass ? CLI_EXIT_OK : CLI_EXIT_MISMATCH;
 done:
+    free(lse_got);
+    free(want_lse);
     run_memory_close(mem);
     attn_backend_destroy(backend);
     attn_oracle_problem_free(&problem);

@@ -369,6 +369,10 @@ static int parse_shape_flag(struct cli_common *c, int argc, char **argv, int *i)
         c->shape.causal = 0;
         return reject_inline_value(arg, "--no-causal");
     }
+    if (cli_flag_is(arg, "--lse")) {
+        c->shape.return_lse = 1;
+        return reject_inline_value(arg, "--lse");
+    }
     return 0;
 }
 
@@ -535,6 +539,7 @@ static const struct {
     {CLI_ACCEPT_SHAPE, "  --window L,R         sliding window, -1 = unbounded [-1,-1]\n"},
     {CLI_ACCEPT_SHAPE, "  --softcap X          logit softcap, 0 = none [0]\n"},
     {CLI_ACCEPT_SHAPE, "  --sinks              per-head sink logits are passed\n"},
+    {CLI_ACCEPT_SHAPE, "  --lse                forward also writes the log-sum-exp per row\n"},
     {CLI_ACCEPT_SHAPE, "  --no-causal          no causal masking [causal]\n"},
     {CLI_ACCEPT_TARGET, "  dtypes T: f32, f16, bf16, fp8_e4m3fn, fp8_e4m3fnuz\n"},
 };

@@ -68,6 +68,9 @@ void attn_copy_versioned(void *dst, uint32_t dst_size, const void *src, size_t s
  * caller's struct_size to `size`; nothing for a NULL dst or a size that
  * cannot hold struct_size. */
 void attn_init_sized(void *dst, size_t size, const void *full, size_t full_size);
+/* Writes a selection in today's layout into `out` in the layout its
+ * struct_size names (0.1's, 0.3's, today's or a newer host's) (select.c). */
+void attn_selection_to_layout(const attn_selection *full, attn_selection *out);
 
 /* A hash map from a pair of strings (b may be NULL) to an index (strmap.c).
  * Keys are not copied: they must outlive the map (or be owned by it and

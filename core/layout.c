@@ -65,6 +65,15 @@ static const layout_field forward_args_fields[] = {
     F(attn_forward_args, workspace),
     F(attn_forward_args, workspace_size),
     F(attn_forward_args, stream),
+    F(attn_forward_args, k_stride_block),
+    F(attn_forward_args, k_stride_token),
+    F(attn_forward_args, k_stride_head),
+    F(attn_forward_args, v_stride_block),
+    F(attn_forward_args, v_stride_token),
+    F(attn_forward_args, v_stride_head),
+    F(attn_forward_args, lse),
+    F(attn_forward_args, lse_stride_token),
+    F(attn_forward_args, lse_stride_head),
 };
 
 static const layout_field batch_limits_fields[] = {
@@ -192,10 +201,48 @@ static const layout_field plan_summary_fields[] = {
 };
 
 static const layout_field plan_entry_fields[] = {
-    F(attn_plan_entry, struct_size), F(attn_plan_entry, phase),  F(attn_plan_entry, layer_kind),
-    F(attn_plan_entry, layer_type),  F(attn_plan_entry, layers), F(attn_plan_entry, num_layers),
-    F(attn_plan_entry, status),      F(attn_plan_entry, shape),  F(attn_plan_entry, selection),
-    F(attn_plan_entry, message),     F(attn_plan_entry, scale),
+    F(attn_plan_entry, struct_size), F(attn_plan_entry, phase),
+    F(attn_plan_entry, layer_kind),  F(attn_plan_entry, layer_type),
+    F(attn_plan_entry, layers),      F(attn_plan_entry, num_layers),
+    F(attn_plan_entry, status),      F(attn_plan_entry, shape),
+    F(attn_plan_entry, selection),   F(attn_plan_entry, message),
+    F(attn_plan_entry, scale),       F(attn_plan_entry, effective_shape),
+};
+
+static const layout_field append_args_fields[] = {
+    F(attn_append_args, struct_size),
+    F(attn_append_args, num_tokens),
+    F(attn_append_args, src_dtype),
+    F(attn_append_args, k),
+    F(attn_append_args, v),
+    F(attn_append_args, k_stride_token),
+    F(attn_append_args, k_stride_head),
+    F(attn_append_args, v_stride_token),
+    F(attn_append_args, v_stride_head),
+    F(attn_append_args, slot_mapping),
+    F(attn_append_args, k_cache),
+    F(attn_append_args, v_cache),
+    F(attn_append_args, num_blocks),
+    F(attn_append_args, k_cache_stride_block),
+    F(attn_append_args, k_cache_stride_token),
+    F(attn_append_args, k_cache_stride_head),
+    F(attn_append_args, v_cache_stride_block),
+    F(attn_append_args, v_cache_stride_token),
+    F(attn_append_args, v_cache_stride_head),
+    F(attn_append_args, k_scale),
+    F(attn_append_args, v_scale),
+    F(attn_append_args, stream),
+};
+
+static const layout_field merge_args_fields[] = {
+    F(attn_merge_args, struct_size),     F(attn_merge_args, num_tokens),
+    F(attn_merge_args, num_heads),       F(attn_merge_args, head_dim),
+    F(attn_merge_args, dtype),           F(attn_merge_args, a),
+    F(attn_merge_args, lse_a),           F(attn_merge_args, b),
+    F(attn_merge_args, lse_b),           F(attn_merge_args, out),
+    F(attn_merge_args, lse_out),         F(attn_merge_args, stride_token),
+    F(attn_merge_args, stride_head),     F(attn_merge_args, lse_stride_token),
+    F(attn_merge_args, lse_stride_head),
 };
 
 static const layout_field hf_config_info_fields[] = {
@@ -228,6 +275,8 @@ static const layout_struct layout_table[] = {
     S(attn_arch_limits, arch_limits_fields),
     S(attn_kernel_plan, kernel_plan_fields),
     S(attn_launch_plan, launch_plan_fields),
+    S(attn_merge_args, merge_args_fields),
+    S(attn_append_args, append_args_fields),
     S(attn_hf_config_info, hf_config_info_fields),
 };
 

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "abi_frozen.h"
 #include "internal.h"
 
 /* One (layer group, phase), with every string and shape owned here. */
@@ -21,6 +22,9 @@ typedef struct plan_entry_rec {
     int32_t has_shape;
     attn_shape shape;
     attn_selection selection;
+    /* The same decision in the 0.3 layout, for hosts built before attn_shape
+     * grew (their attn_plan_entry ends before effective_shape). */
+    attn_selection_0_3 selection_0_3;
     char *strings[4]; /* backend name, fallback rule, fallback backend, fallback message */
     char *message;
 } plan_entry_rec;
@@ -399,6 +403,10 @@ static int own_selection(plan_entry_rec *e, const attn_selection *sel)
     e->selection.fallback_message = e->strings[3];
     e->message = attn_strdup(sel->message ? sel->message : "");
     e->selection.message = e->message;
+    /* The library's own writer of the old layout (select.c), so the copy is
+     * exactly what a 0.3 host's attn_registry_select would have got. */
+    e->selection_0_3.struct_size = sizeof e->selection_0_3;
+    attn_selection_to_layout(&e->selection, (attn_selection *)&e->selection_0_3);
     return e->message != NULL;
 }
 
@@ -675,7 +683,12 @@ static void fill_entry(const plan_entry_rec *e, float scale, attn_plan_entry *ou
     full.num_layers = e->num_layers;
     full.status = e->status;
     full.shape = e->has_shape ? &e->shape : NULL;
-    full.selection = e->has_shape ? &e->selection : NULL;
+    const int old_host =
+        out->struct_size < offsetof(attn_plan_entry, effective_shape) + sizeof(const attn_shape *);
+    full.selection = !e->has_shape ? NULL
+                     : old_host    ? (const attn_selection *)&e->selection_0_3
+                                   : &e->selection;
+    full.effective_shape = e->has_shape ? &e->selection.effective_shape : NULL;
     full.message = e->message ? e->message : "";
     full.scale = e->has_shape ? scale : 0.0f;
     attn_copy_versioned(out, out->struct_size, &full, sizeof full);

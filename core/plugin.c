@@ -148,6 +148,12 @@ int attn_candidate_load_library(attn_candidate *c)
     /* Read only what the plugin's struct_size covers; newer fields stay
      * zero, which every optional field treats as "absent". */
     attn_copy_versioned(&c->desc, sizeof c->desc, d, d->struct_size);
+    /* ABI 1.3's forward_features sits in what was the tail padding of 1.2's
+     * descriptor, so a 1.2 plugin's struct_size covers it: whatever bytes a
+     * 1.0-1.2 plugin has there are no promise, and never opt it into K/V
+     * strides or the LSE output it would not honour. */
+    if (c->desc.abi_minor < 3)
+        c->desc.forward_features = 0;
     const attn_plugin_descriptor *cd = &c->desc;
     if (!cd->name || !cd->version)
         return load_fail(c, ATTN_ERR_ABI, ATTN_REASON_BAD_DESCRIPTOR,

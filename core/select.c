@@ -161,6 +161,15 @@ static int check_plugin_layer(attn_candidate *c, const attn_shape *s, verdict_re
         return reject(r, v.reason, p->name, NULL, 0, "%s",
                       v.message[0] ? v.message : "rejected without a reason");
     }
+    /* After the predicates, so a plugin that knows it cannot write the LSE
+     * says why in its own words first; this catches the plugins that never
+     * look at return_lse (every one older than ABI 1.3), which would accept
+     * the shape and leave the LSE unwritten. */
+    if (s->return_lse && !(c->desc.forward_features & ATTN_FORWARD_LSE))
+        return reject(r, ATTN_REASON_LSE, "host", NULL, 0,
+                      "the shape asks for the log-sum-exp output, which %s does not write (its "
+                      "plugin declares no ATTN_FORWARD_LSE)",
+                      c->name);
     return 1;
 }
 
@@ -396,6 +405,49 @@ static void explanation_free_parts(attn_explanation *ex)
         (sel).graph_capturable = (d)->winner && (d)->winner->desc.graph_capturable ? 1 : 0;        \
     } while (0)
 
+/* One published layout T of attn_selection, from today's: the same fields by
+ * name, the embedded shape cut to T's. */
+#define WRITE_SELECTION_LAYOUT(T, full, out, size)                                                 \
+    do {                                                                                           \
+        T old;                                                                                     \
+        memset(&old, 0, sizeof old);                                                               \
+        old.struct_size = (size);                                                                  \
+        old.backend_name = (full)->backend_name;                                                   \
+        old.candidate = (full)->candidate;                                                         \
+        old.fallback_applied = (full)->fallback_applied;                                           \
+        old.fallback_rule = (full)->fallback_rule;                                                 \
+        old.fallback_backend = (full)->fallback_backend;                                           \
+        old.fallback_reason = (full)->fallback_reason;                                             \
+        old.fallback_message = (full)->fallback_message;                                           \
+        old.message = (full)->message;                                                             \
+        old.graph_capturable = (full)->graph_capturable;                                           \
+        attn_copy_versioned(&old.effective_shape, sizeof old.effective_shape,                      \
+                            &(full)->effective_shape, sizeof(full)->effective_shape);              \
+        old.effective_shape.struct_size = sizeof old.effective_shape;                              \
+        attn_copy_versioned((out), (size), &old, sizeof old);                                      \
+    } while (0)
+
+void attn_selection_to_layout(const attn_selection *full, attn_selection *out)
+{
+    const uint32_t size = out->struct_size;
+    /* A host built against an older layout (0.1's is a prefix of 0.3's):
+     * its effective_shape is that version's attn_shape and the fields after
+     * it sit where that version put them. */
+    if (size < sizeof *out && size <= sizeof(attn_selection_0_3)) {
+        WRITE_SELECTION_LAYOUT(attn_selection_0_3, full, out, size);
+        return;
+    }
+    if (size < sizeof *out && size <= sizeof(attn_selection_0_4)) {
+        WRITE_SELECTION_LAYOUT(attn_selection_0_4, full, out, size);
+        return;
+    }
+    attn_selection copy = *full;
+    copy.struct_size = size;
+    attn_copy_versioned(out, size, &copy, sizeof copy);
+}
+
+#undef WRITE_SELECTION_LAYOUT
+
 static void fill_selection(const decision *d, attn_selection *out)
 {
     const uint32_t size = out->struct_size;
@@ -404,26 +456,12 @@ static void fill_selection(const decision *d, attn_selection *out)
         out->effective_shape = d->effective;
         return;
     }
-    if (size <= sizeof(attn_selection_0_3) && size < sizeof *out) {
-        /* A host built against 0.1's or 0.3's layout (0.1's is a prefix of
-         * 0.3's): its effective_shape is 0.1's attn_shape and the fields
-         * after it sit where those versions put them. */
-        attn_selection_0_3 old;
-        memset(&old, 0, sizeof old);
-        old.struct_size = size;
-        SET_SELECTION_FIELDS(old, d);
-        attn_copy_versioned(&old.effective_shape, sizeof old.effective_shape, &d->effective,
-                            sizeof d->effective);
-        old.effective_shape.struct_size = sizeof old.effective_shape;
-        attn_copy_versioned(out, size, &old, sizeof old);
-        return;
-    }
     attn_selection full;
     memset(&full, 0, sizeof full);
     full.struct_size = size;
     SET_SELECTION_FIELDS(full, d);
     full.effective_shape = d->effective;
-    attn_copy_versioned(out, size, &full, sizeof full);
+    attn_selection_to_layout(&full, out);
 }
 
 #undef SET_SELECTION_FIELDS

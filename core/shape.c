@@ -155,6 +155,8 @@ ATTNREG_API int attn_shape_validate(const attn_shape *in, char *msg, size_t size
                             (double)s.softcap);
     if (s.has_sinks != 0 && s.has_sinks != 1)
         return attn_invalid(msg, size, "has_sinks must be 0 or 1 (got %d)", s.has_sinks);
+    if (s.return_lse != 0 && s.return_lse != 1)
+        return attn_invalid(msg, size, "return_lse must be 0 or 1 (got %d)", s.return_lse);
     return 1;
 }
 
@@ -165,10 +167,12 @@ ATTNREG_API int attn_shape_format(const attn_shape *in, char *buf, size_t size)
         return -1;
     if (attn_shape_normalize(in, &s) != ATTN_OK)
         return snprintf(buf, size, "(invalid shape struct)");
+    /* lse=1 only when asked: the text of every other shape reads as before
+     * 0.4 (logs and messages that tools may match). */
     return snprintf(buf, size,
                     "arch=%.*s q_heads=%d kv_heads=%d head_dim=%d head_dim_v=%d q=%s kv=%s "
                     "compute=%s out=%s page=%d q_len=%d kv_len=%d causal=%d window=%d,%d "
-                    "softcap=%g sinks=%d",
+                    "softcap=%g sinks=%d%s",
                     /* Bounded: a host's arch need not hold a NUL (validate
                      * refuses it, but formatting comes first in messages). */
                     (int)strnlen(s.arch, ATTN_ARCH_MAX), s.arch, s.num_q_heads,
@@ -176,7 +180,7 @@ ATTNREG_API int attn_shape_format(const attn_shape *in, char *buf, size_t size)
                     attn_dtype_name(s.q_dtype), attn_dtype_name(s.kv_dtype),
                     attn_dtype_name(s.compute_dtype), attn_dtype_name(s.out_dtype), s.page_size,
                     s.max_q_len, s.max_kv_len, s.causal, s.window_left, s.window_right,
-                    (double)s.softcap, s.has_sinks);
+                    (double)s.softcap, s.has_sinks, s.return_lse ? " lse=1" : "");
 }
 
 /* ---- fields of a shape that conf keys and fallback rules name ---------- */

@@ -25,6 +25,22 @@
  *        (Host 0.3: ATTN_PLUGIN_DESCRIPTOR_SIZE_1_0 / _MIN_SIZE and
  *        ATTN_ARCH_LIMITS_MIN_SIZE name the sizes the host checks; no
  *        layout changed.)
+ *   1.3  attn_forward_args (attn_types.h) appended K/V cache strides
+ *        (k_stride_block/token/head, v_stride_block/token/head; 0 = the
+ *        contiguous layout's). Appended attn_plugin_descriptor.
+ *        forward_features (ATTN_FORWARD_KV_STRIDES). The host hands a plugin
+ *        strides equal to the contiguous ones as 0, and refuses a call with
+ *        any other stride (ATTN_ERR_UNSUPPORTED) for a plugin that does not
+ *        set ATTN_FORWARD_KV_STRIDES (every 1.0-1.2 plugin). A plugin whose
+ *        kernels cannot take a layout returns an error status with a
+ *        sentence, never a result computed on the wrong rows.
+ *        The log-sum-exp output: attn_shape.return_lse, attn_forward_args.
+ *        lse / lse_stride_token / lse_stride_head, ATTN_FORWARD_LSE and
+ *        ATTN_REASON_LSE. Selection rejects (LSE, "host") a plugin that does
+ *        not declare ATTN_FORWARD_LSE for a shape with return_lse, after its
+ *        own predicates (which may say why first).
+ *        KV append: attn_append_args (attn_types.h) and the optional
+ *        descriptor entry append_kv (appended after forward_features).
  *
  * Threads: the host may call predicates, create and probe_devices from
  * several threads at once (selection is concurrent); they must not modify
@@ -50,7 +66,7 @@ extern "C" {
 #endif
 
 #define ATTN_PLUGIN_ABI_MAJOR 1
-#define ATTN_PLUGIN_ABI_MINOR 2
+#define ATTN_PLUGIN_ABI_MINOR 3
 #define ATTN_PLUGIN_ENTRY_SYMBOL "attn_plugin_entry"
 
 #if defined(_WIN32)
@@ -152,6 +168,17 @@ typedef struct attn_plugin_descriptor {
      * against (`attnreg check` prints them). */
     const attn_arch_limits *arch_limits;
     uint32_t num_arch_limits;
+    /* ABI 1.3. What forward reads beyond the 1.2 arguments, ATTN_FORWARD_*
+     * bits. A plugin sets a bit only for what its forward really honours:
+     * rebuilding an old plugin against these headers leaves it 0, and the
+     * host then refuses such calls rather than letting it compute on the
+     * wrong memory. */
+    uint32_t forward_features;
+    /* ABI 1.3. Optional: write new tokens' K/V into the paged cache (see
+     * attn_append_args in attn_types.h); NULL = the backend has no KV append
+     * (the host answers ATTN_ERR_UNSUPPORTED). */
+    attn_status (*append_kv)(void *backend, const attn_append_args *args, char *err,
+                             size_t err_size);
 } attn_plugin_descriptor;
 
 /* The descriptor's layout of ABI 1.0, which ended before probe_devices: the
@@ -159,6 +186,13 @@ typedef struct attn_plugin_descriptor {
  * rule). */
 #define ATTN_PLUGIN_DESCRIPTOR_SIZE_1_0 offsetof(attn_plugin_descriptor, probe_devices)
 #define ATTN_PLUGIN_DESCRIPTOR_MIN_SIZE ATTN_PLUGIN_DESCRIPTOR_SIZE_1_0
+
+/* attn_plugin_descriptor.forward_features (ABI 1.3). */
+/* forward reads attn_forward_args.k_stride_* / v_stride_* (KV caches in any
+ * strided layout, last dimension contiguous). */
+#define ATTN_FORWARD_KV_STRIDES (1u << 0)
+/* forward writes attn_forward_args.lse when the shape has return_lse. */
+#define ATTN_FORWARD_LSE (1u << 1)
 
 typedef const attn_plugin_descriptor *(*attn_plugin_entry_fn)(uint32_t host_abi_major,
                                                               uint32_t host_abi_minor);

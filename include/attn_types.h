@@ -174,7 +174,9 @@ typedef enum attn_reason_layer {
  *   INVALID_REASON (0.3): the host's record of a predicate that answered
  *   with a code outside the plugin layer.
  *   RESOURCE (0.3): no launch plan of the kernels fits the arch's limits
- *   (shared memory / LDS, threads, registers). */
+ *   (shared memory / LDS, threads, registers).
+ *   LSE (0.4): the shape asks for the log-sum-exp output
+ *   (attn_shape.return_lse) and the backend does not write it. */
 #define ATTN_REASON_MAP(X)                                                                         \
     X(NONE, 0, NONE)                                                                               \
     X(DISABLED, 1, CONF)                                                                           \
@@ -206,7 +208,8 @@ typedef enum attn_reason_layer {
     X(NO_DEVICE, 27, RUNNABLE)                                                                     \
     X(OTHER, 28, PLUGIN)                                                                           \
     X(INVALID_REASON, 29, HOST)                                                                    \
-    X(RESOURCE, 30, PLUGIN)
+    X(RESOURCE, 30, PLUGIN)                                                                        \
+    X(LSE, 31, PLUGIN)
 
 typedef enum attn_reason {
 #define ATTN_REASON_ENUM_(NAME, value, LAYER) ATTN_REASON_##NAME = value,
@@ -263,6 +266,12 @@ typedef struct attn_shape {
     int32_t window_right;  /* keys p .. p + window_right visible; -1 = unbounded */
     float softcap;         /* 0 = none */
     int32_t has_sinks;     /* 1 = per-head sink logits are passed */
+    /* 0.4: 1 = forward also writes the log-sum-exp of each (token, query
+     * head) row into attn_forward_args.lse (cascade attention, context-
+     * parallel decode, chunked-context merging: attn_merge_states). A shape
+     * flag, so selection only picks backends that write it and a captured
+     * graph's decision covers it. */
+    int32_t return_lse;
 } attn_shape;
 
 /* attn_shape's fields after struct_size, in declaration order: X(member,
@@ -289,11 +298,12 @@ typedef struct attn_shape {
     X(window_left, INT)                                                                            \
     X(window_right, INT)                                                                           \
     X(softcap, FLOAT)                                                                              \
-    X(has_sinks, BOOL)
+    X(has_sinks, BOOL)                                                                             \
+    X(return_lse, BOOL)
 
 /* The defaults of attn_shape_init(): arch "cpu", 1 query head, MHA, head_dim
  * 128, every dtype bf16, page 16, q and kv length 1, causal, no window, no
- * softcap, no sinks. */
+ * softcap, no sinks, no LSE output. */
 static inline void attn_shape_defaults(attn_shape *s)
 {
     static const attn_shape defaults = {sizeof(attn_shape),
@@ -313,13 +323,31 @@ static inline void attn_shape_defaults(attn_shape *s)
                                         -1,
                                         -1,
                                         0.0f,
+                                        0,
                                         0};
     *s = defaults;
 }
 
 /* The tensors of one forward call (vLLM's paged layouts). Pointers are in
  * the backend's memory space (host memory for cpu-ref, device memory for
- * GPU backends). Strides are in elements. */
+ * GPU backends). Strides are in elements.
+ *
+ * KV caches by stride (0.4, plugin ABI 1.3): element (block b, token t of the
+ * page, KV head h, d) of the K cache is at
+ *   k_cache + b * k_stride_block + t * k_stride_token + h * k_stride_head + d
+ * (V likewise with v_stride_*); the last dimension is contiguous. A stride of
+ * 0 is that stride of the contiguous layout [num_blocks, page_size, Hkv, D]
+ * (k_stride_block = page_size * Hkv * D, k_stride_token = Hkv * D,
+ * k_stride_head = D; V with Dv), so a host that leaves them zero, as every
+ * host built before 0.4 does, passes what it always did. Engines' caches in
+ * place:
+ *   vLLM [2, blocks, page, H, D], kv.unbind(0): contiguous, all 0;
+ *   FlashInfer NHD [blocks, 2, page, H, D]: block 2*page*H*D, token H*D, head D;
+ *   FlashInfer HND [blocks, 2, H, page, D]: block 2*H*page*D, token D, head page*D;
+ *   one [blocks, page, H, D + Dv] tensor holding K and V side by side.
+ * A backend that cannot read a layout refuses the call (never a wrong
+ * result); the registry refuses non-contiguous strides for plugins older
+ * than ABI 1.3, which do not know the fields. */
 typedef struct attn_forward_args {
     uint32_t struct_size;
     int32_t num_seqs;
@@ -327,8 +355,8 @@ typedef struct attn_forward_args {
     const void *q;      /* [num_tokens, Hq, D], q_dtype */
     int64_t q_stride_token;
     int64_t q_stride_head;
-    const void *k_cache; /* [num_blocks, page_size, Hkv, D], kv_dtype, contiguous */
-    const void *v_cache; /* [num_blocks, page_size, Hkv, Dv], kv_dtype, contiguous */
+    const void *k_cache; /* [num_blocks, page_size, Hkv, D], kv_dtype, k_stride_* */
+    const void *v_cache; /* [num_blocks, page_size, Hkv, Dv], kv_dtype, v_stride_* */
     int32_t num_blocks;
     const int32_t *block_table; /* [num_seqs, block_table_stride] */
     int32_t block_table_stride;
@@ -347,7 +375,62 @@ typedef struct attn_forward_args {
     void *workspace; /* scratch sized by attn_backend_workspace_size */
     size_t workspace_size;
     void *stream; /* hipStream_t / cudaStream_t; NULL = default */
+    /* 0.4 / plugin ABI 1.3: K/V cache strides in elements (see above; 0 =
+     * the contiguous layout's). */
+    int64_t k_stride_block;
+    int64_t k_stride_token; /* between the tokens of one page */
+    int64_t k_stride_head;
+    int64_t v_stride_block;
+    int64_t v_stride_token;
+    int64_t v_stride_head;
+    /* 0.4 / plugin ABI 1.3: the log-sum-exp output, float32, one value per
+     * (token, query head) at lse[token * lse_stride_token + head *
+     * lse_stride_head] (0 strides: [num_tokens, Hq] contiguous; vLLM's
+     * [Hq, num_tokens] is lse_stride_token 1, lse_stride_head num_tokens).
+     * Written iff shape.return_lse (then required); NULL otherwise. The value
+     * is ln(sum over the row's visible keys of exp(s)) with s the score after
+     * scale and softcap (the softmax's own units), the sink's exp(sink[h])
+     * included when the shape has sinks; -inf for a row with nothing in its
+     * denominator. */
+    float *lse;
+    int64_t lse_stride_token;
+    int64_t lse_stride_head;
 } attn_forward_args;
+
+/* Writing new tokens' K and V into the paged cache (0.4 / plugin ABI 1.3),
+ * as vLLM's reshape_and_cache_flash and FlashInfer's append_paged_kv_cache
+ * do: token t's K row of KV head h goes to cache slot slot_mapping[t]
+ * (block = slot / page_size, offset = slot % page_size), converted to the
+ * backend's kv_dtype: rounded to nearest even for f16/bf16; for FP8 caches
+ * stored = value / k_scale (v_scale for V), saturating, so that forward's
+ * k_descale = k_scale reads it back. A negative slot skips the token (vLLM's
+ * padding). Pointers are in the backend's memory space; strides in
+ * elements, 0 = contiguous ([num_tokens, Hkv, D] for the new rows, the
+ * forward's layout for the caches); the last dimension is contiguous. */
+typedef struct attn_append_args {
+    uint32_t struct_size;
+    int32_t num_tokens;
+    int32_t src_dtype; /* attn_dtype of k and v (f32, f16, bf16); 0 = the shape's q_dtype */
+    const void *k;     /* [num_tokens, Hkv, D] */
+    const void *v;     /* [num_tokens, Hkv, Dv] */
+    int64_t k_stride_token;
+    int64_t k_stride_head;
+    int64_t v_stride_token;
+    int64_t v_stride_head;
+    const int64_t *slot_mapping; /* [num_tokens] */
+    void *k_cache;               /* [num_blocks, page_size, Hkv, D], kv_dtype */
+    void *v_cache;
+    int32_t num_blocks;
+    int64_t k_cache_stride_block;
+    int64_t k_cache_stride_token;
+    int64_t k_cache_stride_head;
+    int64_t v_cache_stride_block;
+    int64_t v_cache_stride_token;
+    int64_t v_cache_stride_head;
+    float k_scale; /* FP8 caches: stored = value / k_scale; ignored otherwise */
+    float v_scale;
+    void *stream; /* hipStream_t / cudaStream_t; NULL = default */
+} attn_append_args;
 
 /* Limits of the batches a backend object will see, for sizing scratch. */
 typedef struct attn_batch_limits {

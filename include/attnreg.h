@@ -84,7 +84,27 @@
  *        refused below ATTN_<STRUCT>_MIN_SIZE (for attn_diagnostic,
  *        attn_plugin_info, attn_plugin_load_info and attn_verdict_record:
  *        below a struct_size field; before, only 0 was).
- *   0.4  Hugging Face configs: attn_hf_config_read / _parse / _free /
+ *   0.4  KV caches by stride: attn_forward_args.k_stride_block,
+ *        k_stride_token, k_stride_head, v_stride_block, v_stride_token,
+ *        v_stride_head (appended; 0 = the contiguous layout's, so older hosts
+ *        are unchanged; see attn_types.h). attn_backend_forward refuses
+ *        negative strides, rows they would overlap, and non-contiguous
+ *        strides for a plugin that does not declare ATTN_FORWARD_KV_STRIDES
+ *        (attn_plugin.h, ABI 1.3; no plugin older than 1.3 does):
+ *        ATTN_ERR_UNSUPPORTED naming the strides.
+ *        Log-sum-exp output and merging: attn_shape.return_lse (appended;
+ *        attn_selection's effective_shape grows with it, the 0.3 selection
+ *        layout is kept for older hosts), attn_forward_args.lse,
+ *        lse_stride_token, lse_stride_head (appended), ATTN_REASON_LSE;
+ *        attn_merge_args, ATTN_MERGE_ARGS_SIZE_0_4 and attn_merge_states (on
+ *        the CPU: host memory). attn_plan_entry.effective_shape (appended): a
+ *        host whose attn_plan_entry is the 0.3 size gets its `selection` in
+ *        the 0.3 layout.
+ *        KV append: attn_append_args (attn_types.h), ATTN_APPEND_ARGS_SIZE_0_4
+ *        and attn_backend_append_kv. By 0.3's struct-growth rule:
+ *        attn_append_args_init_sized and attn_merge_args_init_sized (with
+ *        _init macros), ATTN_APPEND_ARGS_MIN_SIZE, ATTN_MERGE_ARGS_MIN_SIZE.
+ *        Hugging Face configs: attn_hf_config_read / _parse / _free /
  *        _describe / _note / _apply and attn_hf_config_info; the softmax
  *        scale: attn_model.scale and attn_plan_entry.scale (appended).
  *        attn_registry_plan checks the model's own numbers (heads, tp,
@@ -114,18 +134,17 @@ extern "C" {
 #endif
 
 #define ATTNREG_VERSION_MAJOR 0
-#define ATTNREG_VERSION_MINOR 3
+#define ATTNREG_VERSION_MINOR 4
 #define ATTNREG_VERSION_PATCH 0
 
 /* Struct growth, one rule for every versioned struct:
  *   - A struct the host fills for the library (attn_shape, attn_selection,
  *     attn_registry_options, attn_layer, attn_model, attn_forward_args,
- *     attn_batch_limits) is initialised with attn_<struct>_init_sized(p,
- *     sizeof *p), which writes the defaults into the caller's bytes only and
- *     sets struct_size; attn_<struct>_init(p) is a macro for it. (attn_layer
- *     and attn_model have no such macro: their 0.2 functions
- *     attn_layer_init(p, size) and attn_model_init(p, size), which took the
- *     size already, keep the name and are the same functions.)
+ *     attn_batch_limits; 0.4: attn_append_args, attn_merge_args) is initialised with
+ * attn_<struct>_init_sized(p, sizeof *p), which writes the defaults into the caller's bytes only
+ * and sets struct_size; attn_<struct>_init(p) is a macro for it. (attn_layer and attn_model have no
+ * such macro: their 0.2 functions attn_layer_init(p, size) and attn_model_init(p, size), which took
+ * the size already, keep the name and are the same functions.)
  *   - A struct the library fills for the host (attn_diagnostic,
  *     attn_plugin_info, attn_plugin_load_info, attn_device_info,
  *     attn_verdict_record, attn_plan_summary, attn_plan_entry,
@@ -168,6 +187,11 @@ extern "C" {
 #define ATTN_PLAN_SUMMARY_MIN_SIZE (offsetof(attn_plan_summary, status) + sizeof(attn_status))
 #define ATTN_PLAN_ENTRY_MIN_SIZE (offsetof(attn_plan_entry, phase) + sizeof(int32_t))
 #define ATTN_LAUNCH_PLAN_MIN_SIZE (offsetof(attn_launch_plan, num_kernels) + sizeof(uint32_t))
+/* 0.4's structs. */
+#define ATTN_APPEND_ARGS_SIZE_0_4 (offsetof(attn_append_args, stream) + sizeof(void *))
+#define ATTN_MERGE_ARGS_SIZE_0_4 (offsetof(attn_merge_args, lse_stride_head) + sizeof(int64_t))
+#define ATTN_APPEND_ARGS_MIN_SIZE ATTN_APPEND_ARGS_SIZE_0_4
+#define ATTN_MERGE_ARGS_MIN_SIZE ATTN_MERGE_ARGS_SIZE_0_4
 #define ATTN_HF_CONFIG_INFO_MIN_SIZE (offsetof(attn_hf_config_info, num_notes) + sizeof(size_t))
 
 typedef struct attn_registry attn_registry;       /* opaque */
@@ -177,7 +201,7 @@ typedef struct attn_candidate attn_candidate;     /* opaque: one registered plug
 
 /* ---- library, status, names ------------------------------------------ */
 
-ATTNREG_API const char *attnreg_version_string(void); /* "0.3.0" */
+ATTNREG_API const char *attnreg_version_string(void); /* "0.4.0" */
 ATTNREG_API void attnreg_version(int *major, int *minor, int *patch);
 ATTNREG_API uint32_t attnreg_plugin_abi_version(void); /* (major << 16) | minor */
 
@@ -629,6 +653,12 @@ typedef struct attn_plan_entry {
     /* 0.4: the softmax scale to pass to attn_backend_forward (the model's
      * scale, else head_dim^-1/2); 0 when not attention. */
     float scale;
+    /* 0.4: selection->effective_shape (NULL when not attention). Hosts
+     * whose attn_plan_entry ends before this field were built against the
+     * 0.3 headers: their `selection` points at a selection in the 0.3
+     * layout (attn_shape grew in 0.4 and moved the fields after
+     * effective_shape), so their reads stay right. */
+    const attn_shape *effective_shape;
 } attn_plan_entry;
 
 /* Fills entry `index` (0 .. num_entries - 1). */
@@ -711,9 +741,59 @@ ATTNREG_API void attn_batch_limits_init_sized(attn_batch_limits *limits, size_t 
 ATTNREG_API attn_status attn_backend_workspace_size(const attn_backend *backend,
                                                     const attn_batch_limits *limits, size_t *bytes);
 ATTNREG_API attn_status attn_backend_forward(attn_backend *backend, const attn_forward_args *args);
+/* 0.4: writes new tokens' K and V into the paged cache at their slots,
+ * converted to the backend's kv_dtype (attn_append_args, attn_types.h), on
+ * args->stream. ATTN_ERR_UNSUPPORTED when the backend has no KV append;
+ * ATTN_ERR_INVALID_ARGUMENT naming the field or token otherwise wrong. */
+ATTNREG_API attn_status attn_backend_append_kv(attn_backend *backend, const attn_append_args *args);
+/* Defaults (nothing to append, k_scale = v_scale = 1) into the caller's
+ * `size` bytes; attn_append_args_init(a) passes sizeof *a. */
+ATTNREG_API void attn_append_args_init_sized(attn_append_args *args, size_t size);
+#define attn_append_args_init(args) attn_append_args_init_sized((args), sizeof *(args))
 ATTNREG_API void attn_backend_destroy(attn_backend *backend);
 ATTNREG_API const char *attn_backend_name(const attn_backend *backend);
 ATTNREG_API const attn_shape *attn_backend_shape(const attn_backend *backend);
+
+/* ---- merging partial attention states (0.4) ------------------------- */
+
+/* Two attention results over disjoint key ranges of the same queries (a
+ * shared prefix and each request's suffix in cascade attention, two ranks
+ * of context-parallel decode, two chunks of a long context), each with its
+ * log-sum-exp (attn_forward_args.lse), merged into the result over the
+ * union: with m = max(lse_a, lse_b), w_a = exp(lse_a - m), w_b = exp(lse_b -
+ * m), out = (a * w_a + b * w_b) / (w_a + w_b) and lse_out = m + ln(w_a +
+ * w_b), per (token, head) row, in float arithmetic. A side whose lse is -inf
+ * saw no key and contributes nothing; both -inf gives a zero row and -inf.
+ * (With sinks, pass the sink to one side only: each side's lse includes it.)
+ * Set struct_size (sizeof, or at least ATTN_MERGE_ARGS_SIZE_0_4) and zero
+ * what you do not set. */
+typedef struct attn_merge_args {
+    uint32_t struct_size;
+    int32_t num_tokens;
+    int32_t num_heads;
+    int32_t head_dim;   /* of the values (head_dim_v) */
+    int32_t dtype;      /* attn_dtype of a, b and out: f32, f16 or bf16 */
+    const void *a;      /* [num_tokens, num_heads, head_dim] */
+    const float *lse_a; /* [num_tokens, num_heads] */
+    const void *b;
+    const float *lse_b;
+    void *out;                /* may be a or b (each row is read before it is written) */
+    float *lse_out;           /* NULL = not wanted; may be lse_a or lse_b */
+    int64_t stride_token;     /* of a, b and out, in elements; 0 = num_heads * head_dim */
+    int64_t stride_head;      /* 0 = head_dim; the last dimension is contiguous */
+    int64_t lse_stride_token; /* of lse_a, lse_b and lse_out; 0 = num_heads */
+    int64_t lse_stride_head;  /* 0 = 1 */
+} attn_merge_args;
+
+/* Host memory only (a CPU merge; device arrays are the GPU plugins' to
+ * merge). ATTN_ERR_INVALID_ARGUMENT with attn_last_error() naming the field
+ * for NULL arrays, negative counts or strides, an unsupported dtype or a
+ * struct_size below ATTN_MERGE_ARGS_SIZE_0_4. */
+ATTNREG_API attn_status attn_merge_states(const attn_merge_args *args);
+/* Zeroes into the caller's `size` bytes and sets struct_size;
+ * attn_merge_args_init(m) passes sizeof *m. */
+ATTNREG_API void attn_merge_args_init_sized(attn_merge_args *args, size_t size);
+#define attn_merge_args_init(args) attn_merge_args_init_sized((args), sizeof *(args))
 
 /* ---- struct layouts (for bindings) ---------------------------------- */
 

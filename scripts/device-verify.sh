@@ -11,8 +11,8 @@
 # plain files)
 #   cp build/lib/attnreg/*.so .device-carry/lib/attnreg/
 #   cp -r build/share/attnreg/conf-sm90 .device-carry/share/attnreg/
-# conf-sm90 (from tests/gpu) lists sm_90 for the aiter plugins; the shipped
-# conf never does.
+# conf-sm90 (from tests/gpu) lists sm_90 for the aiter plugins, as the
+# shipped conf does too (0.4).
 D=${ATTNREG_CARRY:-.device-carry}; export LD_LIBRARY_PATH=$PWD/$D/lib; B=$D/bin/attnreg
 C="--conf-only --conf $D/share/attnreg/conf-sm90"
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader

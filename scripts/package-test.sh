@@ -33,6 +33,16 @@ mv "$work/prefix" "$work/moved"
 grep -q "datadir            $work/moved/share/attnreg/conf\$" "$work/check.txt" ||
   { echo "moved prefix: shipped conf not found"; cat "$work/check.txt"; exit 1; }
 grep -q "OK    cpu-ref" "$work/check.txt" || { cat "$work/check.txt"; exit 1; }
+# The shipped conf selects the GPU plugins for sm_90 shapes (planning
+# mode: no GPU here), with no test conf.
+sm90_selects() {
+  local bin=$1
+  test "$("$bin" select --arch sm_90 --q-heads 32 --kv-heads 8 --max-q-len 1 --max-kv-len 4096)" = aiter-generic &&
+    test "$("$bin" select --arch sm_90 --q-heads 16 --kv-heads 1 --head-dim 256 --kv-dtype fp8_e4m3fn \
+      --page-size 16 --max-q-len 4 --max-kv-len 4096)" = aiter-mtp-gfx950 ||
+    { echo "$bin: the shipped conf does not select aiter-generic / aiter-mtp-gfx950 for sm_90"; exit 1; }
+}
+sm90_selects "$work/moved/bin/attnreg"
 bash tests/consumers/run.sh "$work/moved"
 
 echo "--- 2. Debian packages"
@@ -58,6 +68,7 @@ cat "$work/check.txt"
 grep -q "sysconf            /etc/attnreg/conf.d\$" "$work/check.txt"
 grep -q "datadir            /usr/share/attnreg/conf\$" "$work/check.txt"
 grep -q "summary: 3 plugins, 0 failed to load, 0 conf problems" "$work/check.txt"
+sm90_selects /usr/bin/attnreg
 # An administrator's override: same name, earlier folder; no error, it wins.
 sed -e "s|^library = .*|library = /usr/lib/$multiarch/attnreg/libattn_cpu_ref.so|" \
     -e 's|^priority = .*|priority = 7|' /usr/share/attnreg/conf/cpu-ref.ini >/etc/attnreg/conf.d/cpu-ref.ini

@@ -26,7 +26,7 @@ START_TEST(public_structs_keep_their_layout)
 #if UINTPTR_MAX != 0xffffffffffffffffu || INT_MAX != 0x7fffffff
     ck_abort_msg("the pinned layouts are those of LP64; add this ABI's table");
 #else
-    SIZE(attn_shape, 100);
+    SIZE(attn_shape, 104);
     OFF(attn_shape, struct_size, 0);
     OFF(attn_shape, arch, 4);
     OFF(attn_shape, num_q_heads, 36);
@@ -45,7 +45,8 @@ START_TEST(public_structs_keep_their_layout)
     OFF(attn_shape, window_right, 88);
     OFF(attn_shape, softcap, 92);
     OFF(attn_shape, has_sinks, 96);
-    SIZE(attn_forward_args, 176);
+    OFF(attn_shape, return_lse, 100); /* 0.4 */
+    SIZE(attn_forward_args, 248);
     OFF(attn_forward_args, struct_size, 0);
     OFF(attn_forward_args, num_seqs, 4);
     OFF(attn_forward_args, num_tokens, 8);
@@ -72,6 +73,15 @@ START_TEST(public_structs_keep_their_layout)
     OFF(attn_forward_args, workspace, 152);
     OFF(attn_forward_args, workspace_size, 160);
     OFF(attn_forward_args, stream, 168);
+    OFF(attn_forward_args, k_stride_block, 176); /* 0.4 */
+    OFF(attn_forward_args, k_stride_token, 184);
+    OFF(attn_forward_args, k_stride_head, 192);
+    OFF(attn_forward_args, v_stride_block, 200);
+    OFF(attn_forward_args, v_stride_token, 208);
+    OFF(attn_forward_args, v_stride_head, 216);
+    OFF(attn_forward_args, lse, 224);
+    OFF(attn_forward_args, lse_stride_token, 232);
+    OFF(attn_forward_args, lse_stride_head, 240);
     SIZE(attn_batch_limits, 12);
     OFF(attn_batch_limits, struct_size, 0);
     OFF(attn_batch_limits, max_num_seqs, 4);
@@ -131,18 +141,22 @@ START_TEST(public_structs_keep_their_layout)
     OFF(attn_plugin_load_info, arch_limits, 64); /* 0.3 */
     OFF(attn_plugin_load_info, num_arch_limits, 72);
     OFF(attn_plugin_load_info, graph_capturable, 76);
-    SIZE(attn_selection, 176);
+    /* 0.4: the embedded attn_shape grew by 4 bytes and moved what follows
+     * it; the 0.1 and 0.3 layouts (core/abi_frozen.h: size 176, fallback_applied
+     * at 124, graph_capturable at 168) are still written for hosts whose
+     * struct_size names them (test_abi_growth, test_select). */
+    SIZE(attn_selection, 184);
     OFF(attn_selection, struct_size, 0);
     OFF(attn_selection, backend_name, 8);
     OFF(attn_selection, candidate, 16);
     OFF(attn_selection, effective_shape, 24);
-    OFF(attn_selection, fallback_applied, 124);
-    OFF(attn_selection, fallback_rule, 128);
-    OFF(attn_selection, fallback_backend, 136);
-    OFF(attn_selection, fallback_reason, 144);
-    OFF(attn_selection, fallback_message, 152);
-    OFF(attn_selection, message, 160);
-    OFF(attn_selection, graph_capturable, 168); /* 0.3 */
+    OFF(attn_selection, fallback_applied, 128);
+    OFF(attn_selection, fallback_rule, 136);
+    OFF(attn_selection, fallback_backend, 144);
+    OFF(attn_selection, fallback_reason, 152);
+    OFF(attn_selection, fallback_message, 160);
+    OFF(attn_selection, message, 168);
+    OFF(attn_selection, graph_capturable, 176); /* 0.3 */
     SIZE(attn_arch_limits, 52);
     OFF(attn_arch_limits, struct_size, 0);
     OFF(attn_arch_limits, arch, 4);
@@ -219,7 +233,7 @@ START_TEST(public_structs_keep_their_layout)
     OFF(attn_plan_summary, decode_q_len, 48);
     OFF(attn_plan_summary, verify_q_len, 52);
     OFF(attn_plan_summary, max_kv_len, 56);
-    SIZE(attn_plan_entry, 72);
+    SIZE(attn_plan_entry, 80);
     OFF(attn_plan_entry, struct_size, 0);
     OFF(attn_plan_entry, phase, 4);
     OFF(attn_plan_entry, layer_kind, 8);
@@ -230,7 +244,24 @@ START_TEST(public_structs_keep_their_layout)
     OFF(attn_plan_entry, shape, 40);
     OFF(attn_plan_entry, selection, 48);
     OFF(attn_plan_entry, message, 56);
-    OFF(attn_plan_entry, scale, 64);
+    OFF(attn_plan_entry, scale, 64);           /* 0.4 */
+    OFF(attn_plan_entry, effective_shape, 72); /* 0.4 */
+    SIZE(attn_merge_args, 104);                /* 0.4 */
+    OFF(attn_merge_args, struct_size, 0);
+    OFF(attn_merge_args, num_tokens, 4);
+    OFF(attn_merge_args, num_heads, 8);
+    OFF(attn_merge_args, head_dim, 12);
+    OFF(attn_merge_args, dtype, 16);
+    OFF(attn_merge_args, a, 24);
+    OFF(attn_merge_args, lse_a, 32);
+    OFF(attn_merge_args, b, 40);
+    OFF(attn_merge_args, lse_b, 48);
+    OFF(attn_merge_args, out, 56);
+    OFF(attn_merge_args, lse_out, 64);
+    OFF(attn_merge_args, stride_token, 72);
+    OFF(attn_merge_args, stride_head, 80);
+    OFF(attn_merge_args, lse_stride_token, 88);
+    OFF(attn_merge_args, lse_stride_head, 96);
     SIZE(attn_verdict, 268);
     OFF(attn_verdict, struct_size, 0);
     OFF(attn_verdict, accepted, 4);
@@ -253,7 +284,7 @@ START_TEST(public_structs_keep_their_layout)
     SIZE(attn_predicate, 16);
     OFF(attn_predicate, name, 0);
     OFF(attn_predicate, check, 8);
-    SIZE(attn_plugin_descriptor, 152);
+    SIZE(attn_plugin_descriptor, 160);
     OFF(attn_plugin_descriptor, struct_size, 0);
     OFF(attn_plugin_descriptor, abi_major, 4);
     OFF(attn_plugin_descriptor, abi_minor, 8);
@@ -274,6 +305,8 @@ START_TEST(public_structs_keep_their_layout)
     OFF(attn_plugin_descriptor, describe_plan, 128);
     OFF(attn_plugin_descriptor, arch_limits, 136);
     OFF(attn_plugin_descriptor, num_arch_limits, 144);
+    OFF(attn_plugin_descriptor, forward_features, 148); /* ABI 1.3, in the padding */
+    OFF(attn_plugin_descriptor, append_kv, 152);
 #endif
 }
 END_TEST
@@ -282,8 +315,10 @@ START_TEST(oldest_sizes_are_the_published_ones)
 {
     /* The named minimum sizes are those of the first published layouts. */
     ck_assert_uint_eq(ATTN_SHAPE_SIZE_0_1, 100);
-    ck_assert_uint_eq(ATTN_FORWARD_ARGS_SIZE_0_1, sizeof(attn_forward_args));
+    ck_assert_uint_eq(ATTN_FORWARD_ARGS_SIZE_0_1, 176);
     ck_assert_uint_eq(ATTN_BATCH_LIMITS_SIZE_0_1, 12);
+    ck_assert_uint_eq(ATTN_MERGE_ARGS_SIZE_0_4, 104);
+    ck_assert_uint_eq(ATTN_APPEND_ARGS_SIZE_0_4, 160);
     ck_assert_uint_eq(ATTN_REGISTRY_OPTIONS_SIZE_0_1, 84);
     ck_assert_uint_eq(ATTN_REGISTRY_OPTIONS_SIZE_0_2, 88);
 #if UINTPTR_MAX == 0xffffffffffffffffu

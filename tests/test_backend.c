@@ -132,6 +132,141 @@ START_TEST(create_workspace_forward_destroy)
 }
 END_TEST
 
+START_TEST(forward_kv_strides)
+{
+    /* 0.4: K/V strides. Strides equal to the contiguous layout's reach the
+     * plugin as 0 (so a plugin that reads no strides still runs); any other
+     * layout is refused for a plugin without ATTN_FORWARD_KV_STRIDES (the
+     * fake declares none), never computed on the wrong rows; negative and
+     * overlapping strides are refused for every plugin. */
+    attn_registry *reg = open_single("good", "fake-good", NULL);
+    static tensors t;
+    attn_forward_args args;
+    attn_selection sel;
+    attn_shape shape;
+    attn_backend *be = NULL;
+    forward_shape(&shape); /* page 16, one KV head, D 128 */
+    select_ok(reg, &shape, &sel, "fake-good");
+    ck_assert_int_eq(attn_backend_create(reg, &sel, &be), ATTN_OK);
+    fill_args(&args, &t, sizeof t.workspace);
+    args.k_stride_block = args.v_stride_block = 16 * 128;
+    args.k_stride_token = args.v_stride_token = 128;
+    args.k_stride_head = args.v_stride_head = 128;
+    ck_assert_msg(attn_backend_forward(be, &args) == ATTN_OK, "%s", attn_last_error());
+    ck_assert_int_eq(args.k_stride_block, 16 * 128); /* the host's struct is left alone */
+
+    fill_args(&args, &t, sizeof t.workspace);
+    args.k_stride_token = 256; /* NHD-like: K and V interleaved per token */
+    ck_assert_int_eq(attn_backend_forward(be, &args), ATTN_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(attn_last_error(), "ATTN_FORWARD_KV_STRIDES") &&
+                      strstr(attn_last_error(), "k strides (0, 256, 0)"),
+                  "%s", attn_last_error());
+
+    fill_args(&args, &t, sizeof t.workspace);
+    args.v_stride_head = -128;
+    ck_assert_int_eq(attn_backend_forward(be, &args), ATTN_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(attn_last_error(), "v_stride_head is -128"), "%s", attn_last_error());
+    fill_args(&args, &t, sizeof t.workspace);
+    args.k_stride_token = 64; /* rows of 128 elements 64 apart */
+    ck_assert_int_eq(attn_backend_forward(be, &args), ATTN_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(attn_last_error(), "overlap"), "%s", attn_last_error());
+
+    /* A 0.3 host's args (no stride fields) run as before. */
+    fill_args(&args, &t, sizeof t.workspace);
+    args.struct_size = ATTN_FORWARD_ARGS_SIZE_0_1;
+    args.k_stride_token = 256; /* past its struct_size: never read */
+    ck_assert_msg(attn_backend_forward(be, &args) == ATTN_OK, "%s", attn_last_error());
+    attn_backend_destroy(be);
+    attn_registry_close(reg);
+}
+END_TEST
+
+/* The registry's one candidate refuses the forward shape with return_lse
+ * for want of ATTN_FORWARD_LSE; *shape is left that shape. */
+static void expect_lse_refused(attn_registry *reg, attn_shape *shape)
+{
+    forward_shape(shape);
+    shape->return_lse = 1;
+    attn_selection sel;
+    attn_selection_init(&sel);
+    ck_assert_int_eq(attn_registry_select(reg, shape, &sel), ATTN_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(sel.message, "ATTN_FORWARD_LSE"), "%s", sel.message);
+}
+
+START_TEST(lse_needs_a_plugin_that_writes_it)
+{
+    /* 0.4: a shape with return_lse is refused by the host (reason LSE,
+     * check "host") for a plugin that accepts it in its predicates but does
+     * not declare ATTN_FORWARD_LSE (the fake, like every older plugin), so
+     * the LSE is never left unwritten. */
+    attn_registry *reg = open_single("good", "fake-good", NULL);
+    attn_shape shape;
+    expect_lse_refused(reg, &shape);
+    attn_explanation *ex = NULL;
+    ck_assert_int_eq(attn_registry_explain(reg, &shape, &ex), ATTN_ERR_UNSUPPORTED);
+    attn_verdict_record r = {.struct_size = sizeof r};
+    ck_assert_int_eq(attn_explanation_record(ex, 0, &r), ATTN_OK);
+    ck_assert_int_eq(r.reason, ATTN_REASON_LSE);
+    ck_assert_str_eq(r.predicate, "host");
+    ck_assert_msg(strstr(r.message, "ATTN_FORWARD_LSE"), "%s", r.message);
+    attn_explanation_free(ex);
+    shape.return_lse = 2;
+    char why[256];
+    ck_assert_int_eq(attn_shape_validate(&shape, why, sizeof why), 0);
+    ck_assert_msg(strstr(why, "return_lse must be 0 or 1"), "%s", why);
+    attn_registry_close(reg);
+}
+END_TEST
+
+START_TEST(append_kv_needs_a_plugin_that_has_it)
+{
+    /* 0.4: a backend whose plugin has no append_kv (the fake, and every
+     * plugin older than 1.3) answers ATTN_ERR_UNSUPPORTED with a sentence;
+     * bad arguments are refused before the plugin. */
+    attn_registry *reg = open_single("good", "fake-good", NULL);
+    attn_selection sel;
+    attn_shape shape;
+    attn_backend *be = NULL;
+    forward_shape(&shape);
+    select_ok(reg, &shape, &sel, "fake-good");
+    ck_assert_int_eq(attn_backend_create(reg, &sel, &be), ATTN_OK);
+    attn_append_args a;
+    attn_append_args_init(&a);
+    ck_assert(a.struct_size == sizeof a && a.k_scale == 1.0f && a.v_scale == 1.0f);
+    ck_assert_int_eq(attn_backend_append_kv(be, &a), ATTN_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(attn_last_error(), "has no KV append"), "%s", attn_last_error());
+    a.struct_size = 8;
+    ck_assert_int_eq(attn_backend_append_kv(be, &a), ATTN_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(attn_backend_append_kv(be, NULL), ATTN_ERR_INVALID_ARGUMENT);
+    attn_backend_destroy(be);
+    attn_registry_close(reg);
+}
+END_TEST
+
+START_TEST(old_plugin_padding_is_no_promise)
+{
+    /* forward_features (1.3) lies in 1.2's tail padding: a 1.2 plugin's
+     * struct_size covers it, so bits there must not opt it into K/V strides
+     * or the LSE output. */
+    attn_registry *reg = open_single("abi_1_2_padding", "fake-abi-1-2-padding", NULL);
+    attn_shape shape;
+    expect_lse_refused(reg, &shape);
+    attn_selection sel;
+    shape.return_lse = 0;
+    select_ok(reg, &shape, &sel, "fake-abi-1-2-padding");
+    attn_backend *be = NULL;
+    ck_assert_int_eq(attn_backend_create(reg, &sel, &be), ATTN_OK);
+    static tensors t;
+    attn_forward_args args;
+    fill_args(&args, &t, sizeof t.workspace);
+    args.k_stride_token = 256;
+    ck_assert_int_eq(attn_backend_forward(be, &args), ATTN_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(attn_last_error(), "ABI 1.2"), "%s", attn_last_error());
+    attn_backend_destroy(be);
+    attn_registry_close(reg);
+}
+END_TEST
+
 START_TEST(create_refused_by_plugin)
 {
     attn_registry *reg = open_single("create_fails", "fake-create-fails", NULL);
@@ -285,6 +420,10 @@ static Suite *backend_suite(void)
     TCase *tc = tcase_create("create");
     ts_add_fixtures(tc, 20);
     tcase_add_test(tc, create_workspace_forward_destroy);
+    tcase_add_test(tc, forward_kv_strides);
+    tcase_add_test(tc, lse_needs_a_plugin_that_writes_it);
+    tcase_add_test(tc, append_kv_needs_a_plugin_that_has_it);
+    tcase_add_test(tc, old_plugin_padding_is_no_promise);
     tcase_add_test(tc, create_refused_by_plugin);
     tcase_add_loop_test(tc, create_checks_what_is_there, 0,
                         (int)(sizeof create_cases / sizeof create_cases[0]));

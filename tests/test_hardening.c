@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "abi_frozen.h"
 #include "attnreg.h"
 #include "support/test_support.h"
 
@@ -822,8 +823,10 @@ START_TEST(init_functions_write_only_the_callers_size)
     check_untouched(buf, ATTN_REGISTRY_OPTIONS_SIZE_0_2, sizeof buf);
     memset(buf, 0xAB, sizeof buf);
     (attn_selection_init)((attn_selection *)buf);
-    check_untouched(buf, sizeof(attn_selection), sizeof buf);
-    ck_assert_str_eq(((attn_selection *)buf)->message, "");
+    /* That is 0.1's layout (core/abi_frozen.h): today's attn_shape is larger
+     * (0.4), so 0.1's message sits where that version put it. */
+    check_untouched(buf, sizeof(attn_selection_0_1), sizeof buf);
+    ck_assert_str_eq(((attn_selection_0_1 *)(void *)buf)->message, "");
 
     /* The macros pass the caller's sizeof. */
     attn_shape s;

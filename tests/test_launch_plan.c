@@ -20,9 +20,11 @@
 #include <string.h>
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <stdlib.h>
 
 #include "attn_launch_plan.h"
+#include "attn_plugin.h"
 #include "attnreg.h"
 #include "support/test_support.h"
 
@@ -155,6 +157,44 @@ static int32_t arch_fp8(const char *arch)
 {
     return strcmp(arch, "gfx942") == 0 ? ATTN_DTYPE_FP8_E4M3FNUZ : ATTN_DTYPE_FP8_E4M3FN;
 }
+
+START_TEST(gpu_plugins_refuse_kv_strides)
+{
+    /* The GPU kernels read contiguous K/V caches only. The plugins
+     * declare no ATTN_FORWARD_KV_STRIDES (so the host refuses other layouts)
+     * and their forward entry refuses strides (and an lse array) itself,
+     * with a sentence, before touching the backend or launching anything. */
+    static const char *const libs[] = {"libattn_aiter_generic", "libattn_aiter_mtp_gfx950"};
+    for (size_t i = 0; i < 2; i++) {
+        char lib[1024], err[512] = "";
+        snprintf(lib, sizeof lib, "%s/%s%s", ATTNREG_TEST_PLUGIN_DIR, libs[i],
+                 ATTNREG_MODULE_SUFFIX);
+        void *h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+        ck_assert_msg(h != NULL, "%s: %s", lib, dlerror());
+        attn_plugin_entry_fn entry;
+        *(void **)&entry = dlsym(h, ATTN_PLUGIN_ENTRY_SYMBOL);
+        ck_assert_ptr_nonnull(entry);
+        const attn_plugin_descriptor *d = entry(ATTN_PLUGIN_ABI_MAJOR, ATTN_PLUGIN_ABI_MINOR);
+        ck_assert_ptr_nonnull(d);
+        ck_assert_uint_eq(d->forward_features & ATTN_FORWARD_KV_STRIDES, 0);
+        attn_forward_args a;
+        memset(&a, 0, sizeof a);
+        a.struct_size = sizeof a;
+        a.k_stride_block = 2 * 16 * 8 * 128; /* FlashInfer NHD */
+        a.k_stride_token = a.v_stride_token = 8 * 128;
+        ck_assert_int_eq(d->forward(NULL, &a, err, sizeof err), ATTN_ERR_UNSUPPORTED);
+        ck_assert_msg(strstr(err, "contiguous") && strstr(err, "k strides (32768, 1024, 0)"), "%s",
+                      err);
+        float lse[4];
+        memset(&a, 0, sizeof a);
+        a.struct_size = sizeof a;
+        a.lse = lse;
+        ck_assert_int_eq(d->forward(NULL, &a, err, sizeof err), ATTN_ERR_UNSUPPORTED);
+        ck_assert_msg(strstr(err, "log-sum-exp"), "%s", err);
+        dlclose(h);
+    }
+}
+END_TEST
 
 START_TEST(generic_accepts_exactly_what_fits)
 {
@@ -469,6 +509,7 @@ static Suite *launch_plan_suite(void)
     TCase *tc = tcase_create("contract");
     ts_add_fixtures(tc, 300);
     tcase_add_test(tc, generic_accepts_exactly_what_fits);
+    tcase_add_test(tc, gpu_plugins_refuse_kv_strides);
     tcase_add_test(tc, mtp_accepts_exactly_what_fits);
     tcase_add_test(tc, mtp_on_gfx950_plans_one_stage);
     tcase_add_test(tc, gfx942_plans_smaller_programs);

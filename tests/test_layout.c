@@ -79,7 +79,9 @@ START_TEST(field_names_enumerate_each_struct)
                                         "attn_plan_summary",
                                         "attn_plan_entry",
                                         "attn_arch_limits",
-                                        "attn_launch_plan"};
+                                        "attn_launch_plan",
+                                        "attn_merge_args",
+                                        "attn_append_args"};
     for (size_t k = 0; k < sizeof names / sizeof names[0]; k++) {
         size_t total = attn_struct_size(names[k]), end = 0, prev = 0, n = 0;
         const char *field;

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "abi_frozen.h"
 #include "attnreg.h"
 #include "support/test_support.h"
 
@@ -244,6 +245,37 @@ START_TEST(entry_respects_caller_size)
     ck_assert_int_eq(head.layer_kind, ATTN_LAYER_FULL);
     for (size_t i = small; i < sizeof buf; i++)
         ck_assert_int_eq(buf[i], 0x5a);
+    attn_plan_free(plan);
+    attn_registry_close(reg);
+}
+END_TEST
+
+START_TEST(old_hosts_get_the_old_selection_layout)
+{
+    /* 0.4 grew attn_shape and with it the fields of attn_selection after
+     * effective_shape. A host built against 0.3 (its attn_plan_entry ends
+     * before effective_shape) reads entry.selection at 0.3's offsets, so it
+     * gets a selection in that layout (core/abi_frozen.h); today's host gets
+     * today's. */
+    attn_registry *reg = open_fake(NULL);
+    attn_model m;
+    attn_plan *plan;
+    fake_model(&m, 8, 2, 4);
+    ck_assert_int_eq(plan_of(reg, &m, &plan), ATTN_OK);
+    attn_plan_entry now = entry_of(plan, 1);
+    ck_assert_ptr_nonnull(now.selection);
+    ck_assert_ptr_eq(now.effective_shape, &now.selection->effective_shape);
+    ck_assert_str_eq(now.selection->backend_name, "fake-good");
+    ck_assert_str_eq(now.selection->message, "");
+    attn_plan_entry old = {.struct_size = (uint32_t)offsetof(attn_plan_entry, effective_shape)};
+    ck_assert_int_eq(attn_plan_entry_get(plan, 1, &old), ATTN_OK);
+    const attn_selection_0_3 *o = (const attn_selection_0_3 *)(const void *)old.selection;
+    ck_assert_uint_eq(o->struct_size, sizeof(attn_selection_0_3));
+    ck_assert_str_eq(o->backend_name, "fake-good");
+    ck_assert_ptr_eq(o->candidate, now.selection->candidate);
+    ck_assert_int_eq(o->fallback_applied, 0);
+    ck_assert_str_eq(o->message, "");
+    ck_assert_int_eq(o->graph_capturable, now.selection->graph_capturable);
     attn_plan_free(plan);
     attn_registry_close(reg);
 }
@@ -841,6 +873,7 @@ Suite *plan_suite(void)
     tcase_add_test(abi, init_respects_caller_size);
     tcase_add_test(abi, bad_arguments);
     tcase_add_test(abi, entry_respects_caller_size);
+    tcase_add_test(abi, old_hosts_get_the_old_selection_layout);
     tcase_add_test(validation, invalid_28_6_before_any_plugin);
     tcase_add_test(validation, invalid_model_fields);
     tcase_add_test(validation, invalid_layers);

@@ -72,6 +72,7 @@ static const char *const expected_reason_names[ATTN_REASON_COUNT] = {
     "OTHER",
     "INVALID_REASON",
     "RESOURCE",
+    "LSE",
 };
 
 START_TEST(status_names_are_the_enumerators)

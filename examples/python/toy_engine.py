@@ -53,6 +53,10 @@ class Ops:
         a = np.asarray(values, dtype=np.int32)
         return torch.from_numpy(a).to(self.device) if self.torch else a
 
+    def int64(self, values):
+        a = np.asarray(values, dtype=np.int64)
+        return torch.from_numpy(a).to(self.device) if self.torch else a
+
     def to_store(self, x):
         """float32 activations -> the cache/q storage type (bf16)."""
         return x.to(torch.bfloat16) if self.torch else to_bf16_bits(x)
@@ -209,17 +213,32 @@ class Engine:
             k = ops.to_store((h @ w["wk"]).reshape(T, m.hkv, m.d))
             v = ops.to_store((h @ w["wv"]).reshape(T, m.hkv, m.d))
             k_cache, v_cache = self.caches[li]
-            for t in range(T):  # write the new tokens into their pages
-                pos = positions[t]
-                blk = self.bt_rows[seq_of[t]][pos // PAGE]
-                k_cache[blk, pos % PAGE] = k[t]
-                v_cache[blk, pos % PAGE] = v[t]
+            # The new tokens' K/V go into their pages through the backend's KV
+            # append (vLLM's slot mapping: block * PAGE + offset).
+            slots = [self.bt_rows[seq_of[t]][positions[t] // PAGE] * PAGE + positions[t] % PAGE
+                     for t in range(T)]
+            self.append_kv(phase, k, v, k_cache, v_cache, slots)
             a = self.attention(phase, li, q, q_lens, kv_lens, step)
             x = x + a.reshape(T, m.hq * m.d) @ w["wo"]
             x = x + ops.silu(ops.rmsnorm(x) @ w["w1"]) @ w["w2"]
         ends = np.cumsum(q_lens) - 1
         last = x[ops.int32(ends).long()] if ops.torch else x[ends]
         return ops.argmax(ops.rmsnorm(last) @ m.unemb)
+
+    def append_kv(self, phase, k, v, k_cache, v_cache, slots):
+        try:
+            self.backends[phase].append_kv(k, v, k_cache, v_cache, self.ops.int64(slots))
+            return
+        except attnreg.UnsupportedError as e:
+            # A backend without a KV append (the GPU plugins until theirs
+            # lands): the same writes in torch/NumPy, said once.
+            if not getattr(self, "_said_no_append", False):
+                print(f"note: {self.backends[phase].name} has no KV append ({e.message}); "
+                      f"writing the cache here")
+                self._said_no_append = True
+        for t, slot in enumerate(slots):
+            k_cache[slot // PAGE, slot % PAGE] = k[t]
+            v_cache[slot // PAGE, slot % PAGE] = v[t]
 
     def reference_name(self):
         if not self.ops.torch:

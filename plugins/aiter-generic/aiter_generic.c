@@ -3,8 +3,7 @@
  * aiter-generic: paged unified attention for any MHA/GQA/MQA ratio on AMD
  * Instinct GPUs (gfx942, gfx950) and NVIDIA sm_90, where the kernels are to be
  * validated on an H200 through the HIP->CUDA mapping. The shipped INI lists
- * only gfx942 and gfx950, so sm_90 is offered only when a test conf asks
- * for it.
+ * all three (sm_90 is where the kernels have run and been verified).
  *
  * This file holds the capability predicates, which are the truth about what
  * the kernels can run, and the backend entry points. The kernels are in
@@ -254,6 +253,14 @@ static attn_status aiter_generic_describe_plan(const attn_plugin_context *ctx,
     return attn_plan_describe(attn_plan_generic, shape, plan);
 }
 
+/* The kernels write no log-sum-exp output (yet): refused with a reason. */
+static int aiter_generic_check_lse(const attn_plugin_context *ctx, const attn_shape *shape,
+                                   attn_verdict *verdict)
+{
+    (void)ctx;
+    return attn_pred_refuse_lse(verdict, shape, AITER_GENERIC_NAME);
+}
+
 /* Causal and non-causal masking, sliding windows, softcap and sinks are all
  * handled by the kernels, so there is no predicate for them: a predicate
  * that always accepts would only add noise to `attnreg explain`. */
@@ -271,6 +278,7 @@ static const attn_predicate aiter_generic_predicates[] = {
     {"page_size", aiter_generic_check_page_size},
     {"q_len", aiter_generic_check_q_len},
     {"kv_len", aiter_generic_check_kv_len},
+    {"lse", aiter_generic_check_lse},
     {"launch_plan", aiter_generic_check_launch_plan},
 };
 
@@ -315,13 +323,23 @@ attn_status aiter_generic_kernels_probe_devices(const attn_plugin_context *ctx,
 
 #endif /* ATTNREG_HAVE_GPU_KERNELS */
 
+/* The forward entry: the kernels take contiguous K/V caches only and write
+ * no log-sum-exp, so K/V strides and an lse array (ABI 1.3) are refused
+ * here with a sentence before any launch. */
+static attn_status aiter_generic_forward(void *backend, const attn_forward_args *args, char *err,
+                                         size_t err_size)
+{
+    attn_status st = attn_pred_refuse_forward_extras(AITER_GENERIC_NAME, args, err, err_size);
+    return st != ATTN_OK ? st : AITER_GENERIC_FORWARD(backend, args, err, err_size);
+}
+
 ATTN_PLUGIN_DEFINE(.name = AITER_GENERIC_NAME, .version = "0.1.0",
                    .description = "paged unified attention for any MHA/GQA/MQA ratio (2D and "
                                   "split-KV 3D kernels)",
                    .built_archs = AITER_GENERIC_BUILT_ARCHS, .predicates = aiter_generic_predicates,
                    .num_predicates = ATTN_PRED_COUNT(aiter_generic_predicates),
                    .create = AITER_GENERIC_CREATE, .workspace_size = AITER_GENERIC_WORKSPACE_SIZE,
-                   .forward = AITER_GENERIC_FORWARD, .destroy = AITER_GENERIC_DESTROY,
+                   .forward = aiter_generic_forward, .destroy = AITER_GENERIC_DESTROY,
                    .probe_devices = AITER_GENERIC_PROBE_DEVICES, .graph_capturable = 1,
                    .describe_plan = aiter_generic_describe_plan,
                    .arch_limits = attn_gpu_arch_limits,

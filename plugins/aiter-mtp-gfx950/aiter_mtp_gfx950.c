@@ -6,7 +6,7 @@
  * it once per token. That only pays off on one narrow shape, so the plugin is
  * tried first (priority 100 in its INI) and declines everything else with a
  * precise reason: gfx950 (and sm_90, where the kernel is validated through
- * the HIP->CUDA mapping; the shipped INI keeps gfx950 only), 2-4 query
+ * the HIP->CUDA mapping; the shipped INI lists both), 2-4 query
  * tokens, a context longer than 512 keys, 16 query heads per KV head, head
  * size 256, page 16, bf16 Q and math and output, fp8_e4m3fn KV, causal, no
  * window, no softcap, no sinks.
@@ -202,15 +202,32 @@ static attn_status aiter_mtp_describe_plan(const attn_plugin_context *ctx, const
     return attn_plan_describe(attn_plan_mtp, shape, plan);
 }
 
+/* The kernels write no log-sum-exp output (yet): refused with a reason. */
+static int aiter_mtp_check_lse(const attn_plugin_context *ctx, const attn_shape *shape,
+                               attn_verdict *verdict)
+{
+    (void)ctx;
+    return attn_pred_refuse_lse(verdict, shape, AITER_MTP_NAME);
+}
+
 static const attn_predicate aiter_mtp_predicates[] = {
-    {"arch", aiter_mtp_check_arch},           {"q_len", aiter_mtp_check_q_len},
-    {"kv_len", aiter_mtp_check_kv_len},       {"gqa_ratio", aiter_mtp_check_gqa_ratio},
-    {"head_dim", aiter_mtp_check_head_dim},   {"head_dim_v", aiter_mtp_check_head_dim_v},
-    {"page_size", aiter_mtp_check_page_size}, {"q_dtype", aiter_mtp_check_q_dtype},
-    {"kv_dtype", aiter_mtp_check_kv_dtype},   {"compute_dtype", aiter_mtp_check_compute_dtype},
-    {"out_dtype", aiter_mtp_check_out_dtype}, {"causal", aiter_mtp_check_causal},
-    {"window", aiter_mtp_check_window},       {"softcap", aiter_mtp_check_softcap},
-    {"sinks", aiter_mtp_check_sinks},         {"launch_plan", aiter_mtp_check_launch_plan},
+    {"arch", aiter_mtp_check_arch},
+    {"q_len", aiter_mtp_check_q_len},
+    {"kv_len", aiter_mtp_check_kv_len},
+    {"gqa_ratio", aiter_mtp_check_gqa_ratio},
+    {"head_dim", aiter_mtp_check_head_dim},
+    {"head_dim_v", aiter_mtp_check_head_dim_v},
+    {"page_size", aiter_mtp_check_page_size},
+    {"q_dtype", aiter_mtp_check_q_dtype},
+    {"kv_dtype", aiter_mtp_check_kv_dtype},
+    {"compute_dtype", aiter_mtp_check_compute_dtype},
+    {"out_dtype", aiter_mtp_check_out_dtype},
+    {"causal", aiter_mtp_check_causal},
+    {"window", aiter_mtp_check_window},
+    {"softcap", aiter_mtp_check_softcap},
+    {"sinks", aiter_mtp_check_sinks},
+    {"lse", aiter_mtp_check_lse},
+    {"launch_plan", aiter_mtp_check_launch_plan},
 };
 
 /* ---- backend: create / workspace_size / forward / destroy --------------
@@ -254,13 +271,23 @@ attn_status aiter_mtp_kernels_probe_devices(const attn_plugin_context *ctx,
 
 #endif /* ATTNREG_HAVE_GPU_KERNELS */
 
+/* The forward entry: the kernels take contiguous K/V caches only and write
+ * no log-sum-exp, so K/V strides and an lse array (ABI 1.3) are refused
+ * here with a sentence before any launch. */
+static attn_status aiter_mtp_forward(void *backend, const attn_forward_args *args, char *err,
+                                     size_t err_size)
+{
+    attn_status st = attn_pred_refuse_forward_extras(AITER_MTP_NAME, args, err, err_size);
+    return st != ATTN_OK ? st : AITER_MTP_FORWARD(backend, args, err, err_size);
+}
+
 ATTN_PLUGIN_DEFINE(.name = AITER_MTP_NAME, .version = "0.1.0",
                    .description = "speculative-decoding (MTP) verify kernel: 2-4 query tokens, "
                                   "GQA 16, head_dim 256, fp8_e4m3fn KV, page 16",
                    .built_archs = AITER_MTP_BUILT_ARCHS, .predicates = aiter_mtp_predicates,
                    .num_predicates = ATTN_PRED_COUNT(aiter_mtp_predicates),
                    .create = AITER_MTP_CREATE, .workspace_size = AITER_MTP_WORKSPACE_SIZE,
-                   .forward = AITER_MTP_FORWARD, .destroy = AITER_MTP_DESTROY,
+                   .forward = aiter_mtp_forward, .destroy = AITER_MTP_DESTROY,
                    .probe_devices = AITER_MTP_PROBE_DEVICES, .graph_capturable = 1,
                    .describe_plan = aiter_mtp_describe_plan, .arch_limits = attn_gpu_arch_limits,
                    .num_arch_limits = (uint32_t)ATTN_GPU_ARCH_LIMITS_COUNT)

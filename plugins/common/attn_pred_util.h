@@ -229,4 +229,52 @@ static inline void attn_pred_set_error(char *err, size_t err_size, const char *s
         snprintf(err, err_size, "%s", sentence);
 }
 
+/* The predicate of a plugin whose kernels write no log-sum-exp:
+ * a shape with return_lse is refused with ATTN_REASON_LSE and a sentence,
+ * so selection moves on to a backend that writes it. */
+static inline int attn_pred_refuse_lse(attn_verdict *verdict, const attn_shape *shape,
+                                       const char *plugin)
+{
+    if (shape->struct_size < offsetof(attn_shape, return_lse) + sizeof(int32_t) ||
+        !shape->return_lse)
+        return attn_accept(verdict);
+    return attn_reject(verdict, ATTN_REASON_LSE,
+                       "%s's kernels write no log-sum-exp output (the shape has return_lse)",
+                       plugin);
+}
+
+/* The guard at the forward entry of a plugin whose kernels read only
+ * contiguous [blocks, page, Hkv, D] K/V caches and write no log-sum-exp
+ * any K/V stride in the args (ABI 1.3; the host passes the
+ * contiguous ones as 0) or an lse array is ATTN_ERR_UNSUPPORTED with a
+ * sentence naming it, never a result computed on the wrong rows or an LSE
+ * left unwritten. The host refuses such calls already for a plugin without
+ * ATTN_FORWARD_KV_STRIDES / ATTN_FORWARD_LSE; this holds for callers of the
+ * descriptor too. ATTN_OK when the args carry neither (or predate them). */
+static inline attn_status attn_pred_refuse_forward_extras(const char *plugin,
+                                                          const attn_forward_args *args, char *err,
+                                                          size_t err_size)
+{
+    if (!args || args->struct_size < offsetof(attn_forward_args, lse_stride_head) + sizeof(int64_t))
+        return ATTN_OK;
+    if (args->lse) {
+        if (err && err_size)
+            snprintf(err, err_size, "%s: the GPU kernels write no log-sum-exp (args.lse is set)",
+                     plugin);
+        return ATTN_ERR_UNSUPPORTED;
+    }
+    if (!args->k_stride_block && !args->k_stride_token && !args->k_stride_head &&
+        !args->v_stride_block && !args->v_stride_token && !args->v_stride_head)
+        return ATTN_OK;
+    if (err && err_size)
+        snprintf(err, err_size,
+                 "%s: the GPU kernels read contiguous [blocks, page, kv_heads, head_dim] K/V "
+                 "caches only, not k strides (%lld, %lld, %lld) / v strides (%lld, %lld, %lld) "
+                 "(block, token, head; 0 = contiguous): pass contiguous caches",
+                 plugin, (long long)args->k_stride_block, (long long)args->k_stride_token,
+                 (long long)args->k_stride_head, (long long)args->v_stride_block,
+                 (long long)args->v_stride_token, (long long)args->v_stride_head);
+    return ATTN_ERR_UNSUPPORTED;
+}
+
 #endif /* ATTN_PRED_UTIL_H */

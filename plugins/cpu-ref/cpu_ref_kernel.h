@@ -50,6 +50,18 @@
 /* Alignment of every scratch section, in bytes. */
 #define CPU_REF_ALIGN 64
 
+/* A paged K or V cache: element (block b, token t of the page, KV head h,
+ * i) is at base + b * stride_block + t * stride_token + h * stride_head + i,
+ * in elements; the strides are resolved (never 0) from the args' K/V
+ * strides, so the engines' layouts (vLLM, FlashInfer NHD/HND, K and V in one
+ * tensor) are read in place. */
+typedef struct cpu_ref_cache {
+    const void *base;
+    int64_t stride_block;
+    int64_t stride_token;
+    int64_t stride_head;
+} cpu_ref_cache;
+
 /* Everything one forward call needs, resolved from the shape and the args. */
 typedef struct cpu_ref_problem {
     /* element types */
@@ -78,8 +90,8 @@ typedef struct cpu_ref_problem {
     const void *q;
     int64_t q_stride_token;
     int64_t q_stride_head;
-    const void *k_cache;
-    const void *v_cache;
+    cpu_ref_cache k_cache;
+    cpu_ref_cache v_cache;
     const int32_t *block_table;
     int64_t block_table_stride;
     const int32_t *cu_seqlens_q;
@@ -87,6 +99,9 @@ typedef struct cpu_ref_problem {
     void *out;
     int64_t out_stride_token;
     int64_t out_stride_head;
+    float *lse; /* NULL = not asked; else resolved (non-zero) strides */
+    int64_t lse_stride_token;
+    int64_t lse_stride_head;
     /* decomposition (see cpu_ref_geometry) */
     int32_t num_seqs;
     int32_t heads_per_item;

@@ -233,18 +233,26 @@ CPU_REF_INLINE void decode_row(int32_t dtype, const void *src, float *dst, int32
     }
 }
 
+/* The first element of key `offset` of cache block `block`, KV head `kv_head`. */
+static inline const char *cache_row(const cpu_ref_cache *cache, int32_t block, int32_t offset,
+                                    int32_t kv_head, size_t elem)
+{
+    return (const char *)cache->base +
+           (size_t)((int64_t)block * cache->stride_block + (int64_t)offset * cache->stride_token +
+                    (int64_t)kv_head * cache->stride_head) *
+               elem;
+}
+
 /* One loop per element type, so the row decoder is inlined into it. */
 #define CPU_REF_DECODE_KEYS(DECODE)                                                                \
     for (int32_t j = 0; j < count; j++) {                                                          \
-        int64_t slot = (int64_t)block_row[page] * p->page_size + offset;                           \
-        const char *src = (const char *)cache +                                                    \
-                          (size_t)(slot * token_stride + (int64_t)kv_head * row_len) * elem;       \
+        const char *src = cache_row(cache, block_row[page], offset, kv_head, elem);                \
         for (int32_t k = 0; k < num_kv; k++) {                                                     \
             float *dst = tile + k * head_stride + (size_t)j * row_len_padded;                      \
             DECODE;                                                                                \
             for (int32_t t = row_len; t < row_len_padded; t++)                                     \
                 dst[t] = 0.0f;                                                                     \
-            src += (size_t)row_len * elem;                                                         \
+            src += (size_t)cache->stride_head * elem;                                              \
         }                                                                                          \
         if (++offset == p->page_size) {                                                            \
             offset = 0;                                                                            \
@@ -254,17 +262,17 @@ CPU_REF_INLINE void decode_row(int32_t dtype, const void *src, float *dst, int32
 
 /* Decodes keys [first, first + count) of KV heads [kv_head, kv_head +
  * num_kv) of one sequence into per-head tiles: head k's key j lands at
- * tile + (k * TILE_KEYS + j) * row_len_padded. The heads of one cached token
- * are adjacent, so each key is one contiguous read. The tail of each row
+ * tile + (k * TILE_KEYS + j) * row_len_padded. In the contiguous layout the
+ * heads of one cached token are adjacent, so each key is one contiguous
+ * read; other layouts are read through the cache's strides. The tail of each row
  * (up to row_len_padded) and the keys up to count_padded are zeroed so that
  * padded lanes contribute exact zeros, never NaN. */
-static void decode_tile(const cpu_ref_problem *p, const void *cache, int32_t row_len,
+static void decode_tile(const cpu_ref_problem *p, const cpu_ref_cache *cache, int32_t row_len,
                         int32_t row_len_padded, const int32_t *block_row, int32_t kv_head,
                         int32_t num_kv, int32_t first, int32_t count, int32_t count_padded,
                         float *tile)
 {
     const size_t elem = attn_conv_dtype_size(p->kv_dtype);
-    const int64_t token_stride = (int64_t)p->num_kv_heads * row_len; /* elements per token */
     const size_t head_stride = (size_t)CPU_REF_TILE_KEYS * row_len_padded;
     int32_t page = first / p->page_size;
     int32_t offset = first % p->page_size;
@@ -298,22 +306,25 @@ static void decode_tile(const cpu_ref_problem *p, const void *cache, int32_t row
  * over; fetching the next tile a few keys at a time during the current
  * tile's arithmetic keeps the loads in flight without overflowing the few
  * outstanding misses a core can track. */
-static void prefetch_keys(const cpu_ref_problem *p, const void *cache, int32_t row_len,
+static void prefetch_keys(const cpu_ref_problem *p, const cpu_ref_cache *cache, int32_t row_len,
                           const int32_t *block_row, int32_t kv_head, int32_t num_kv, int32_t first,
                           int32_t count)
 {
     const size_t elem = attn_conv_dtype_size(p->kv_dtype);
-    const size_t bytes = (size_t)num_kv * row_len * elem;
-    const int64_t token_stride = (int64_t)p->num_kv_heads * row_len;
+    /* Adjacent heads (the contiguous and NHD layouts) are one range; other
+     * layouts (HND) one range per head. */
+    const int adjacent = cache->stride_head == row_len;
+    const size_t bytes = (size_t)(adjacent ? num_kv : 1) * row_len * elem;
+    const int32_t ranges = adjacent ? 1 : num_kv;
     int32_t page = first / p->page_size;
     int32_t offset = first % p->page_size;
     for (int32_t j = 0; j < count; j++) {
-        int64_t slot = (int64_t)block_row[page] * p->page_size + offset;
-        const char *src =
-            (const char *)cache + (size_t)(slot * token_stride + (int64_t)kv_head * row_len) * elem;
-        for (size_t line = 0; line < bytes; line += 64)
-            __builtin_prefetch(src + line, 0, 3);
-        __builtin_prefetch(src + bytes - 1, 0, 3);
+        for (int32_t r = 0; r < ranges; r++) {
+            const char *src = cache_row(cache, block_row[page], offset, kv_head + r, elem);
+            for (size_t line = 0; line < bytes; line += 64)
+                __builtin_prefetch(src + line, 0, 3);
+            __builtin_prefetch(src + bytes - 1, 0, 3);
+        }
         if (++offset == p->page_size) {
             offset = 0;
             page++;
@@ -464,22 +475,29 @@ static void accumulate_tile(const float *probs, const float *v_tile, float *acc,
 
 /* Writes one output row from its unnormalised accumulator `acc` (head_dim_v
  * floats), running max `m` and sum `l`, folding in the head's sink logit. A
- * row that saw no key and has no sink (l == 0) is written as zeros. */
+ * row that saw no key and has no sink (l == 0) is written as zeros. When
+ * asked, the row's log-sum-exp: ln of the softmax denominator in the
+ * scores' own units (m + ln l, the sink included), -inf for an empty one. */
 static void write_output_row(const cpu_ref_problem *p, int64_t token, int32_t head, float m,
                              float l, const float *acc)
 {
-    float factor = 0.0f;
+    float factor = 0.0f, lse = -INFINITY;
     if (p->sinks) {
         float sink = p->sinks[head];
         float new_max = m > sink ? m : sink;
         float shift = new_max == -INFINITY ? 0.0f : new_max;
         float keep = m == -INFINITY ? 0.0f : expf(m - shift);
         float denom = l * keep + expf(sink - shift);
-        if (denom > 0.0f)
+        if (denom > 0.0f) {
             factor = keep * p->v_scale / denom;
+            lse = shift + logf(denom);
+        }
     } else if (l > 0.0f) {
         factor = p->v_scale / l;
+        lse = m + logf(l);
     }
+    if (p->lse)
+        p->lse[token * p->lse_stride_token + (int64_t)head * p->lse_stride_head] = lse;
     size_t base = (size_t)(token * p->out_stride_token + (int64_t)head * p->out_stride_head);
     for (int32_t dv = 0; dv < p->head_dim_v; dv++)
         attn_conv_store_f32(p->out_dtype, p->out, (int64_t)base + dv, acc[dv] * factor);
@@ -617,12 +635,12 @@ static void attend(const cpu_ref_problem *p, int64_t work, void *scratch)
              * cache; the heads of a cached token are adjacent, so together
              * they still read each page front to back. */
             for (int32_t k = 0; k < it.num_kv_heads; k++) {
-                decode_tile(p, p->k_cache, d, dp, block_row, it.first_kv_head + k, 1, j0, nk, nkp,
+                decode_tile(p, &p->k_cache, d, dp, block_row, it.first_kv_head + k, 1, j0, nk, nkp,
                             k_tile);
                 for (int32_t jb = 0; jb < nkp; jb += 8) {
                     for (int32_t f = 0; f < per_step && fetched < 2 * next_count; f++, fetched++) {
                         int k_side = fetched < next_count;
-                        prefetch_keys(p, k_side ? p->k_cache : p->v_cache,
+                        prefetch_keys(p, k_side ? &p->k_cache : &p->v_cache,
                                       k_side ? d : p->head_dim_v, block_row, it.first_kv_head,
                                       it.num_kv_heads,
                                       next + (k_side ? fetched : fetched - next_count), 1);
@@ -690,7 +708,7 @@ static void attend(const cpu_ref_problem *p, int64_t work, void *scratch)
                 }
             }
             for (int32_t k = 0; k < it.num_kv_heads; k++) {
-                decode_tile(p, p->v_cache, p->head_dim_v, dvp, block_row, it.first_kv_head + k, 1,
+                decode_tile(p, &p->v_cache, p->head_dim_v, dvp, block_row, it.first_kv_head + k, 1,
                             j0, nk, nkp, v_tile);
                 accumulate_tile(scores, v_tile, acc, dvp, rows_padded, k * rph, (k + 1) * rph, nkp);
             }

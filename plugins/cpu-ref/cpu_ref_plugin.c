@@ -29,6 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "attn_batch_check.h"
 #include "attn_dtype_conv.h"
 #include "attn_plugin.h"
 #include "cpu_ref_kernel.h"
@@ -256,6 +257,12 @@ static int check_features(const attn_plugin_context *ctx, const attn_shape *shap
     if (shape->has_sinks != 0 && shape->has_sinks != 1)
         return attn_reject(v, ATTN_REASON_SINKS, "has_sinks must be 0 or 1, not %d",
                            (int)shape->has_sinks);
+    /* return_lse (0.4): a shape of an older host ends before it (off). */
+    int32_t lse = shape->struct_size >= offsetof(attn_shape, return_lse) + sizeof(int32_t)
+                      ? shape->return_lse
+                      : 0;
+    if (lse != 0 && lse != 1)
+        return attn_reject(v, ATTN_REASON_LSE, "return_lse must be 0 or 1, not %d", (int)lse);
     return attn_accept(v);
 }
 
@@ -416,6 +423,7 @@ static attn_status cpu_ref_create(const attn_plugin_context *ctx, const attn_sha
         set_error(err, err_size, "cpu-ref: out of memory");
         return ATTN_ERR_NO_MEMORY;
     }
+    /* Fields past an older host's struct_size read as 0 (return_lse off). */
     memcpy(&b->shape, shape,
            sizeof b->shape < shape->struct_size ? sizeof b->shape : shape->struct_size);
     b->shape.struct_size = sizeof b->shape;
@@ -528,13 +536,6 @@ static attn_status validate_args(const cpu_ref_backend *b, const attn_forward_ar
         return ATTN_OK;
     if (!a->cu_seqlens_q || !a->seqused_k)
         FAIL(ATTN_ERR_INVALID_ARGUMENT, "cpu-ref: cu_seqlens_q and seqused_k must not be NULL");
-    if (a->cu_seqlens_q[0] != 0)
-        FAIL(ATTN_ERR_INVALID_ARGUMENT, "cpu-ref: cu_seqlens_q[0] is %d, must be 0",
-             (int)a->cu_seqlens_q[0]);
-    if (a->cu_seqlens_q[a->num_seqs] != a->num_tokens)
-        FAIL(ATTN_ERR_INVALID_ARGUMENT,
-             "cpu-ref: cu_seqlens_q[num_seqs] is %d, but num_tokens is %d",
-             (int)a->cu_seqlens_q[a->num_seqs], (int)a->num_tokens);
     if (a->max_seqlen_q > s->max_q_len)
         FAIL(ATTN_ERR_INVALID_ARGUMENT, "cpu-ref: max_seqlen_q %d exceeds the shape's max_q_len %d",
              (int)a->max_seqlen_q, (int)s->max_q_len);
@@ -556,6 +557,18 @@ static attn_status validate_args(const cpu_ref_backend *b, const attn_forward_ar
              (double)a->q_descale, attn_dtype_spelling(s->compute_dtype));
     if (s->has_sinks && !a->sinks)
         FAIL(ATTN_ERR_INVALID_ARGUMENT, "cpu-ref: the shape has sinks but args.sinks is NULL");
+    const int have_lse =
+        a->struct_size >= offsetof(attn_forward_args, lse_stride_head) + sizeof(int64_t);
+    if (s->return_lse && (!have_lse || !a->lse) && a->num_tokens > 0)
+        FAIL(ATTN_ERR_INVALID_ARGUMENT,
+             "cpu-ref: the shape asks for the log-sum-exp (return_lse) but args.lse is NULL");
+    if (have_lse && !s->return_lse && a->lse)
+        FAIL(ATTN_ERR_INVALID_ARGUMENT,
+             "cpu-ref: args.lse is set but the backend was created for a shape without "
+             "return_lse");
+    if (have_lse && (a->lse_stride_token < 0 || a->lse_stride_head < 0))
+        FAIL(ATTN_ERR_INVALID_ARGUMENT, "cpu-ref: lse strides (%lld, %lld) must be >= 0",
+             (long long)a->lse_stride_token, (long long)a->lse_stride_head);
     if (!s->has_sinks && a->sinks)
         FAIL(ATTN_ERR_INVALID_ARGUMENT,
              "cpu-ref: args.sinks is set but the backend was created for a shape without sinks");
@@ -563,24 +576,20 @@ static attn_status validate_args(const cpu_ref_backend *b, const attn_forward_ar
         FAIL(ATTN_ERR_INVALID_ARGUMENT,
              "cpu-ref: block_table_stride (%d) and num_blocks (%d) must be >= 0",
              (int)a->block_table_stride, (int)a->num_blocks);
+    /* The per-sequence lengths against each other and the maxima (shared
+     * with the CLI's run path): Q > K for a sequence under causal masking or
+     * a window is an error, never rows of zeros. */
+    attn_status st = attn_batch_check_seqlens("cpu-ref: ", a->cu_seqlens_q, a->seqused_k,
+                                              a->num_seqs, a->num_tokens, attn_batch_positional(s),
+                                              a->max_seqlen_q, a->max_seqlen_k, err, err_size);
+    if (st != ATTN_OK)
+        return st;
     int needs_cache = 0;
     for (int32_t i = 0; i < a->num_seqs; i++) {
         /* 64-bit: an int32 difference wraps (2147483584 - -2147483648 is a
          * small positive number) and a decreasing array would pass. */
         int64_t q_len = (int64_t)a->cu_seqlens_q[i + 1] - a->cu_seqlens_q[i];
         int32_t kv_len = a->seqused_k[i];
-        if (q_len < 0)
-            FAIL(ATTN_ERR_INVALID_ARGUMENT,
-                 "cpu-ref: cu_seqlens_q decreases at sequence %d (%d -> %d)", (int)i,
-                 (int)a->cu_seqlens_q[i], (int)a->cu_seqlens_q[i + 1]);
-        if (q_len > a->max_seqlen_q)
-            FAIL(ATTN_ERR_INVALID_ARGUMENT,
-                 "cpu-ref: sequence %d has %lld query tokens, more than max_seqlen_q %d", (int)i,
-                 (long long)q_len, (int)a->max_seqlen_q);
-        if (kv_len < 0 || kv_len > a->max_seqlen_k)
-            FAIL(ATTN_ERR_INVALID_ARGUMENT,
-                 "cpu-ref: seqused_k[%d] = %d is outside 0..max_seqlen_k (%d)", (int)i, (int)kv_len,
-                 (int)a->max_seqlen_k);
         if (q_len == 0 || kv_len == 0)
             continue;
         int64_t pages = ((int64_t)kv_len + s->page_size - 1) / s->page_size;
@@ -599,6 +608,15 @@ static attn_status validate_args(const cpu_ref_backend *b, const attn_forward_ar
         }
         needs_cache = 1;
     }
+    if (a->struct_size >= offsetof(attn_forward_args, v_stride_head) + sizeof(int64_t) &&
+        (a->k_stride_block < 0 || a->k_stride_token < 0 || a->k_stride_head < 0 ||
+         a->v_stride_block < 0 || a->v_stride_token < 0 || a->v_stride_head < 0))
+        FAIL(ATTN_ERR_INVALID_ARGUMENT,
+             "cpu-ref: K/V strides must be >= 0 (0 = contiguous), got k (%lld, %lld, %lld) v "
+             "(%lld, %lld, %lld)",
+             (long long)a->k_stride_block, (long long)a->k_stride_token,
+             (long long)a->k_stride_head, (long long)a->v_stride_block,
+             (long long)a->v_stride_token, (long long)a->v_stride_head);
     if (needs_cache && (!a->k_cache || !a->v_cache))
         FAIL(ATTN_ERR_INVALID_ARGUMENT, "cpu-ref: k_cache and v_cache must not be NULL");
     return ATTN_OK;
@@ -644,8 +662,22 @@ static attn_status cpu_ref_forward(void *backend, const attn_forward_args *a, ch
     p.q = a->q;
     p.q_stride_token = a->q_stride_token;
     p.q_stride_head = a->q_stride_head;
-    p.k_cache = a->k_cache;
-    p.v_cache = a->v_cache;
+    /* K/V strides (args 0.4): 0 is the contiguous layout's; an older host's
+     * args end before them and read as 0 too. */
+    const int64_t hkv = b->num_kv_heads, page = s->page_size;
+    const int have_strides =
+        a->struct_size >= offsetof(attn_forward_args, v_stride_head) + sizeof(int64_t);
+    const int64_t ks[3] = {have_strides ? a->k_stride_block : 0,
+                           have_strides ? a->k_stride_token : 0,
+                           have_strides ? a->k_stride_head : 0};
+    const int64_t vs[3] = {have_strides ? a->v_stride_block : 0,
+                           have_strides ? a->v_stride_token : 0,
+                           have_strides ? a->v_stride_head : 0};
+    const int64_t d = s->head_dim, dv = b->head_dim_v;
+    p.k_cache = (cpu_ref_cache){a->k_cache, ks[0] ? ks[0] : page * hkv * d, ks[1] ? ks[1] : hkv * d,
+                                ks[2] ? ks[2] : d};
+    p.v_cache = (cpu_ref_cache){a->v_cache, vs[0] ? vs[0] : page * hkv * dv,
+                                vs[1] ? vs[1] : hkv * dv, vs[2] ? vs[2] : dv};
     p.block_table = a->block_table;
     p.block_table_stride = a->block_table_stride;
     p.cu_seqlens_q = a->cu_seqlens_q;
@@ -653,6 +685,11 @@ static attn_status cpu_ref_forward(void *backend, const attn_forward_args *a, ch
     p.out = a->out;
     p.out_stride_token = a->out_stride_token;
     p.out_stride_head = a->out_stride_head;
+    if (s->return_lse) { /* validate_args made sure the array is there */
+        p.lse = a->lse;
+        p.lse_stride_token = a->lse_stride_token ? a->lse_stride_token : s->num_q_heads;
+        p.lse_stride_head = a->lse_stride_head ? a->lse_stride_head : 1;
+    }
     p.num_seqs = a->num_seqs;
     p.heads_per_item = b->geometry.heads_per_item;
     p.head_groups = b->geometry.head_groups;
@@ -715,6 +752,76 @@ static attn_status cpu_ref_forward(void *backend, const attn_forward_args *a, ch
     return ATTN_OK;
 }
 
+/* ---- KV append ------------------------------------------------------------ */
+
+/* Writes each new token's K and V rows into its cache slot in kv_dtype
+ * (attn_append_args): what vLLM's reshape_and_cache_flash does, on the CPU.
+ * Every slot is checked before anything is written, so a bad slot leaves
+ * the cache as it was. */
+static attn_status cpu_ref_append_kv(void *backend, const attn_append_args *a, char *err,
+                                     size_t err_size)
+{
+    const cpu_ref_backend *b = backend;
+    if (!b || !a || a->struct_size < offsetof(attn_append_args, stream) + sizeof(void *))
+        FAIL(ATTN_ERR_INVALID_ARGUMENT, "cpu-ref: append args missing or older than 0.4");
+    const attn_shape *s = &b->shape;
+    const int32_t src = a->src_dtype ? a->src_dtype : s->q_dtype;
+    if (!is_float_dtype(src))
+        FAIL(ATTN_ERR_INVALID_ARGUMENT,
+             "cpu-ref: append src_dtype %s: new K/V rows are f32, f16 "
+             "or bf16",
+             attn_dtype_spelling(src));
+    const int fp8 = attn_conv_dtype_is_fp8(s->kv_dtype);
+    if (fp8 && (!isfinite(a->k_scale) || !isfinite(a->v_scale) || a->k_scale == 0.0f ||
+                a->v_scale == 0.0f))
+        FAIL(ATTN_ERR_INVALID_ARGUMENT,
+             "cpu-ref: k_scale (%g) and v_scale (%g) must be finite and non-zero for a %s cache",
+             (double)a->k_scale, (double)a->v_scale, attn_dtype_spelling(s->kv_dtype));
+    if (a->num_tokens > 0 && (!a->k || !a->v || !a->slot_mapping || !a->k_cache || !a->v_cache))
+        FAIL(ATTN_ERR_INVALID_ARGUMENT,
+             "cpu-ref: append needs k, v, slot_mapping, k_cache and v_cache");
+    const int64_t slots = (int64_t)a->num_blocks * s->page_size;
+    for (int32_t t = 0; t < a->num_tokens; t++)
+        if (a->slot_mapping[t] >= slots)
+            FAIL(ATTN_ERR_INVALID_ARGUMENT,
+                 "cpu-ref: slot_mapping[%d] = %lld is past the cache (%d blocks of %d = %lld "
+                 "slots)",
+                 (int)t, (long long)a->slot_mapping[t], (int)a->num_blocks, (int)s->page_size,
+                 (long long)slots);
+    const int64_t hkv = b->num_kv_heads, page = s->page_size;
+    const int64_t dims[2] = {s->head_dim, b->head_dim_v};
+    const void *rows[2] = {a->k, a->v};
+    void *caches[2] = {a->k_cache, a->v_cache};
+    const int64_t row_st[2][2] = {{a->k_stride_token, a->k_stride_head},
+                                  {a->v_stride_token, a->v_stride_head}};
+    const int64_t cache_st[2][3] = {
+        {a->k_cache_stride_block, a->k_cache_stride_token, a->k_cache_stride_head},
+        {a->v_cache_stride_block, a->v_cache_stride_token, a->v_cache_stride_head}};
+    const float scales[2] = {a->k_scale, a->v_scale};
+    for (int kv = 0; kv < 2; kv++) {
+        const int64_t d = dims[kv];
+        const int64_t rt = row_st[kv][0] ? row_st[kv][0] : hkv * d,
+                      rh = row_st[kv][1] ? row_st[kv][1] : d;
+        const int64_t cb = cache_st[kv][0] ? cache_st[kv][0] : page * hkv * d;
+        const int64_t ct = cache_st[kv][1] ? cache_st[kv][1] : hkv * d;
+        const int64_t ch = cache_st[kv][2] ? cache_st[kv][2] : d;
+        for (int32_t t = 0; t < a->num_tokens; t++) {
+            const int64_t slot = a->slot_mapping[t];
+            if (slot < 0)
+                continue; /* padding */
+            const int64_t base = slot / page * cb + slot % page * ct;
+            for (int64_t h = 0; h < hkv; h++)
+                for (int64_t i = 0; i < d; i++) {
+                    /* fp8: x / scale in float, as vLLM's quantiser divides */
+                    float x = attn_conv_load_f32(src, rows[kv], t * rt + h * rh + i);
+                    attn_conv_store_f32(s->kv_dtype, caches[kv], base + h * ch + i,
+                                        fp8 ? x / scales[kv] : x);
+                }
+        }
+    }
+    return ATTN_OK;
+}
+
 static const char *const cpu_ref_built_archs[] = {"cpu", NULL};
 
 ATTN_PLUGIN_DEFINE(.name = "cpu-ref", .version = "1.0.0", .graph_capturable = 0,
@@ -723,4 +830,6 @@ ATTN_PLUGIN_DEFINE(.name = "cpu-ref", .version = "1.0.0", .graph_capturable = 0,
                    .built_archs = cpu_ref_built_archs, .predicates = cpu_ref_predicates,
                    .num_predicates = CPU_REF_NUM_PREDICATES, .create = cpu_ref_create,
                    .workspace_size = cpu_ref_workspace_size, .forward = cpu_ref_forward,
-                   .destroy = cpu_ref_destroy, .probe_devices = cpu_ref_probe)
+                   .destroy = cpu_ref_destroy, .probe_devices = cpu_ref_probe,
+                   .forward_features = ATTN_FORWARD_KV_STRIDES | ATTN_FORWARD_LSE,
+                   .append_kv = cpu_ref_append_kv)

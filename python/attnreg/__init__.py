@@ -49,6 +49,7 @@ __all__ = [
     "UnsupportedError", "BackendRejectedError", "ConfError", "BackendError", "__version__",
     "library_path", "DTYPES", "LOG_LEVELS", "to_bf16_bits", "from_bf16_bits", "check_layout",
     "plan_hf_config",
+    "kv_views", "KV_LAYOUTS", "merge_states", "PreparedBatch",
 ]
 
 DTYPES = tuple(n for n in _native.DTYPE_NAMES if n != "invalid")
@@ -169,7 +170,7 @@ class Shape:
 
     __slots__ = ("arch", "q_heads", "kv_heads", "head_dim", "head_dim_v", "q_dtype", "kv_dtype",
                  "compute_dtype", "out_dtype", "page_size", "max_q_len", "max_kv_len", "causal",
-                 "window", "softcap", "sinks")
+                 "window", "softcap", "sinks", "lse")
 
     def __init__(self, arch: str = "cpu", q_heads: int = 1, kv_heads: int = 0,
                  head_dim: int = 128, head_dim_v: int = 0, q_dtype: str = "bf16",
@@ -177,7 +178,7 @@ class Shape:
                  out_dtype: Optional[str] = None, page_size: int = 16, max_q_len: int = 1,
                  max_kv_len: Optional[int] = None, causal: bool = True,
                  window: Tuple[int, int] = (-1, -1), softcap: float = 0.0,
-                 sinks: bool = False) -> None:
+                 sinks: bool = False, lse: bool = False) -> None:
         if not isinstance(arch, str) or len(arch.encode()) >= _native.ATTN_ARCH_MAX or not arch:
             raise ValueError(f"Shape.arch: expected a name of 1..{_native.ATTN_ARCH_MAX - 1} "
                              f"bytes, got {arch!r}")
@@ -207,6 +208,7 @@ class Shape:
         self.window = (left, right)
         self.softcap = float(softcap)
         self.sinks = bool(sinks)
+        self.lse = bool(lse)  # forward also returns the log-sum-exp (return_lse)
 
     @property
     def kv_heads_effective(self) -> int:
@@ -232,6 +234,7 @@ class Shape:
         s.window_left, s.window_right = self.window
         s.softcap = self.softcap
         s.has_sinks = int(self.sinks)
+        s.return_lse = int(self.lse)
         return s
 
     @classmethod
@@ -244,7 +247,7 @@ class Shape:
                    out_dtype=dt(s.out_dtype), page_size=s.page_size, max_q_len=s.max_q_len,
                    max_kv_len=s.max_kv_len, causal=bool(s.causal),
                    window=(s.window_left, s.window_right), softcap=s.softcap,
-                   sinks=bool(s.has_sinks))
+                   sinks=bool(s.has_sinks), lse=bool(s.return_lse))
 
     def validate(self) -> Optional[str]:
         """None when valid; otherwise the registry's reason (a str)."""
@@ -261,7 +264,7 @@ class Shape:
                 "page_size": self.page_size, "max_q_len": self.max_q_len,
                 "max_kv_len": self.max_kv_len, "causal": self.causal,
                 "window_left": self.window[0], "window_right": self.window[1],
-                "softcap": self.softcap, "has_sinks": self.sinks}
+                "softcap": self.softcap, "has_sinks": self.sinks, "return_lse": self.lse}
 
     def replace(self, **changes: Any) -> "Shape":
         """A copy with some fields changed (Shape's keyword arguments)."""
@@ -611,6 +614,28 @@ class _Closable:
     def close(self) -> None:
         """Releases the object (each subclass says how)."""
         raise NotImplementedError
+
+
+def _check_seqlens(cu: List[int], sk: List[int], positional: bool) -> None:
+    """The per-sequence rules of plugins/common/attn_batch_check.h on host
+    arrays, with the same wording: a batch that contradicts itself is an
+    error naming the sequence and the array, never rows of zeros (once,
+    8 query tokens over seqused_k 2 gave 6 zero rows). Q > K is refused only
+    under causal masking or a window (positional), where it leaves rows at
+    negative positions; without them every query sees every key (cascade
+    attention over a shorter shared prefix). Device arrays are not read (that
+    would synchronise); cpu-ref checks again in C."""
+    if cu[0] != 0:
+        raise ValueError(f"cu_seqlens_q[0] is {cu[0]}, must be 0")
+    for i, kv_len in enumerate(sk):
+        q_len = cu[i + 1] - cu[i]  # >= 0: forward's loop refused a decreasing array
+        if kv_len < 0:
+            raise ValueError(f"seqused_k[{i}] is {kv_len}: sequence {i} needs a key count >= 0")
+        if positional and q_len > kv_len:
+            raise ValueError(f"sequence {i} has {q_len} query tokens (cu_seqlens_q[{i}..{i + 1}]) "
+                             f"but seqused_k[{i}] is {kv_len}: the keys include the new tokens, "
+                             f"so seqused_k must be at least the query tokens under causal "
+                             f"masking or a window")
 
 
 class Registry(_Closable):
@@ -1036,10 +1061,13 @@ class Backend(_Closable):
                 seqused_k: Any, out: Any = None, *, scale: Optional[float] = None,
                 q_descale: float = 1.0, k_descale: float = 1.0, v_descale: float = 1.0,
                 sinks: Any = None, workspace: Any = None, stream: Any = None,
-                max_seqlen_q: Optional[int] = None, max_seqlen_k: Optional[int] = None) -> Any:
+                max_seqlen_q: Optional[int] = None, max_seqlen_k: Optional[int] = None,
+                lse: Any = None) -> Any:
         """Paged attention in vLLM's layouts: q [T, Hq, D] (rows may be strided;
         the last dimension contiguous), k_cache [blocks, page, Hkv, D] and
-        v_cache [blocks, page, Hkv, Dv] contiguous, block_table int32
+        v_cache [blocks, page, Hkv, Dv] as views with any strides (the last
+        dimension contiguous; see kv_views() for the engines' layouts; a
+        backend that cannot read a layout refuses it), block_table int32
         [seqs, W] (row stride free), cu_seqlens_q int32 [seqs + 1],
         seqused_k int32 [seqs], out [T, Hq, Dv] (allocated when None), sinks
         float32 [Hq] iff the shape has sinks. NumPy arrays for CPU backends
@@ -1048,8 +1076,28 @@ class Backend(_Closable):
         max_seqlen_q/k default to the shape's capacities on devices and to
         the batch's real maxima for host arrays. The workspace is allocated
         and cached when not given (reserve_workspace() sizes it ahead, e.g.
-        before a CUDA graph capture). Returns out."""
-        h = self._handle()
+        before a CUDA graph capture). Returns out; for a Shape(lse=True)
+        backend (out, lse): the float32 log-sum-exp per (token, query head),
+        into ``lse`` when given (a [T, Hq] view with any strides, e.g. vLLM's
+        [Hq, T] transposed), for merge_states()."""
+        a, out, lse = self._forward_args(q, k_cache, v_cache, block_table, cu_seqlens_q,
+                                         seqused_k, out, scale=scale, q_descale=q_descale,
+                                         k_descale=k_descale, v_descale=v_descale, sinks=sinks,
+                                         workspace=workspace, stream=stream,
+                                         max_seqlen_q=max_seqlen_q, max_seqlen_k=max_seqlen_k,
+                                         lse=lse)
+        st = _lib.attn_backend_forward(self._handle(), ctypes.byref(a))
+        if st != _native.OK:
+            raise _error(st)
+        return (out, lse) if self.shape.lse else out
+
+    def _forward_args(self, q: Any, k_cache: Any, v_cache: Any, block_table: Any,
+                      cu_seqlens_q: Any, seqused_k: Any, out: Any, *, scale: Optional[float],
+                      q_descale: float, k_descale: float, v_descale: float, sinks: Any,
+                      workspace: Any, stream: Any, max_seqlen_q: Optional[int],
+                      max_seqlen_k: Optional[int], lse: Any) -> Any:
+        """Every check of forward(), then its ctypes arguments: (args, out, lse)."""
+        self._handle()  # raises once closed
         sh = self.shape
         hq, hkv, d, dv = sh.q_heads, sh.kv_heads_effective, sh.head_dim, sh.head_dim_v_effective
         vq = _arrays.View("q", q)
@@ -1086,8 +1134,11 @@ class Backend(_Closable):
         nblocks = vk.shape[0]
         vv.expect_shape((nblocks, sh.page_size, hkv, dv),
                         "[num_blocks, page_size, kv_heads, head_dim_v], num_blocks as k_cache")
-        vk.expect_contiguous()
-        vv.expect_contiguous()
+        # Any strided view (vLLM's kv.unbind(0), FlashInfer NHD kv[:, 0], HND
+        # k.transpose(1, 2), K and V sharing one tensor): taken in place, the
+        # strides go to C; only the last dimension must be contiguous.
+        vk.expect_cache_strides()
+        vv.expect_cache_strides()
         vbt, vcu, vsk = views["block_table"], views["cu_seqlens_q"], views["seqused_k"]
         for v in (vbt, vcu, vsk):
             v.expect_dtype(("int32",), "int32")
@@ -1118,6 +1169,21 @@ class Backend(_Closable):
         vo.expect_shape((T, hq, dv), "[num_tokens, q_heads, head_dim_v], num_tokens from q")
         vo.expect_inner_contiguous()
 
+        if sh.lse:
+            if lse is None:
+                lse = _arrays.empty_like_spec(kind, device, (T, hq), "float32")
+            vl = _arrays.View("lse", lse)
+            if vl.kind != kind or vl.device != device:
+                raise ValueError(f"lse: a {vl.kind} array on {vl.device}, expected {kind} on "
+                                 f"{device}")
+            vl.expect_dtype(("float32",), "float32")
+            vl.expect_shape((T, hq), "[num_tokens, q_heads]")
+            if any(st < 0 for st in vl.strides):
+                raise ValueError(f"lse: negative strides {list(vl.strides)} are not supported")
+        elif lse is not None:
+            raise ValueError("lse: given, but the backend's shape does not ask for it "
+                             "(Shape(lse=True))")
+
         host_cu = _arrays.host_int_list(vcu)
         host_sk = _arrays.host_int_list(vsk)
         if host_cu is not None:
@@ -1128,6 +1194,8 @@ class Backend(_Closable):
                 if host_cu[i + 1] < host_cu[i]:
                     raise ValueError(f"cu_seqlens_q: decreases at sequence {i} "
                                      f"({host_cu[i]} -> {host_cu[i + 1]})")
+            if host_sk is not None:
+                _check_seqlens(host_cu, host_sk, sh.causal or sh.window != (-1, -1))
         if host_sk is not None and vbt.device == "cpu":
             # The C side knows only the row stride: a view narrower than its
             # rows (bt[:, :2] of a wider table) would be read past its last
@@ -1172,6 +1240,8 @@ class Backend(_Closable):
         a.num_seqs, a.num_tokens = ns, T
         a.q, a.q_stride_token, a.q_stride_head = vq.ptr, vq.strides[0], vq.strides[1]
         a.k_cache, a.v_cache, a.num_blocks = vk.ptr, vv.ptr, nblocks
+        a.k_stride_block, a.k_stride_token, a.k_stride_head = vk.strides[:3]
+        a.v_stride_block, a.v_stride_token, a.v_stride_head = vv.strides[:3]
         a.block_table, a.block_table_stride = vbt.ptr, vbt.strides[0] if ns else vbt.shape[1]
         a.cu_seqlens_q, a.seqused_k = vcu.ptr, vsk.ptr
         a.max_seqlen_q, a.max_seqlen_k = max_seqlen_q, max_seqlen_k
@@ -1181,16 +1251,279 @@ class Backend(_Closable):
         a.out, a.out_stride_token, a.out_stride_head = vo.ptr, vo.strides[0], vo.strides[1]
         a.workspace, a.workspace_size = (ws_ptr if ws_size else None), ws_size
         a.stream = _arrays.stream_handle(stream, device)
-        st = _lib.attn_backend_forward(h, ctypes.byref(a))
+        if sh.lse:
+            # a size-1 dimension's stride is never used: 0 = the default
+            a.lse = vl.ptr
+            a.lse_stride_token = vl.strides[0] if T > 1 else 0
+            a.lse_stride_head = vl.strides[1] if hq > 1 else 0
+        return a, out, lse
+
+    def prepare(self, block_table: Any, cu_seqlens_q: Any, seqused_k: Any, *,
+                scale: Optional[float] = None, q_descale: float = 1.0, k_descale: float = 1.0,
+                v_descale: float = 1.0, sinks: Any = None, workspace: Any = None,
+                stream: Any = None, max_seqlen_q: Optional[int] = None,
+                max_seqlen_k: Optional[int] = None) -> "PreparedBatch":
+        """A batch's metadata, for the per-layer calls of one step (FlashInfer's
+        plan/run split): PreparedBatch.forward(q, k_cache, v_cache) then
+        checks everything once, builds the ctypes arguments once, and on
+        later calls checks only what can change between layers (which
+        arrays, and that their shape, strides, dtype and device are the
+        first call's) before handing the pointers to C. The metadata's
+        contents are read when first checked: change them, prepare again."""
+        return PreparedBatch(self, block_table, cu_seqlens_q, seqused_k,
+                             dict(scale=scale, q_descale=q_descale, k_descale=k_descale,
+                                  v_descale=v_descale, sinks=sinks, workspace=workspace,
+                                  stream=stream, max_seqlen_q=max_seqlen_q,
+                                  max_seqlen_k=max_seqlen_k))
+
+    def append_kv(self, k: Any, v: Any, k_cache: Any, v_cache: Any, slot_mapping: Any, *,
+                  k_scale: float = 1.0, v_scale: float = 1.0, stream: Any = None) -> None:
+        """Writes new tokens' K and V ([T, kv_heads, head_dim] / [.., head_dim_v];
+        f32, f16 or bf16 in the shape's q_dtype or any of those) into the paged
+        caches at slot_mapping (int64 [T], slot = block * page_size + offset,
+        negative = skip, as vLLM's reshape_and_cache_flash takes it),
+        converted to the shape's kv_dtype (FP8: value / k_scale, v_scale).
+        The caches are views as forward() takes them (any strides)."""
+        h = self._handle()
+        sh = self.shape
+        hkv, d, dv = sh.kv_heads_effective, sh.head_dim, sh.head_dim_v_effective
+        vk, vv = _arrays.View("k", k), _arrays.View("v", v)
+        vkc, vvc = _arrays.View("k_cache", k_cache), _arrays.View("v_cache", v_cache)
+        vs = _arrays.View("slot_mapping", slot_mapping)
+        for x in (vv, vkc, vvc, vs):
+            if x.kind != vk.kind or x.device != vk.device:
+                raise ValueError(f"{x.name}: a {x.kind} array on {x.device}, expected "
+                                 f"{vk.kind} on {vk.device} (where k is)")
+        if (vk.device == "cpu") != self.is_cpu:
+            raise ValueError(f"k: on {vk.device}, but backend {self.name} runs on arch {sh.arch}")
+        src = _FLOAT_DTYPES.get((vk.kind, vk.dtype))
+        if src is None:
+            raise ValueError(f"k: dtype {vk.dtype}: new K/V rows are float32, float16 or bf16")
+        vk.expect_shape((None, hkv, d), "[num_tokens, kv_heads, head_dim]")
+        T = vk.shape[0]
+        vv.expect_dtype((vk.dtype,), f"the dtype of k, {vk.dtype}")
+        vv.expect_shape((T, hkv, dv), "[num_tokens, kv_heads, head_dim_v], num_tokens from k")
+        kvd = _arrays.dtypes_for(vk.kind, sh.kv_dtype)
+        vkc.expect_dtype(kvd, f"kv_dtype {sh.kv_dtype}")
+        vvc.expect_dtype(kvd, f"kv_dtype {sh.kv_dtype}")
+        vkc.expect_shape((None, sh.page_size, hkv, d), "[num_blocks, page_size, kv_heads, head_dim]")
+        vvc.expect_shape((vkc.shape[0], sh.page_size, hkv, dv),
+                         "[num_blocks, page_size, kv_heads, head_dim_v], num_blocks as k_cache")
+        for x in (vkc, vvc):
+            x.expect_cache_strides()
+        for x in (vk, vv):
+            x.expect_inner_contiguous()
+        vs.expect_dtype(("int64",), "int64")
+        vs.expect_shape((T,), "[num_tokens]")
+        vs.expect_contiguous()
+        a = _native.new(_native.AppendArgs)
+        a.num_tokens, a.src_dtype = T, _native.DTYPE[src]
+        a.k, a.v = vk.ptr, vv.ptr
+        a.k_stride_token, a.k_stride_head = vk.strides[0], vk.strides[1]
+        a.v_stride_token, a.v_stride_head = vv.strides[0], vv.strides[1]
+        a.slot_mapping = vs.ptr
+        a.k_cache, a.v_cache, a.num_blocks = vkc.ptr, vvc.ptr, vkc.shape[0]
+        (a.k_cache_stride_block, a.k_cache_stride_token,
+         a.k_cache_stride_head) = vkc.strides[:3]
+        (a.v_cache_stride_block, a.v_cache_stride_token,
+         a.v_cache_stride_head) = vvc.strides[:3]
+        a.k_scale, a.v_scale = float(k_scale), float(v_scale)
+        a.stream = _arrays.stream_handle(stream, vk.device)
+        st = _lib.attn_backend_append_kv(h, ctypes.byref(a))
         if st != _native.OK:
             raise _error(st)
-        return out
 
     def __repr__(self) -> str:
         return f"Backend({self.name!r}, {self.shape})"
 
 
+def _torch_spec(x: Any) -> Any:
+    """What must not change between the calls of a PreparedBatch for the
+    arguments built on the first to stay right: layout and place, not data."""
+    return (x.shape, x.stride(), x.dtype, x.device)
+
+
+def _numpy_spec(x: Any) -> Any:
+    return (x.shape, x.strides, x.dtype)
+
+
+def _torch_address(x: Any) -> int:
+    return int(x.data_ptr())
+
+
+def _numpy_address(x: Any) -> int:
+    return int(x.ctypes.data)
+
+
+class PreparedBatch:
+    """Backend.prepare()'s result: one batch's metadata, checked on the
+    first forward and reused by every layer's call."""
+
+    __slots__ = ("backend", "_meta", "_options", "_args", "_specs", "_out_spec", "_lse_spec",
+                 "_lse", "_spec", "_address")
+    backend: "Backend"
+    _meta: Tuple[Any, Any, Any]
+    _options: Dict[str, Any]
+    _args: Any
+    _specs: Any
+    _out_spec: Any
+    _lse_spec: Any
+    _lse: Any
+    _spec: Callable[[Any], Any]
+    _address: Callable[[Any], int]
+
+    def __init__(self, backend: "Backend", block_table: Any, cu_seqlens_q: Any, seqused_k: Any,
+                 options: Dict[str, Any]) -> None:
+        self.backend = backend
+        self._meta = (block_table, cu_seqlens_q, seqused_k)  # kept alive: C holds pointers
+        self._options = options
+        self._args = None
+        backend._handle()  # a closed backend is refused here already
+
+    def forward(self, q: Any, k_cache: Any, v_cache: Any, out: Any = None, lse: Any = None) -> Any:
+        """forward() of the backend on this batch. Returns out, or (out, lse)
+        for a Shape(lse=True) backend; out (and lse) are allocated when None,
+        like the first call's."""
+        a = self._args
+        if a is not None:
+            spec = self._spec
+            if (spec(q), spec(k_cache), spec(v_cache)) != self._specs or (
+                    out is not None and spec(out) != self._out_spec) or (
+                    lse is not None and spec(lse) != self._lse_spec):
+                a = None  # another layout or place: every check again
+        if a is not None:
+            address = self._address
+            if out is None:
+                out = _arrays.empty_like_spec(*_alloc_args(self._out_spec))
+            if self._lse is not None:
+                if lse is None:
+                    lse = _arrays.empty_like_spec(*_alloc_args(self._lse_spec))
+                a.lse = address(lse)
+            a.q, a.k_cache, a.v_cache, a.out = (address(q), address(k_cache), address(v_cache),
+                                                address(out))
+        else:
+            a, out, lse = self.backend._forward_args(q, k_cache, v_cache, *self._meta, out,
+                                                     lse=lse, **self._options)
+            torch_kind = _arrays.is_torch(q)
+            self._spec = _torch_spec if torch_kind else _numpy_spec
+            self._address = _torch_address if torch_kind else _numpy_address
+            self._args, self._specs = a, (self._spec(q), self._spec(k_cache), self._spec(v_cache))
+            self._out_spec, self._lse = self._spec(out), lse
+            self._lse_spec = self._spec(lse) if lse is not None else None
+        # the handle per call: it raises once the backend is closed (never a
+        # call on a freed one)
+        st = _lib.attn_backend_forward(self.backend._handle(), ctypes.byref(a))
+        if st != _native.OK:
+            raise _error(st)
+        return (out, lse) if self._lse is not None else out
+
+
+def _alloc_args(spec: Any) -> Tuple[str, str, Any, str]:
+    """(kind, device, shape, dtype name) for _arrays.empty_like_spec, from a
+    spec tuple: a contiguous array like the first call's."""
+    if len(spec) == 4:
+        dev = spec[3]
+        device = "cpu" if dev.type == "cpu" else f"{dev.type}:{dev.index or 0}"
+        return "torch", device, tuple(spec[0]), str(spec[2]).replace("torch.", "")
+    return "numpy", "cpu", spec[0], spec[2].name
+
+
+# ---- merging partial states (attn_merge_states) ----------------------------------
+
+_FLOAT_DTYPES = {("numpy", "float32"): "f32", ("numpy", "float16"): "f16",
+                 ("numpy", "uint16"): "bf16", ("torch", "float32"): "f32",
+                 ("torch", "float16"): "f16", ("torch", "bfloat16"): "bf16"}
+
+
+def merge_states(a: Any, lse_a: Any, b: Any, lse_b: Any, out: Any = None,
+                 lse_out: Any = None) -> Tuple[Any, Any]:
+    """Merges two attention results over disjoint key ranges of the same
+    queries by their log-sum-exp (attn_merge_states, on the CPU): a and b
+    [T, H, D] (f32, f16, or bf16: NumPy uint16 bits or torch.bfloat16), lse_a
+    and lse_b float32 [T, H], any strides with the last dimension contiguous
+    (out may be a or b). Host memory: NumPy arrays or CPU torch tensors.
+    Returns (out, lse_out), allocated when not given: the result over the
+    union of the key ranges and its log-sum-exp, as cascade attention merges
+    a shared prefix with each request's suffix."""
+    va, vb = _arrays.View("a", a), _arrays.View("b", b)
+    vla, vlb = _arrays.View("lse_a", lse_a), _arrays.View("lse_b", lse_b)
+    for v in (va, vb, vla, vlb):
+        if v.device != "cpu":
+            raise ValueError(f"{v.name}: on {v.device}: merge_states runs on the CPU (host "
+                             f"memory)")
+    if len(va.shape) != 3:
+        raise ValueError(f"a: expected shape [num_tokens, heads, head_dim], got {list(va.shape)}")
+    T, H, D = va.shape
+    dtype = _FLOAT_DTYPES.get((va.kind, va.dtype))
+    if dtype is None:
+        raise ValueError(f"a: dtype {va.dtype}: the states are float32, float16 or bf16")
+    if out is None:
+        out = _arrays.empty_like_spec(va.kind, "cpu", (T, H, D), va.dtype)
+    if lse_out is None:
+        lse_out = _arrays.empty_like_spec(va.kind, "cpu", (T, H), "float32")
+    vo, vlo = _arrays.View("out", out), _arrays.View("lse_out", lse_out)
+    for v in (vb, vo):
+        v.expect_dtype((va.dtype,), f"the dtype of a, {va.dtype}")
+        v.expect_shape((T, H, D), "[num_tokens, heads, head_dim] as a")
+    for v in (va, vb, vo):
+        v.expect_inner_contiguous()
+    for v in (vla, vlb, vlo):
+        v.expect_dtype(("float32",), "float32")
+        v.expect_shape((T, H), "[num_tokens, heads] as a")
+    # The C call takes one stride pair for the three states and one for the
+    # three LSE arrays; views that differ are refused rather than copied
+    # behind the caller's back.
+    if any(v.kind != va.kind for v in (vb, vo, vla, vlb, vlo)):
+        raise ValueError("merge_states: pass one kind of array (NumPy or torch)")
+    if vb.strides != vo.strides or va.strides != vo.strides or any(
+            v.strides != vlo.strides for v in (vla, vlb)):
+        raise ValueError(f"merge_states: a, b and out must share strides ({list(va.strides)}, "
+                         f"{list(vb.strides)}, {list(vo.strides)}), and so must lse_a, lse_b "
+                         f"and lse_out")
+    if any(st < 0 for v in (vo, vlo) for st in v.strides):
+        raise ValueError("merge_states: negative strides are not supported")
+    m = _native.new(_native.MergeArgs)
+    m.num_tokens, m.num_heads, m.head_dim = T, H, D
+    m.dtype = _native.DTYPE[dtype]
+    m.a, m.lse_a, m.b, m.lse_b = va.ptr, vla.ptr, vb.ptr, vlb.ptr
+    m.out, m.lse_out = vo.ptr, vlo.ptr
+    m.stride_token, m.stride_head = (vo.strides[0] if T > 1 else 0), (vo.strides[1] if H > 1 else 0)
+    m.lse_stride_token = vlo.strides[0] if T > 1 else 0
+    m.lse_stride_head = vlo.strides[1] if H > 1 else 0
+    st = _lib.attn_merge_states(ctypes.byref(m))
+    if st != _native.OK:
+        raise _error(st)
+    return out, lse_out
+
+
 # ---- NumPy encodings --------------------------------------------------------------
+
+#: The engines' paged KV-cache tensors kv_views() takes apart.
+KV_LAYOUTS = ("vllm", "nhd", "hnd")
+
+
+def kv_views(cache: Any, layout: str) -> Tuple[Any, Any]:
+    """(k_cache, v_cache) views of one engine KV tensor, in forward()'s
+    [blocks, page, kv_heads, head_dim] order, without a copy (NumPy array or
+    torch tensor): "vllm" [2, blocks, page, H, D] (FlashAttention's layout,
+    kv.unbind(0)); "nhd" FlashInfer's [blocks, 2, page, H, D]; "hnd"
+    FlashInfer's [blocks, 2, H, page, D]. A tensor holding K and V side by
+    side in its last dimension needs no helper: cache[..., :D], cache[..., D:]."""
+    if layout not in KV_LAYOUTS:
+        raise ValueError(f"kv_views: layout {layout!r} is not one of {', '.join(KV_LAYOUTS)}")
+    if len(cache.shape) != 5 or cache.shape[0 if layout == "vllm" else 1] != 2:
+        want = {"vllm": "[2, blocks, page, H, D]", "nhd": "[blocks, 2, page, H, D]",
+                "hnd": "[blocks, 2, H, page, D]"}[layout]
+        raise ValueError(f"kv_views: a {layout} cache is {want}, got {list(cache.shape)}")
+    if layout == "vllm":
+        return cache[0], cache[1]
+    k, v = cache[:, 0], cache[:, 1]
+    if layout == "hnd":  # [blocks, H, page, D] -> [blocks, page, H, D], a view
+        swap: Callable[[Any], Any] = (lambda x: x.transpose(1, 2)) if _arrays.is_torch(cache) \
+            else (lambda x: x.swapaxes(1, 2))
+        k, v = swap(k), swap(v)
+    return k, v
+
 
 def to_bf16_bits(x: Any) -> Any:
     """A float array as bf16 raw bits (numpy uint16, round to nearest even):

@@ -20,7 +20,7 @@ ELEMENT_SIZE = {"f32": 4, "f16": 2, "bf16": 2, "fp8_e4m3fn": 1, "fp8_e4m3fnuz": 
 # Bytes per element of every carrier dtype name above: a dtype is accepted
 # only when its name and its itemsize both match.
 CARRIER_SIZE = {"float32": 4, "float16": 2, "uint16": 2, "bfloat16": 2, "uint8": 1,
-                "float8_e4m3fn": 1, "float8_e4m3fnuz": 1, "int32": 4}
+                "float8_e4m3fn": 1, "float8_e4m3fnuz": 1, "int32": 4, "int64": 8}
 
 
 def is_torch(x: Any) -> bool:
@@ -117,6 +117,18 @@ class View:
         if not self.contiguous():
             raise ValueError(f"{self.name}: expected a contiguous array, got strides "
                              f"{list(self.strides)} (elements) for shape {list(self.shape)}")
+
+    def expect_cache_strides(self) -> None:
+        """A paged cache view [blocks, page, heads, dim]: strides >= 0 with
+        the last dimension contiguous; C gets the three outer strides. A size-1
+        dimension's stride is never used, so it is passed as 0 (contiguous):
+        torch and NumPy report arbitrary strides for them."""
+        self.expect_inner_contiguous()
+        if any(s < 0 for s in self.strides):
+            raise ValueError(f"{self.name}: negative strides {list(self.strides)} (elements) "
+                             f"are not supported")
+        self.strides = tuple(0 if size == 1 else st for size, st in
+                             zip(self.shape[:-1], self.strides[:-1])) + self.strides[-1:]
 
     def expect_inner_contiguous(self) -> None:
         if self.shape and self.shape[-1] != 1 and self.strides[-1] != 1:

@@ -74,7 +74,7 @@ class Shape(ctypes.Structure):
                 ("compute_dtype", c_i32), ("out_dtype", c_i32), ("page_size", c_i32),
                 ("max_q_len", c_i32), ("max_kv_len", c_i32), ("causal", c_i32),
                 ("window_left", c_i32), ("window_right", c_i32), ("softcap", c_float),
-                ("has_sinks", c_i32)]
+                ("has_sinks", c_i32), ("return_lse", c_i32)]
 
 
 class ForwardArgs(ctypes.Structure):
@@ -86,7 +86,12 @@ class ForwardArgs(ctypes.Structure):
                 ("scale", c_float), ("q_descale", c_float), ("k_descale", c_float),
                 ("v_descale", c_float), ("sinks", c_vp), ("out", c_vp),
                 ("out_stride_token", c_i64), ("out_stride_head", c_i64), ("workspace", c_vp),
-                ("workspace_size", c_size), ("stream", c_vp)]
+                ("workspace_size", c_size), ("stream", c_vp),
+                # 0.4: K/V cache strides in elements (0 = contiguous)
+                ("k_stride_block", c_i64), ("k_stride_token", c_i64), ("k_stride_head", c_i64),
+                ("v_stride_block", c_i64), ("v_stride_token", c_i64), ("v_stride_head", c_i64),
+                # 0.4: the log-sum-exp output (float32 [T, Hq] by its strides)
+                ("lse", c_vp), ("lse_stride_token", c_i64), ("lse_stride_head", c_i64)]
 
 
 class BatchLimits(ctypes.Structure):
@@ -186,7 +191,26 @@ class PlanEntry(ctypes.Structure):
     _fields_ = [("struct_size", c_u32), ("phase", c_i32), ("layer_kind", c_i32),
                 ("layer_type", c_cp), ("layers", ctypes.POINTER(c_i32)), ("num_layers", c_u32),
                 ("status", c_i32), ("shape", ctypes.POINTER(Shape)),
-                ("selection", ctypes.POINTER(Selection)), ("message", c_cp), ("scale", c_float)]
+                ("selection", ctypes.POINTER(Selection)), ("message", c_cp),
+                ("scale", c_float), ("effective_shape", ctypes.POINTER(Shape))]
+
+
+class AppendArgs(ctypes.Structure):
+    _fields_ = [("struct_size", c_u32), ("num_tokens", c_i32), ("src_dtype", c_i32), ("k", c_vp),
+                ("v", c_vp), ("k_stride_token", c_i64), ("k_stride_head", c_i64),
+                ("v_stride_token", c_i64), ("v_stride_head", c_i64), ("slot_mapping", c_vp),
+                ("k_cache", c_vp), ("v_cache", c_vp), ("num_blocks", c_i32),
+                ("k_cache_stride_block", c_i64), ("k_cache_stride_token", c_i64),
+                ("k_cache_stride_head", c_i64), ("v_cache_stride_block", c_i64),
+                ("v_cache_stride_token", c_i64), ("v_cache_stride_head", c_i64),
+                ("k_scale", c_float), ("v_scale", c_float), ("stream", c_vp)]
+
+
+class MergeArgs(ctypes.Structure):
+    _fields_ = [("struct_size", c_u32), ("num_tokens", c_i32), ("num_heads", c_i32),
+                ("head_dim", c_i32), ("dtype", c_i32), ("a", c_vp), ("lse_a", c_vp), ("b", c_vp),
+                ("lse_b", c_vp), ("out", c_vp), ("lse_out", c_vp), ("stride_token", c_i64),
+                ("stride_head", c_i64), ("lse_stride_token", c_i64), ("lse_stride_head", c_i64)]
 
 
 class HfConfigInfo(ctypes.Structure):
@@ -201,7 +225,8 @@ MIRRORS = {
     "attn_diagnostic": Diagnostic, "attn_plugin_info": PluginInfo,
     "attn_plugin_load_info": PluginLoadInfo, "attn_selection": Selection,
     "attn_verdict_record": VerdictRecord, "attn_layer": Layer, "attn_model": Model,
-    "attn_plan_summary": PlanSummary, "attn_plan_entry": PlanEntry,
+    "attn_plan_summary": PlanSummary, "attn_plan_entry": PlanEntry, "attn_merge_args": MergeArgs,
+    "attn_append_args": AppendArgs,
     "attn_kernel_plan": KernelPlan, "attn_launch_plan": LaunchPlan,
     "attn_hf_config_info": HfConfigInfo,
 }
@@ -336,6 +361,8 @@ SIGNATURES = {
     "attn_plan_free": (None, [c_vp]),
     "attn_plan_summarize": (ctypes.c_int, [c_vp, P(PlanSummary)]),
     "attn_plan_entry_get": (ctypes.c_int, [c_vp, c_size, P(PlanEntry)]),
+    "attn_merge_states": (ctypes.c_int, [P(MergeArgs)]),
+    "attn_backend_append_kv": (ctypes.c_int, [c_vp, P(AppendArgs)]),
     "attn_plan_lookup": (ctypes.c_int, [c_vp, c_i32, c_i32, P(PlanEntry)]),
     "attn_backend_create": (ctypes.c_int, [c_vp, P(Selection), P(c_vp)]),
     "attn_registry_describe_plan": (ctypes.c_int, [c_vp, P(Selection), P(LaunchPlan)]),

@@ -124,6 +124,20 @@ START_TEST(init_writes_only_the_hosts_struct)
     check_guard(b.guard, "attn_batch_limits_init");
     ck_assert_uint_eq(b.v.struct_size, sizeof b.v);
     ck_assert_int_eq(b.v.max_num_seqs, 0);
+
+    GUARDED(attn_append_args) ap;
+    arm(ap.guard);
+    attn_append_args_init(&ap.v);
+    check_guard(ap.guard, "attn_append_args_init");
+    ck_assert_uint_eq(ap.v.struct_size, sizeof ap.v);
+    ck_assert(ap.v.k_scale == 1.0f && ap.v.v_scale == 1.0f && ap.v.num_tokens == 0);
+
+    GUARDED(attn_merge_args) mg;
+    arm(mg.guard);
+    attn_merge_args_init(&mg.v);
+    check_guard(mg.guard, "attn_merge_args_init");
+    ck_assert_uint_eq(mg.v.struct_size, sizeof mg.v);
+    ck_assert_ptr_null(mg.v.lse_out);
 }
 END_TEST
 

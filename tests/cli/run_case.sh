@@ -11,6 +11,7 @@
 #   @CONF@      the shipped conf folder of this build (<build>/share/attnreg/conf)
 #   @FAKECONF@  the generated conf folder of broken fake plugins (tests/cli)
 #   @HOSTILECONF@ the generated conf folder of plugins that die while loading
+#   @ARCHSCONF@ the generated conf folder of cpu-ref under an INI of gfx950 only
 #   @SRC@       the source folder (for inputs such as tests/hf_configs/*.json)
 # The output is normalised so baselines do not depend on where the build is:
 # the build folder becomes @BUILD@ and the source folder @SRC@.
@@ -53,6 +54,7 @@ for arg in "$@"; do
     arg=${arg//@CONF@/$ATTNREG_CLI_CONF}
     arg=${arg//@FAKECONF@/$ATTNREG_CLI_FAKE_CONF}
     arg=${arg//@HOSTILECONF@/${ATTNREG_CLI_HOSTILE_CONF:-}}
+    arg=${arg//@ARCHSCONF@/${ATTNREG_CLI_ARCHS_CONF:-}}
     arg=${arg//@SRC@/$ATTNREG_CLI_SOURCE_DIR}
     args+=("$arg")
 done

@@ -76,7 +76,8 @@ def live(validator, attnreg, conf):
     base = ["--conf", conf, "--conf-only"]
     shape = ["--q-heads", "4", "--kv-heads", "2", "--head-dim", "16", "--q-dtype", "f32",
              "--max-q-len", "2", "--max-kv-len", "20"]
-    runs = [["verify", *base, *shape, "--seed", "1"], ["check", *base], ["devices", *base],
+    runs = [["verify", *base, *shape, "--seed", "1"], ["verify", *base, *shape, "--lse"],
+            ["check", *base], ["devices", *base],
             ["select", *base, *shape], ["explain", *base, *shape], ["list", *base]]
     for cmd in ["list", "explain", "select", "plan", "check", "devices", "run", "verify"]:
         runs.append([cmd, "--no-such-flag"])

@@ -208,6 +208,106 @@ static attn_oracle_problem small_problem(int32_t num_seqs, int32_t max_q_len, in
     return p;
 }
 
+START_TEST(test_append_path)
+{
+    /* `run --new-k --new-v --slot-mapping`: the new tokens of
+     * sequence 0 are cut out of the cache files (overwritten with junk) and
+     * passed as rows with their int64 slots (plus one padding row, slot -1);
+     * the backend's KV append writes them back before the forward, whose
+     * output is then bitwise the one of the untouched files. */
+    attn_oracle_problem p = small_problem(2, 3, 30, 21);
+    char err[512], messages[2048], extra[1024];
+    write_problem(&p);
+    ck_assert_int_eq(run_attnreg(&p, "", messages, sizeof messages), 0);
+    npy_array want, got;
+    int64_t out_shape[3] = {p.num_tokens, 4, 16};
+    ck_assert_int_eq(
+        npy_read_expect(file("out.npy"), "out", NPY_DTYPE_F4, 3, out_shape, &want, err, sizeof err),
+        0);
+    const int32_t q0 = p.cu_seqlens_q[1], k0 = p.seqused_k[0];
+    const int64_t row = 2 * 16; /* kv heads x head_dim per token */
+    float *nk = calloc((size_t)(q0 + 1) * row, sizeof(float));
+    float *nv = calloc((size_t)(q0 + 1) * row, sizeof(float));
+    int64_t *slots = calloc((size_t)q0 + 1, sizeof(int64_t));
+    for (int32_t t = 0; t < q0; t++) {
+        int32_t pos = k0 - q0 + t;
+        slots[t] = (int64_t)p.block_table[pos / 4] * 4 + pos % 4;
+        for (int64_t i = 0; i < row; i++) {
+            nk[t * row + i] = ((float *)p.k_cache)[slots[t] * row + i];
+            nv[t * row + i] = ((float *)p.v_cache)[slots[t] * row + i];
+            ((float *)p.k_cache)[slots[t] * row + i] = 7.0f;
+            ((float *)p.v_cache)[slots[t] * row + i] = -7.0f;
+        }
+    }
+    slots[q0] = -1; /* padding */
+    for (int64_t i = 0; i < row; i++)
+        nk[q0 * row + i] = nv[q0 * row + i] = 99.0f;
+    write_problem(&p);
+    int64_t rows_shape[3] = {q0 + 1, 2, 16}, slot_shape[1] = {q0 + 1};
+    ck_assert_int_eq(npy_write(file("nk.npy"), NPY_DTYPE_F4, 3, rows_shape, nk, err, sizeof err),
+                     0);
+    ck_assert_int_eq(npy_write(file("nv.npy"), NPY_DTYPE_F4, 3, rows_shape, nv, err, sizeof err),
+                     0);
+    ck_assert_int_eq(npy_write(file("sm.npy"), NPY_DTYPE_I8, 1, slot_shape, slots, err, sizeof err),
+                     0);
+    snprintf(extra, sizeof extra, "--new-k %s --new-v %s --slot-mapping %s", file("nk.npy"),
+             file("nv.npy"), file("sm.npy"));
+    ck_assert_msg(run_attnreg(&p, extra, messages, sizeof messages) == 0, "%s", messages);
+    ck_assert_int_eq(
+        npy_read_expect(file("out.npy"), "out", NPY_DTYPE_F4, 3, out_shape, &got, err, sizeof err),
+        0);
+    ck_assert_int_eq(memcmp(got.data, want.data, (size_t)want.count * sizeof(float)), 0);
+    /* Without the append the junk shows: the test would notice a no-op. */
+    ck_assert_int_eq(run_attnreg(&p, "", messages, sizeof messages), 0);
+    npy_free(&got);
+    ck_assert_int_eq(
+        npy_read_expect(file("out.npy"), "out", NPY_DTYPE_F4, 3, out_shape, &got, err, sizeof err),
+        0);
+    ck_assert_int_ne(memcmp(got.data, want.data, (size_t)want.count * sizeof(float)), 0);
+    /* One of the three alone is a usage error. */
+    snprintf(extra, sizeof extra, "--new-k %s", file("nk.npy"));
+    ck_assert_int_eq(run_attnreg(&p, extra, messages, sizeof messages), 2);
+    ck_assert_msg(strstr(messages, "go together"), "%s", messages);
+    npy_free(&got);
+    npy_free(&want);
+    free(nk);
+    free(nv);
+    free(slots);
+    attn_oracle_problem_free(&p);
+}
+END_TEST
+
+START_TEST(test_lse_out)
+{
+    /* `run --lse-out`: the log-sum-exp file against the float64 oracle's. */
+    attn_oracle_problem p = small_problem(3, 3, 40, 33);
+    char err[512], messages[2048], extra[600];
+    write_problem(&p);
+    snprintf(extra, sizeof extra, "--lse-out %s", file("lse.npy"));
+    ck_assert_msg(run_attnreg(&p, extra, messages, sizeof messages) == 0, "%s", messages);
+    npy_array lse;
+    int64_t lse_shape[2] = {p.num_tokens, 4};
+    ck_assert_msg(npy_read_expect(file("lse.npy"), "lse", NPY_DTYPE_F4, 2, lse_shape, &lse, err,
+                                  sizeof err) == 0,
+                  "%s", err);
+    attn_forward_args a;
+    attn_oracle_problem_args(&p, &a);
+    double *out = calloc((size_t)p.num_tokens * 4 * 16, sizeof(double));
+    double *want = calloc((size_t)p.num_tokens * 4, sizeof(double));
+    ck_assert_int_eq(attn_oracle_forward_lse(&p.shape, &a, out, want, err, sizeof err), 0);
+    for (int64_t r = 0; r < p.num_tokens * 4; r++)
+        ck_assert_msg(fabs(((float *)lse.data)[r] - want[r]) <= 2e-4 + 1e-5 * fabs(want[r]),
+                      "row %lld: %g vs %g", (long long)r, (double)((float *)lse.data)[r], want[r]);
+    /* --lse alone has nowhere to put it. */
+    ck_assert_int_eq(run_attnreg(&p, "--lse", messages, sizeof messages), 2);
+    ck_assert_msg(strstr(messages, "--lse-out"), "%s", messages);
+    free(out);
+    free(want);
+    npy_free(&lse);
+    attn_oracle_problem_free(&p);
+}
+END_TEST
+
 START_TEST(test_inconsistent_inputs)
 {
     attn_oracle_problem p = small_problem(2, 3, 20, 9);
@@ -234,6 +334,16 @@ START_TEST(test_inconsistent_inputs)
     ck_assert_int_eq(run_attnreg(&p, "", messages, sizeof messages), 2);
     ck_assert_msg(strstr(messages, "dtype is <f4, expected <u2"), "%s", messages);
     p.shape.q_dtype = ATTN_DTYPE_F32;
+    /* More query tokens than keys: named by sequence and array
+     * before anything is selected or uploaded, never rows of zeros. */
+    int32_t keys = p.seqused_k[1], q1 = p.cu_seqlens_q[2] - p.cu_seqlens_q[1];
+    ck_assert_int_ge(q1, 1);
+    p.seqused_k[1] = q1 - 1;
+    write_problem(&p);
+    ck_assert_int_eq(run_attnreg(&p, "", messages, sizeof messages), 2);
+    ck_assert_msg(strstr(messages, "sequence 1 has") && strstr(messages, "seqused_k[1] is"), "%s",
+                  messages);
+    p.seqused_k[1] = keys;
     /* A block-table entry beyond the cache. */
     p.block_table[0] = p.num_blocks + 5;
     write_problem(&p);
@@ -365,6 +475,8 @@ int main(int argc, char **argv)
     tcase_add_unchecked_fixture(tc, make_dir, remove_dir);
     tcase_set_timeout(tc, 120);
     tcase_add_test(tc, test_round_trips);
+    tcase_add_test(tc, test_append_path);
+    tcase_add_test(tc, test_lse_out);
     tcase_add_test(tc, test_inconsistent_inputs);
     tcase_add_test(tc, test_cu_seqlens_wrap_refused);
     tcase_add_test(tc, test_out_replaced_atomically);

@@ -15,6 +15,9 @@
  *   FAKE_ABI_NEWER_MINOR     hand-written descriptor claiming the host's minor + 1
  *   FAKE_ABI_1_0             an ABI 1.0 plugin: struct_size stops before
  *                            probe_devices, abi_minor 0 (must be accepted)
+ *   FAKE_ABI_1_2_PADDING     an ABI 1.2 plugin (struct_size 1.2's, abi_minor 2)
+ *                            whose tail padding, where 1.3 put forward_features,
+ *                            holds set bits: no promise, never read as one
  *   FAKE_NULL_DESCRIPTOR     the entry symbol returns NULL
  *   FAKE_NO_ENTRY            exports a misspelled entry symbol only
  *   FAKE_CREATE_FAILS        create refuses with a sentence
@@ -280,11 +283,16 @@ static attn_status fake_probe(const attn_plugin_context *ctx, attn_device_info *
     .probe_devices = fake_probe
 
 #if defined(FAKE_ABI_WRONG_MAJOR) || defined(FAKE_ABI_NEWER_MINOR) || defined(FAKE_ABI_1_0) ||     \
-    defined(FAKE_NULL_DESCRIPTOR) || defined(FAKE_NO_ENTRY)
+    defined(FAKE_NULL_DESCRIPTOR) || defined(FAKE_NO_ENTRY) || defined(FAKE_ABI_1_2_PADDING)
 
 #if defined(FAKE_ABI_1_0)
 #define FAKE_STRUCT_SIZE offsetof(attn_plugin_descriptor, probe_devices)
 #define FAKE_ABI_MINOR 0
+#elif defined(FAKE_ABI_1_2_PADDING)
+/* 1.2's descriptor ended with num_arch_limits, padded to 152 bytes. */
+#define FAKE_STRUCT_SIZE offsetof(attn_plugin_descriptor, append_kv)
+#define FAKE_ABI_MINOR 2
+#define FAKE_PADDING_BITS .forward_features = ATTN_FORWARD_KV_STRIDES | ATTN_FORWARD_LSE,
 #elif defined(FAKE_ABI_NEWER_MINOR)
 #define FAKE_STRUCT_SIZE sizeof(attn_plugin_descriptor)
 #define FAKE_ABI_MINOR (ATTN_PLUGIN_ABI_MINOR + 1)
@@ -298,10 +306,13 @@ static attn_status fake_probe(const attn_plugin_context *ctx, attn_device_info *
 #define FAKE_ABI_MAJOR ATTN_PLUGIN_ABI_MAJOR
 #endif
 
+#ifndef FAKE_PADDING_BITS
+#define FAKE_PADDING_BITS
+#endif
 static const attn_plugin_descriptor fake_descriptor = {.struct_size = (uint32_t)FAKE_STRUCT_SIZE,
                                                        .abi_major = FAKE_ABI_MAJOR,
                                                        .abi_minor = FAKE_ABI_MINOR,
-                                                       FAKE_DESCRIPTOR_FIELDS};
+                                                       FAKE_PADDING_BITS FAKE_DESCRIPTOR_FIELDS};
 
 #if defined(FAKE_NO_ENTRY)
 /* Exports something, just not attn_plugin_entry: the host must report the

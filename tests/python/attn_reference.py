@@ -45,11 +45,14 @@ def decode(arr, dtype):
 
 
 def attention(q, k, v, bt, cu, sk, scale, causal=True, window=(-1, -1), softcap=0.0,
-              sinks=None):
-    """q [T, Hq, D], k [blocks, page, Hkv, D], v [blocks, page, Hkv, Dv] float64."""
+              sinks=None, return_lse=False):
+    """q [T, Hq, D], k [blocks, page, Hkv, D], v [blocks, page, Hkv, Dv] float64.
+    With return_lse, (out, lse): lse [T, Hq] = ln of each row's softmax
+    denominator (the sink included), -inf for an empty one."""
     tokens, hq, d = q.shape
     page, hkv, dv = k.shape[1], k.shape[2], v.shape[3]
     out = np.zeros((tokens, hq, dv))
+    lse = np.full((tokens, hq), -np.inf)
     for s in range(len(sk)):
         qs = q[cu[s]:cu[s + 1]]
         n_q, n_k = qs.shape[0], int(sk[s])
@@ -84,4 +87,7 @@ def attention(q, k, v, bt, cu, sk, scale, causal=True, window=(-1, -1), softcap=
                 denom = denom + np.exp(sinks[h] - m)
             o = np.where(denom > 0, (p @ vals[:, g, :]) / np.where(denom > 0, denom, 1), 0.0)
             out[cu[s]:cu[s + 1], h, :] = o
-    return out
+            with np.errstate(divide="ignore"):
+                lse[cu[s]:cu[s + 1], h] = np.where(denom[:, 0] > 0, m[:, 0] + np.log(denom[:, 0]),
+                                                   -np.inf)
+    return (out, lse) if return_lse else out

@@ -83,6 +83,18 @@ def test_create_without_device_is_a_backend_error(reg):
     assert e.value.message
 
 
+def test_shipped_conf_selects_the_gpu_plugins_for_sm_90(reg):
+    """The conf that ships (the build's, or the wheel's bundled copy
+    when the suite runs on the installed package) lists sm_90, where the
+    kernels are verified, so the GPU plugins are selected for sm_90 shapes
+    with no test conf; planning mode, no GPU needed."""
+    decode = attnreg.Shape(arch="sm_90", q_heads=32, kv_heads=8, max_q_len=1, max_kv_len=4096)
+    assert reg.select(decode).backend == "aiter-generic"
+    mtp = attnreg.Shape(arch="sm_90", q_heads=16, kv_heads=1, head_dim=256, kv_dtype="fp8_e4m3fn",
+                        max_q_len=4, max_kv_len=4096)
+    assert reg.select(mtp).backend == "aiter-mtp-gfx950"
+
+
 def test_fallback_and_strict(reg):
     shape = attnreg.Shape(kv_dtype="bf16", compute_dtype="fp8_e4m3fn")
     sel = reg.select(shape)
@@ -381,8 +393,9 @@ def test_forward_valid_call(small):
     (dict(q=np.zeros((5, 16, 4), np.uint16).transpose(0, 2, 1)), r"q: the last dimension"),
     (dict(k_cache=np.zeros((3, 8, 2, 16), np.uint16)), r"k_cache: expected shape \[\*, 16, 2, 16\]"),
     (dict(v_cache=np.zeros((2, 16, 2, 16), np.uint16)), r"v_cache: expected shape \[3, 16, 2, 16\]"),
-    (dict(k_cache=np.zeros((16, 3, 2, 16), np.uint16).transpose(1, 0, 2, 3)),
-     r"k_cache: expected a contiguous array"),
+    # any strided view is a layout, but the last dimension must be contiguous
+    (dict(k_cache=np.zeros((3, 16, 2, 32), np.uint16)[..., ::2]),
+     r"k_cache: the last dimension must be contiguous"),
     (dict(block_table=np.array([[0, 1], [2, 0]], np.int64)), r"block_table: expected dtype int32"),
     (dict(block_table=np.array([[0, 1]], np.int32)), r"block_table: expected shape \[2, \*\]"),
     (dict(cu_seqlens_q=np.array([0, 5], np.int32)), r"cu_seqlens_q: expected shape \[3\]"),

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import attnreg
-from attn_reference import attention, decode, random_fp8_codes
+from attn_reference import FP8_VALUES, attention, decode, random_fp8_codes
 from attnreg import to_bf16_bits
 
 NP_DTYPE = {"f32": np.float32, "f16": np.float16}
@@ -182,8 +182,257 @@ def test_torch_argument_checks(reg):
             be.forward(q.half(), kv, kv, bt, cu, sk)
         with pytest.raises(ValueError, match="block_table: a numpy array among torch arrays"):
             be.forward(q, kv, kv, bt.numpy(), cu, sk)
-        with pytest.raises(ValueError, match="k_cache: expected a contiguous array"):
-            be.forward(q, torch.zeros(4, 16, 2, 16, dtype=torch.bfloat16)[::2],
-                       torch.zeros(2, 16, 2, 16, dtype=torch.bfloat16), bt, cu, sk)
+        with pytest.raises(ValueError, match="k_cache: the last dimension must be contiguous"):
+            be.forward(q, torch.zeros(1, 16, 2, 32, dtype=torch.bfloat16)[..., ::2], kv, bt, cu,
+                       sk)
         with pytest.raises(ValueError, match="cu_seqlens_q: the last entry is 2"):
             be.forward(q, kv, kv, bt, torch.tensor([0, 2], dtype=torch.int32), sk)
+
+
+def test_metadata_inconsistencies_are_errors(reg):
+    """More query tokens than keys (the keys include the new
+    tokens), a negative key count and a decreasing cu_seqlens_q are errors
+    naming the sequence and the array, never rows of zeros."""
+    rng = np.random.default_rng(20)
+    shape = attnreg.Shape(q_heads=4, kv_heads=2, head_dim=32, max_q_len=8, max_kv_len=64)
+    b = paged_batch(rng, [2, 8], [30, 8], 4, 2, 32, 32, 16, "bf16", "bf16", False)
+    with reg.create(reg.select(shape)) as be:
+        def run(cu, sk):
+            return be.forward(b["q"], b["k"], b["v"], b["bt"], np.array(cu, dtype=np.int32),
+                              np.array(sk, dtype=np.int32))
+        good = run(b["cu"], b["sk"])
+        want = attention(decode(b["q"], "bf16"), decode(b["k"], "bf16"), decode(b["v"], "bf16"),
+                         b["bt"], b["cu"], b["sk"], 1 / np.sqrt(32))
+        assert np.abs(decode(good, "bf16") - want).max() < 2e-2
+        with pytest.raises(ValueError, match=r"sequence 1 has 8 query tokens "
+                                             r"\(cu_seqlens_q\[1\.\.2\]\) but seqused_k\[1\] is 2"):
+            run(b["cu"], [30, 2])
+        with pytest.raises(ValueError, match=r"seqused_k\[0\] is -1: sequence 0"):
+            run(b["cu"], [-1, 8])
+        with pytest.raises(ValueError, match="cu_seqlens_q: decreases at sequence 1"):
+            run([0, 11, 10], b["sk"])
+        with pytest.raises(ValueError, match=r"cu_seqlens_q\[0\] is 1"):
+            run([1, 2, 10], b["sk"])
+
+
+def _engine_caches(rng, b, layout, np_or_torch):
+    """The batch's contiguous K/V caches re-laid in an engine's layout (the
+    unused elements NaN, so a read off the strides shows), and the views
+    forward gets of them."""
+    k, v = b["k"], b["v"]
+    blocks, page, h, d = k.shape
+    dv = v.shape[3]
+    nan = np.uint16(0x7FC0)
+    if layout == "combined":
+        cache = np.full((blocks, page, h, d + dv), nan, dtype=np.uint16)
+        cache[..., :d], cache[..., d:] = k, v
+        cache = np_or_torch(cache)
+        return cache[..., :d], cache[..., d:]
+    if layout == "vllm":
+        cache = np.stack([k, v])
+    elif layout == "nhd":
+        cache = np.stack([k, v], axis=1)
+    else:  # hnd: [blocks, 2, H, page, D]
+        cache = np.stack([k.swapaxes(1, 2), v.swapaxes(1, 2)], axis=1)
+    return attnreg.kv_views(np_or_torch(np.ascontiguousarray(cache)), layout)
+
+
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+@pytest.mark.parametrize("layout", ["vllm", "nhd", "hnd", "combined"])
+def test_engine_kv_layouts_in_place(reg, kind, layout):
+    """vLLM's [2, blocks, page, H, D], FlashInfer's NHD and HND and
+    a combined K/V tensor are taken as strided views (no copy) and give the
+    bits of the contiguous caches; against the float64 reference too."""
+    if kind == "torch":
+        torch = pytest.importorskip("torch")
+
+        def np_or_torch(a):
+            return torch.from_numpy(a.astype(np.int16)).view(torch.bfloat16)
+    else:
+        def np_or_torch(a):
+            return a
+    rng = np.random.default_rng(31)
+    dv = 16 if layout == "combined" else 32
+    shape = attnreg.Shape(q_heads=8, kv_heads=2, head_dim=32, head_dim_v=dv, max_q_len=4,
+                          max_kv_len=90)
+    b = paged_batch(rng, [4, 1, 3], [90, 41, 3], 8, 2, 32, dv, 16, "bf16", "bf16", False)
+    with reg.create(reg.select(shape)) as be:
+        want = be.forward(b["q"], b["k"], b["v"], b["bt"], b["cu"], b["sk"])
+        k, v = _engine_caches(rng, b, layout, np_or_torch)
+        if layout != "vllm":
+            assert not attnreg._arrays.View("k", k).contiguous()
+        args = [np_or_torch(b["q"]), k, v] + [
+            (torch.from_numpy(b[n]) if kind == "torch" else b[n]) for n in ("bt", "cu", "sk")]
+        got = be.forward(*args)
+        if kind == "torch":
+            got = got.view(torch.int16).numpy().view(np.uint16)
+    assert np.array_equal(got, want), layout
+    ref = attention(decode(b["q"], "bf16"), decode(b["k"], "bf16"), decode(b["v"], "bf16"),
+                    b["bt"], b["cu"], b["sk"], 1 / np.sqrt(32))
+    assert np.abs(decode(got, "bf16") - ref).max() < 2e-2
+
+
+def test_kv_views_shapes():
+    cache = np.zeros((2, 5, 16, 4, 8), dtype=np.uint16)
+    k, v = attnreg.kv_views(cache, "vllm")
+    assert k.shape == (5, 16, 4, 8) and np.shares_memory(k, cache)
+    k, v = attnreg.kv_views(np.zeros((5, 2, 4, 16, 8), dtype=np.uint16), "hnd")
+    assert k.shape == (5, 16, 4, 8) and k.strides[1:3] == (16, 16 * 8 * 2)
+    with pytest.raises(ValueError, match=r"a nhd cache is \[blocks, 2, page, H, D\]"):
+        attnreg.kv_views(cache, "nhd")
+    with pytest.raises(ValueError, match="not one of vllm, nhd, hnd"):
+        attnreg.kv_views(cache, "paged")
+
+
+def test_lse_against_reference_and_split_then_merge(reg):
+    """Shape(lse=True) returns the float32 log-sum-exp (here into a
+    vLLM-style [Hq, T] buffer, transposed) against the float64 reference, with
+    sinks; and cascade attention: a non-causal prefix of whole pages and the
+    causal rest, merged by merge_states, equal attention over all keys."""
+    rng = np.random.default_rng(41)
+    q_lens, kv_lens, page = [3, 1, 5], [70, 33, 48], 16
+    kw = dict(q_heads=4, kv_heads=2, head_dim=32, q_dtype="f32", max_q_len=5, max_kv_len=70)
+    b = paged_batch(rng, q_lens, kv_lens, 4, 2, 32, 32, page, "f32", "f32", True)
+    scale = 1 / np.sqrt(32)
+    with reg.create(reg.select(attnreg.Shape(sinks=True, lse=True, **kw))) as be:
+        hq_major = np.empty((4, int(b["cu"][-1])), dtype=np.float32)
+        out, lse = be.forward(b["q"], b["k"], b["v"], b["bt"], b["cu"], b["sk"], sinks=b["sinks"],
+                              lse=hq_major.T)
+        assert lse.base is hq_major
+    want, want_lse = attention(b["q"].astype(np.float64), b["k"].astype(np.float64),
+                               b["v"].astype(np.float64), b["bt"], b["cu"], b["sk"], scale,
+                               sinks=b["sinks"].astype(np.float64), return_lse=True)
+    assert np.abs(out - want).max() < 1e-5
+    assert np.abs(lse - want_lse).max() < 1e-4
+
+    with reg.create(reg.select(attnreg.Shape(lse=True, **kw))) as whole_be:
+        whole, whole_lse = whole_be.forward(b["q"], b["k"], b["v"], b["bt"], b["cu"], b["sk"])
+    cut = [(k - q) // page * page for q, k in zip(q_lens, kv_lens)]
+    cut[1] = 0  # an empty prefix: lse -inf, contributes nothing
+    with reg.create(reg.select(attnreg.Shape(lse=True, causal=False, **kw))) as prefix_be:
+        pre, pre_lse = prefix_be.forward(b["q"], b["k"], b["v"], b["bt"], b["cu"],
+                                         np.array(cut, dtype=np.int32))
+    assert np.isneginf(pre_lse[3]).all()  # sequence 1's token
+    bt_suffix = np.zeros_like(b["bt"])
+    for i, c in enumerate(cut):
+        rest = b["bt"][i, c // page:]
+        bt_suffix[i, :len(rest)] = rest
+    with reg.create(reg.select(attnreg.Shape(lse=True, **kw))) as suffix_be:
+        suf, suf_lse = suffix_be.forward(b["q"], b["k"], b["v"], bt_suffix, b["cu"],
+                                         np.array([k - c for k, c in zip(kv_lens, cut)],
+                                                  dtype=np.int32))
+    merged, merged_lse = attnreg.merge_states(pre, pre_lse, suf, suf_lse)
+    assert np.abs(merged - whole).max() < 1e-5
+    assert np.abs(merged_lse - whole_lse).max() < 1e-4
+    # in place over one side, as cascade attention does
+    attnreg.merge_states(pre, pre_lse, suf, suf_lse, out=suf, lse_out=suf_lse)
+    assert np.array_equal(suf, merged)
+
+
+def test_merge_states_checks(reg):
+    a = np.zeros((2, 3, 4), np.float32)
+    lse = np.zeros((2, 3), np.float32)
+    with pytest.raises(ValueError, match="b: expected shape"):
+        attnreg.merge_states(a, lse, np.zeros((2, 3, 5), np.float32), lse)
+    with pytest.raises(ValueError, match="lse_a: expected dtype float32"):
+        attnreg.merge_states(a, lse.astype(np.float64), a, lse)
+    with pytest.raises(ValueError, match="must share strides"):
+        attnreg.merge_states(a, lse, np.zeros((3, 2, 4), np.float32).transpose(1, 0, 2), lse)
+    with pytest.raises(ValueError, match="lse: given, but the backend's shape does not ask"):
+        shape = attnreg.Shape(q_heads=2, head_dim=16, q_dtype="f32", max_kv_len=16)
+        with reg.create(reg.select(shape)) as be:
+            be.forward(np.zeros((1, 2, 16), np.float32), np.zeros((1, 16, 2, 16), np.float32),
+                       np.zeros((1, 16, 2, 16), np.float32), np.zeros((1, 1), np.int32),
+                       np.array([0, 1], np.int32), np.array([16], np.int32),
+                       lse=np.zeros((1, 2), np.float32))
+
+
+def test_lse_shape_flag_in_selection(reg):
+    """The aiter plugins refuse return_lse with their own reason; cpu-ref
+    writes it."""
+    ex = reg.explain(attnreg.Shape(arch="gfx950", q_heads=32, kv_heads=8, lse=True))
+    generic = [v for p in ex["passes"] for v in p["verdicts"] if v["backend"] == "aiter-generic"]
+    assert generic[0]["reason"] == "LSE" and "log-sum-exp" in generic[0]["message"]
+    assert reg.select(attnreg.Shape(lse=True)).backend == "cpu-ref"
+
+
+@pytest.mark.parametrize("kv_dtype", ["f32", "f16", "bf16", "fp8_e4m3fn", "fp8_e4m3fnuz"])
+def test_append_kv_round_trip(reg, kv_dtype):
+    """Backend.append_kv writes new tokens' K/V at their slots
+    (int64, -1 = padding) in the cache dtype: f16/bf16 rounded to nearest,
+    FP8 the nearest code to x / scale (the reference's own table); then
+    forward over the appended cache matches the float64 reference."""
+    rng = np.random.default_rng(7)
+    hkv, d, page, blocks = 2, 16, 4, 6
+    shape = attnreg.Shape(q_heads=4, kv_heads=hkv, head_dim=d, q_dtype="f32", kv_dtype=kv_dtype,
+                          page_size=page, max_q_len=5, max_kv_len=12)
+    k_new = rng.uniform(-3, 3, (6, hkv, d)).astype(np.float32)
+    v_new = rng.uniform(-3, 3, (6, hkv, d)).astype(np.float32)
+    slots = np.array([9, 10, -1, 11, 12, 2], dtype=np.int64)
+    np_dtype = {"f32": np.float32, "f16": np.float16, "bf16": np.uint16}.get(kv_dtype, np.uint8)
+    k_cache = np.zeros((blocks, page, hkv, d), np_dtype)
+    v_cache = np.zeros((blocks, page, hkv, d), np_dtype)
+    with reg.create(reg.select(shape)) as be:
+        be.append_kv(k_new, v_new, k_cache, v_cache, slots, k_scale=0.5, v_scale=0.25)
+        for x, cache, scale in ((k_new, k_cache, 0.5), (v_new, v_cache, 0.25)):
+            flat = decode(cache, kv_dtype).reshape(-1, hkv, d)
+            for t, slot in enumerate(slots):
+                if slot < 0:
+                    continue
+                if kv_dtype.startswith("fp8"):
+                    table = FP8_VALUES[kv_dtype]
+                    want = x[t] / scale
+                    best = np.nanmin(np.abs(table[None, :] - want.reshape(-1, 1)), axis=1)
+                    assert np.all(np.abs(flat[slot].reshape(-1) - want.reshape(-1)) <= best + 1e-12)
+                else:
+                    tol = {"f32": 0, "f16": 2.0 ** -11, "bf16": 2.0 ** -8}[kv_dtype]
+                    assert np.all(np.abs(flat[slot] - x[t]) <= tol * np.abs(x[t]))
+        assert not decode(k_cache, kv_dtype).reshape(-1, hkv, d)[[0, 1, 3]].any()
+        # a 5-token prefill over keys at slots 9..12 and 2 (blocks 2, 3, 0)
+        q = rng.uniform(-1, 1, (4, 4, d)).astype(np.float32)
+        bt = np.array([[2, 3, 0]], np.int32)
+        cu, sk = np.array([0, 4], np.int32), np.array([9], np.int32)
+        got = be.forward(q, k_cache, v_cache, bt, cu, sk, k_descale=0.5, v_descale=0.25)
+    kd = decode(k_cache, kv_dtype) * (0.5 if kv_dtype.startswith("fp8") else 1)
+    vd = decode(v_cache, kv_dtype) * (0.25 if kv_dtype.startswith("fp8") else 1)
+    want = attention(q.astype(np.float64), kd, vd, bt, cu, sk, 1 / np.sqrt(d))
+    assert np.abs(got - want).max() < 1e-4
+
+
+def test_append_kv_checks(reg):
+    shape = attnreg.Shape(q_heads=2, head_dim=16, q_dtype="f32", page_size=4, max_kv_len=8)
+    cache = np.zeros((2, 4, 2, 16), np.float32)
+    rows = np.zeros((3, 2, 16), np.float32)
+    with reg.create(reg.select(shape)) as be:
+        with pytest.raises(ValueError, match="slot_mapping: expected dtype int64"):
+            be.append_kv(rows, rows, cache, cache, np.zeros(3, np.int32))
+        with pytest.raises(attnreg.Error, match=r"slot_mapping\[1\] = 8 is past the cache"):
+            be.append_kv(rows, rows, cache, cache, np.array([0, 8, 1], np.int64))
+
+
+def test_prepared_batch_per_layer(reg):
+    """Backend.prepare() checks a batch's metadata once; each
+    layer's PreparedBatch.forward gives forward()'s bits, a call with another
+    layout is checked in full again, and a closed backend refuses it."""
+    rng = np.random.default_rng(5)
+    shape = attnreg.Shape(q_heads=4, kv_heads=2, head_dim=32, q_dtype="f32", max_q_len=3,
+                          max_kv_len=64)
+    layers = [paged_batch(rng, [3, 1], [40, 64], 4, 2, 32, 32, 16, "f32", "f32", False)
+              for _ in range(3)]
+    b0 = layers[0]
+    be = reg.create(reg.select(shape))
+    pb = be.prepare(b0["bt"], b0["cu"], b0["sk"])
+    for b in layers:  # one step, three layers: own q and caches, shared metadata
+        want = be.forward(b["q"], b["k"], b["v"], b0["bt"], b0["cu"], b0["sk"])
+        assert np.array_equal(pb.forward(b["q"], b["k"], b["v"]), want)
+    out = np.empty_like(want)
+    assert pb.forward(b["q"], b["k"], b["v"], out) is out and np.array_equal(out, want)
+    # another layout: a strided q view is checked again, and still right
+    fused = np.zeros((4, 6, 32), np.float32)
+    fused[:, 1:5] = b["q"]
+    assert np.array_equal(pb.forward(fused[:, 1:5], b["k"], b["v"]), want)
+    with pytest.raises(ValueError, match="q: expected shape"):
+        pb.forward(b["q"][:, :2], b["k"], b["v"])
+    be.close()
+    with pytest.raises(attnreg.Error):
+        pb.forward(b["q"], b["k"], b["v"])

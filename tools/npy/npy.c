@@ -23,6 +23,8 @@
 size_t npy_dtype_size(npy_dtype dtype)
 {
     switch (dtype) {
+    case NPY_DTYPE_I8:
+        return 8;
     case NPY_DTYPE_F4:
     case NPY_DTYPE_I4:
         return 4;
@@ -45,6 +47,8 @@ const char *npy_dtype_descr(npy_dtype dtype)
         return "<f2";
     case NPY_DTYPE_I4:
         return "<i4";
+    case NPY_DTYPE_I8:
+        return "<i8";
     case NPY_DTYPE_U1:
         return "|u1";
     case NPY_DTYPE_U2:
@@ -122,8 +126,8 @@ static npy_dtype dtype_from_descr(const char *descr)
         const char *descr;
         npy_dtype dtype;
     } known[] = {
-        {"<f4", NPY_DTYPE_F4}, {"<f2", NPY_DTYPE_F2}, {"<i4", NPY_DTYPE_I4},
-        {"|u1", NPY_DTYPE_U1}, {"<u1", NPY_DTYPE_U1}, {"<u2", NPY_DTYPE_U2},
+        {"<f4", NPY_DTYPE_F4}, {"<f2", NPY_DTYPE_F2}, {"<i4", NPY_DTYPE_I4}, {"|u1", NPY_DTYPE_U1},
+        {"<u1", NPY_DTYPE_U1}, {"<u2", NPY_DTYPE_U2}, {"<i8", NPY_DTYPE_I8},
     };
     for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
         if (strcmp(descr, known[i].descr) == 0)
@@ -161,7 +165,8 @@ static int parse_header(const char *text, size_t length, const char *name, npy_a
                                           name, descr);
                 return attn_tool_fail(
                     err, err_size,
-                    "%s: dtype '%s' is not supported (use <f4, <f2, <i4, |u1 or <u2)", name, descr);
+                    "%s: dtype '%s' is not supported (use <f4, <f2, <i4, <i8, |u1 or <u2)", name,
+                    descr);
             }
             have_descr = 1;
         } else if (strcmp(key, "fortran_order") == 0) {

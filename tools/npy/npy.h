@@ -28,7 +28,8 @@ typedef enum npy_dtype {
     NPY_DTYPE_F2 = 2, /* <f2 */
     NPY_DTYPE_I4 = 3, /* <i4 */
     NPY_DTYPE_U1 = 4, /* |u1 */
-    NPY_DTYPE_U2 = 5  /* <u2 */
+    NPY_DTYPE_U2 = 5, /* <u2 */
+    NPY_DTYPE_I8 = 6  /* <i8: vLLM's int64 slot mapping (attnreg run --slot-mapping) */
 } npy_dtype;
 
 #define NPY_MAX_DIMS 8

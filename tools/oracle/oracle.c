@@ -114,8 +114,29 @@ uint8_t attn_oracle_fp8_quantize(int32_t dtype, double x)
 
 /* ---- the reference forward --------------------------------------------- */
 
+/* Element index of (block, token of the page, KV head) in the K (v = 0) or V
+ * cache, by the args' strides (0 = the contiguous layout's; written out here
+ * on its own so the oracle does not share the backends' stride code). */
+static int64_t cache_row_index(const attn_forward_args *a, int v, int64_t block, int32_t token,
+                               int32_t head, int32_t page, int32_t hkv, int32_t dim)
+{
+    int64_t sb = v ? a->v_stride_block : a->k_stride_block;
+    int64_t st = v ? a->v_stride_token : a->k_stride_token;
+    int64_t sh = v ? a->v_stride_head : a->k_stride_head;
+    if (a->struct_size < offsetof(attn_forward_args, v_stride_head) + sizeof(int64_t))
+        sb = st = sh = 0;
+    return block * (sb ? sb : (int64_t)page * hkv * dim) + token * (st ? st : (int64_t)hkv * dim) +
+           head * (sh ? sh : dim);
+}
+
 int attn_oracle_forward(const attn_shape *shape, const attn_forward_args *args, double *out,
                         char *err, size_t err_size)
+{
+    return attn_oracle_forward_lse(shape, args, out, NULL, err, err_size);
+}
+
+int attn_oracle_forward_lse(const attn_shape *shape, const attn_forward_args *args, double *out,
+                            double *lse, char *err, size_t err_size)
 {
     const int32_t hq = shape->num_q_heads;
     const int32_t hkv = shape->num_kv_heads ? shape->num_kv_heads : hq;
@@ -152,18 +173,15 @@ int attn_oracle_forward(const attn_shape *shape, const attn_forward_args *args, 
         }
         for (int32_t j = 0; j < kv_len; j++) {
             int64_t block = args->block_table[(int64_t)s * args->block_table_stride + j / page];
-            int64_t slot = block * page + j % page;
             for (int32_t h = 0; h < hkv; h++) {
+                int64_t k_row = cache_row_index(args, 0, block, j % page, h, page, hkv, d);
+                int64_t v_row = cache_row_index(args, 1, block, j % page, h, page, hkv, dv);
                 for (int32_t i = 0; i < d; i++)
                     keys[((int64_t)j * hkv + h) * d + i] =
-                        attn_oracle_decode(shape->kv_dtype, args->k_cache,
-                                           (slot * hkv + h) * d + i) *
-                        k_descale;
+                        attn_oracle_decode(shape->kv_dtype, args->k_cache, k_row + i) * k_descale;
                 for (int32_t i = 0; i < dv; i++)
                     values[((int64_t)j * hkv + h) * dv + i] =
-                        attn_oracle_decode(shape->kv_dtype, args->v_cache,
-                                           (slot * hkv + h) * dv + i) *
-                        v_descale;
+                        attn_oracle_decode(shape->kv_dtype, args->v_cache, v_row + i) * v_descale;
             }
         }
         for (int32_t t = 0; t < q_len; t++) {
@@ -218,6 +236,8 @@ int attn_oracle_forward(const attn_shape *shape, const attn_forward_args *args, 
                 double *o = out + (token * hq + h) * dv;
                 for (int32_t i = 0; i < dv; i++)
                     o[i] = 0;
+                if (lse)
+                    lse[token * hq + h] = -INFINITY;
                 if (max == -INFINITY)
                     continue; /* no visible key and no sink: zeros */
                 double denominator = has_sink ? exp(sink - max) : 0.0;
@@ -231,6 +251,8 @@ int attn_oracle_forward(const attn_shape *shape, const attn_forward_args *args, 
                 }
                 for (int32_t i = 0; i < dv; i++)
                     o[i] /= denominator;
+                if (lse)
+                    lse[token * hq + h] = max + log(denominator);
             }
         }
         free(keys);
@@ -260,13 +282,15 @@ void attn_oracle_compare(const attn_shape *shape, const attn_forward_args *args,
         for (int32_t j = 0; j < args->seqused_k[s]; j++) {
             int64_t block =
                 args->block_table[(int64_t)s * args->block_table_stride + j / shape->page_size];
-            int64_t slot = block * shape->page_size + j % shape->page_size;
-            for (int64_t i = 0; i < (int64_t)hkv * dv; i++) {
-                double v =
-                    fabs(attn_oracle_decode(shape->kv_dtype, args->v_cache, slot * hkv * dv + i) *
-                         (fp8_kv ? args->v_descale : 1.0));
-                if (v > e->value_scale)
-                    e->value_scale = v;
+            for (int32_t h = 0; h < hkv; h++) {
+                int64_t row = cache_row_index(args, 1, block, j % shape->page_size, h,
+                                              shape->page_size, hkv, dv);
+                for (int32_t i = 0; i < dv; i++) {
+                    double v = fabs(attn_oracle_decode(shape->kv_dtype, args->v_cache, row + i) *
+                                    (fp8_kv ? args->v_descale : 1.0));
+                    if (v > e->value_scale)
+                        e->value_scale = v;
+                }
             }
         }
     }

@@ -46,6 +46,11 @@ uint8_t attn_oracle_fp8_quantize(int32_t dtype, double x);
  * (inconsistent arguments, out of memory). */
 int attn_oracle_forward(const attn_shape *shape, const attn_forward_args *args, double *out,
                         char *err, size_t err_size);
+/* The same, and (lse not NULL) each row's log-sum-exp into lse[token][q_head]
+ * (num_tokens x num_q_heads): ln of the softmax denominator in the scores'
+ * units, the sink included, -inf for a row with nothing in it. */
+int attn_oracle_forward_lse(const attn_shape *shape, const attn_forward_args *args, double *out,
+                            double *lse, char *err, size_t err_size);
 
 /* ---- comparing a backend's output with the oracle --------------------- */
 

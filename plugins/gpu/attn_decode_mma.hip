@@ -93,9 +93,8 @@
 #define DMMA_TARGET_PER_CU 6
 static std::atomic<int> dmma_carveout_tuned{0};
 static std::atomic<int> dmma_target_tuned{0};
-static int dmma_carveout_percent(bool kv8)
+static int dmma_carveout_percent(void)
 {
-    (void)kv8; /* one carveout for both caches, measured best for both */
     const int t = dmma_carveout_tuned.load(std::memory_order_relaxed);
     return t > 0 ? t : DMMA_CARVEOUT_PERCENT;
 }
@@ -623,7 +622,7 @@ static hipError_t launch_dmma_t(const attn_kparams *p, hipStream_t stream)
 {
     constexpr int smem = dmma_plan<D, KV8>::SMEM;
     hipError_t e = attn_func_opt_in((const void *)attn_decode_mma_kernel<D, BF16Q, KV8>, smem,
-                                    dmma_carveout_percent(KV8));
+                                    dmma_carveout_percent());
     if (e != hipSuccess)
         return e;
     /* KV heads vary fastest: the programs of one sequence start together
@@ -655,7 +654,7 @@ static hipError_t launch_dmma_d(const attn_kparams *p, hipStream_t stream)
 int attn_decode_mma_programs_per_cu(int d, int kv8)
 {
     static const int configs_kb[] = {0, 8, 16, 32, 64, 100, 132, 164, 196, 228};
-    const int want_kb = (228 * dmma_carveout_percent(kv8 != 0) + 99) / 100;
+    const int want_kb = (228 * dmma_carveout_percent() + 99) / 100;
     int kb = 228;
     for (int c : configs_kb)
         if (c >= want_kb) {

@@ -501,7 +501,7 @@ static int decode_uses_mma(const gpu_attn_ctx *c)
  * waiting out its own instruction latencies, so what matters is that every
  * multiprocessor holds many at once; beyond that more segments only add
  * partials and per-program start-up (measured: 2 and 4 waves were slower
- * than 1 at every batch of 8 or more, and aiming at 6 of the 8-10 programs
+ * than 1 at every batch of 8 or more, and aiming at 6 of the 8 programs
  * a CU holds beat aiming at all of them: the grid then ends in fewer,
  * longer programs).
  * Split the key range until the grid reaches DMMA target programs per CU

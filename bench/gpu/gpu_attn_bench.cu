@@ -89,6 +89,10 @@ struct Result {
 
 static hipStream_t stream;
 static double copy_gbs = 0;
+/* The next run_batch's cache layout and LSE output: 0 the contiguous
+ * [blocks, page, Hkv, D], 2 HND [blocks, Hkv, page, D] (by strides); lse: the
+ * log-sum-exp written too (the partials' path). */
+static int g_layout = 0, g_lse = 0;
 
 /* Median time of one call of `fn`, graph-captured `per_graph` times. */
 template <class F>
@@ -259,6 +263,7 @@ static Result run_batch(const char *family, gpu_attn_kernel kernel, int hq, int 
     sh.max_kv_len = kv_len;
     sh.causal = 1;
     sh.window_left = sh.window_right = -1;
+    sh.return_lse = g_lse;
     gpu_attn_ctx *ctx;
     char err[256];
     sh.arch[0] = 0; /* whatever the device is */
@@ -299,6 +304,16 @@ static Result run_batch(const char *family, gpu_attn_kernel kernel, int hq, int 
     a.workspace = dws;
     a.workspace_size = ws;
     a.stream = stream;
+    float *dlse = NULL;
+    if (g_lse) {
+        CHECK_HIP(hipMalloc((void **)&dlse, (size_t)T * hq * sizeof(float)));
+        a.lse = dlse;
+    }
+    if (g_layout == 2) { /* HND: a page of one head is contiguous */
+        a.k_stride_block = a.v_stride_block = (int64_t)hkv * page * D;
+        a.k_stride_token = a.v_stride_token = D;
+        a.k_stride_head = a.v_stride_head = (int64_t)page * D;
+    }
     bool graph;
     double us = time_calls(
         [&](int i) {
@@ -347,6 +362,97 @@ static Result run_batch(const char *family, gpu_attn_kernel kernel, int hq, int 
     hipFree(dout);
     if (dws)
         hipFree(dws);
+    if (dlse)
+        hipFree(dlse);
+    return r;
+}
+
+/* KV append (gpu_attn_append_kv): T new tokens of 8 KV heads x D 128, bf16
+ * rows, into random slots of a bf16 or fp8 cache; bytes = rows read + cache
+ * written. */
+static Result run_append(int T, int kv_dtype, uint8_t *cache_k, uint8_t *cache_v,
+                         size_t cache_bytes)
+{
+    const int hkv = 8, D = 128, page = 16;
+    const size_t kvb = kv_dtype == ATTN_DTYPE_BF16 ? 2 : 1;
+    const int nblocks = (int)(cache_bytes / ((size_t)page * hkv * D * kvb));
+    std::vector<int64_t> slots(T);
+    uint64_t x = 99;
+    for (int t = 0; t < T; t++) { /* distinct random slots: one per block */
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        slots[t] = (int64_t)((x >> 33) % (uint64_t)(nblocks / T)) * T * page + (int64_t)t * page %
+                   ((int64_t)nblocks * page);
+    }
+    void *dk, *dv, *ds;
+    CHECK_HIP(hipMalloc(&dk, (size_t)T * hkv * D * 2));
+    CHECK_HIP(hipMalloc(&dv, (size_t)T * hkv * D * 2));
+    CHECK_HIP(hipMalloc(&ds, (size_t)T * 8));
+    CHECK_HIP(hipMemcpy(ds, slots.data(), (size_t)T * 8, hipMemcpyHostToDevice));
+    fill_kernel<<<1024, 256, 0, stream>>>((uint8_t *)dk, (size_t)T * hkv * D * 2, 0, 21);
+    fill_kernel<<<1024, 256, 0, stream>>>((uint8_t *)dv, (size_t)T * hkv * D * 2, 0, 23);
+    attn_shape sh;
+    memset(&sh, 0, sizeof sh);
+    sh.struct_size = sizeof sh;
+    sh.num_q_heads = 32;
+    sh.num_kv_heads = hkv;
+    sh.head_dim = sh.head_dim_v = D;
+    sh.q_dtype = sh.compute_dtype = sh.out_dtype = ATTN_DTYPE_BF16;
+    sh.kv_dtype = kv_dtype;
+    sh.page_size = page;
+    sh.max_q_len = 1;
+    sh.max_kv_len = 16384;
+    sh.causal = 1;
+    sh.window_left = sh.window_right = -1;
+    gpu_attn_ctx *ctx;
+    char err[256];
+    if (gpu_attn_create(GPU_ATTN_KERNEL_GENERIC, &sh, &ctx, err, sizeof err) != ATTN_OK) {
+        fprintf(stderr, "create: %s\n", err);
+        exit(1);
+    }
+    attn_append_args a;
+    memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.num_tokens = T;
+    a.src_dtype = ATTN_DTYPE_BF16;
+    a.k = dk;
+    a.v = dv;
+    a.slot_mapping = (const int64_t *)ds;
+    a.k_cache = cache_k;
+    a.v_cache = cache_v;
+    a.num_blocks = nblocks;
+    a.k_scale = a.v_scale = 0.5f;
+    a.stream = stream;
+    bool graph;
+    double us = time_calls(
+        [&](int) {
+            if (gpu_attn_append_kv(ctx, &a, err, sizeof err) != ATTN_OK) {
+                fprintf(stderr, "append: %s\n", err);
+                exit(1);
+            }
+        },
+        20, &graph);
+    CHECK_HIP(hipDeviceSynchronize());
+    Result r;
+    r.family = "append";
+    r.kernel = 0;
+    r.q_len = 1;
+    r.kv_len = 0;
+    r.batch = T;
+    r.nseg = 0;
+    r.sets = 1;
+    r.us = us;
+    r.hq = 32;
+    r.hkv = hkv;
+    r.d = D;
+    r.label = kv_dtype == ATTN_DTYPE_BF16 ? "bf16" : "fp8_e4m3fn";
+    r.bytes = (double)T * hkv * D * 2 * (2 + kvb);
+    r.gbs = r.bytes / (us * 1e-6) / 1e9;
+    r.frac = r.gbs / copy_gbs;
+    r.tflops = 0;
+    gpu_attn_destroy(ctx);
+    hipFree(dk);
+    hipFree(dv);
+    hipFree(ds);
     return r;
 }
 
@@ -500,6 +606,26 @@ int main(int argc, char **argv)
                 res.push_back(run_one("decode", GPU_ATTN_KERNEL_GENERIC, 32, 8, 128, ATTN_DTYPE_BF16,
                                   1, kv, b, ck, cv, cache_bytes));
 
+    /* The same decode over an HND cache (by strides) and with the
+     * log-sum-exp output, a few rows. */
+    for (int kv : {4096, 16384})
+        for (int b : {1, 32, 64})
+            if (!mtp_only && !prefill_only) {
+                g_layout = 2;
+                res.push_back(run_one("decode-hnd", GPU_ATTN_KERNEL_GENERIC, 32, 8, 128,
+                                      ATTN_DTYPE_BF16, 1, kv, b, ck, cv, cache_bytes));
+                g_layout = 0;
+                g_lse = 1;
+                res.push_back(run_one("decode-lse", GPU_ATTN_KERNEL_GENERIC, 32, 8, 128,
+                                      ATTN_DTYPE_BF16, 1, kv, b, ck, cv, cache_bytes));
+                g_lse = 0;
+            }
+    /* KV append into bf16 and fp8 caches. */
+    for (int kvd : {ATTN_DTYPE_BF16, ATTN_DTYPE_FP8_E4M3FN})
+        for (int t : {64, 1024, 4096, 16384, 65536})
+            if (!mtp_only && !prefill_only)
+                res.push_back(run_append(t, kvd, ck, cv, cache_bytes));
+
     if (!mtp_only && !decode_only)
         run_prefill_families(res, ck, cv, cache_bytes);
 
@@ -568,6 +694,27 @@ int main(int argc, char **argv)
             printf("| %d | %d | %.2f | %.1f | %.0f | %.1f | %d | %.1f | %.2f |\n", r.kv_len, r.batch,
                    r.bytes / 1e6, r.us, r.gbs, 100 * r.frac, r.nseg, b16, b16 > 0 ? b16 / r.us : 0.0);
         }
+        printf("\nbf16 decode over an HND cache (strides) and with the log-sum-exp output; "
+               "contiguous us: the plain decode row of the same shape\n");
+        printf("| variant | kv_len | batch | us | GB/s | nseg | contiguous us | ratio |\n"
+               "|---|---|---|---|---|---|---|---|\n");
+        for (const Result &r : res) {
+            if (r.family != "decode-hnd" && r.family != "decode-lse")
+                continue;
+            double b16 = 0;
+            for (const Result &o : res)
+                if (o.family == "decode" && o.kv_len == r.kv_len && o.batch == r.batch)
+                    b16 = o.us;
+            printf("| %s | %d | %d | %.1f | %.0f | %d | %.1f | %.2f |\n", r.family.c_str() + 7,
+                   r.kv_len, r.batch, r.us, r.gbs, r.nseg, b16, b16 > 0 ? r.us / b16 : 0.0);
+        }
+        printf("\nKV append: 8 KV heads x D 128, bf16 rows into random slots (bytes: rows read + "
+               "cache written; copy %.0f GB/s)\n", copy_gbs);
+        printf("| cache | tokens | MB | us | GB/s | %% copy |\n|---|---|---|---|---|---|\n");
+        for (const Result &r : res)
+            if (r.family == "append")
+                printf("| %s | %d | %.2f | %.1f | %.0f | %.1f |\n", r.label.c_str(), r.batch,
+                       r.bytes / 1e6, r.us, r.gbs, 100 * r.frac);
     }
     if (argc > 1) {
         FILE *f = fopen(argv[1], "w");

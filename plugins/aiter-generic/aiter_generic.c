@@ -253,14 +253,6 @@ static attn_status aiter_generic_describe_plan(const attn_plugin_context *ctx,
     return attn_plan_describe(attn_plan_generic, shape, plan);
 }
 
-/* The kernels write no log-sum-exp output (yet): refused with a reason. */
-static int aiter_generic_check_lse(const attn_plugin_context *ctx, const attn_shape *shape,
-                                   attn_verdict *verdict)
-{
-    (void)ctx;
-    return attn_pred_refuse_lse(verdict, shape, AITER_GENERIC_NAME);
-}
-
 /* Causal and non-causal masking, sliding windows, softcap and sinks are all
  * handled by the kernels, so there is no predicate for them: a predicate
  * that always accepts would only add noise to `attnreg explain`. */
@@ -278,69 +270,24 @@ static const attn_predicate aiter_generic_predicates[] = {
     {"page_size", aiter_generic_check_page_size},
     {"q_len", aiter_generic_check_q_len},
     {"kv_len", aiter_generic_check_kv_len},
-    {"lse", aiter_generic_check_lse},
     {"launch_plan", aiter_generic_check_launch_plan},
 };
 
-/* ---- backend: create / workspace_size / forward / destroy --------------
- * Two builds share the predicates above. With ATTNREG_HAVE_GPU_KERNELS the
- * kernel sources (compiled by the GPU build, C linkage, hidden visibility)
- * provide the entry points declared below; without it, the plugin holds no
- * code for any arch and every entry point says so. */
-#ifdef ATTNREG_HAVE_GPU_KERNELS
-
-/* NULL-terminated list of the archs the kernel build compiled for. */
-extern const char *const aiter_generic_kernel_archs[];
-attn_status aiter_generic_kernels_create(const attn_plugin_context *ctx, const attn_shape *shape,
-                                         void **backend, char *err, size_t err_size);
-attn_status aiter_generic_kernels_workspace_size(void *backend, const attn_batch_limits *limits,
-                                                 size_t *bytes);
-attn_status aiter_generic_kernels_forward(void *backend, const attn_forward_args *args, char *err,
-                                          size_t err_size);
-void aiter_generic_kernels_destroy(void *backend);
-attn_status aiter_generic_kernels_probe_devices(const attn_plugin_context *ctx,
-                                                attn_device_info *devices, uint32_t capacity,
-                                                uint32_t *count, char *err, size_t err_size);
-
-#define AITER_GENERIC_BUILT_ARCHS aiter_generic_kernel_archs
-#define AITER_GENERIC_CREATE aiter_generic_kernels_create
-#define AITER_GENERIC_WORKSPACE_SIZE aiter_generic_kernels_workspace_size
-#define AITER_GENERIC_FORWARD aiter_generic_kernels_forward
-#define AITER_GENERIC_DESTROY aiter_generic_kernels_destroy
-#define AITER_GENERIC_PROBE_DEVICES aiter_generic_kernels_probe_devices
-
-#else /* !ATTNREG_HAVE_GPU_KERNELS */
-
-#define ATTN_NO_KERNELS_PLUGIN_NAME AITER_GENERIC_NAME
-#include "attn_no_kernels.h"
-
-#define AITER_GENERIC_BUILT_ARCHS attn_no_kernels_archs
-#define AITER_GENERIC_CREATE attn_no_kernels_create
-#define AITER_GENERIC_WORKSPACE_SIZE attn_no_kernels_workspace_size
-#define AITER_GENERIC_FORWARD attn_no_kernels_forward
-#define AITER_GENERIC_DESTROY attn_no_kernels_destroy
-#define AITER_GENERIC_PROBE_DEVICES attn_no_kernels_probe_devices
-
-#endif /* ATTNREG_HAVE_GPU_KERNELS */
-
-/* The forward entry: the kernels take contiguous K/V caches only and write
- * no log-sum-exp, so K/V strides and an lse array (ABI 1.3) are refused
- * here with a sentence before any launch. */
-static attn_status aiter_generic_forward(void *backend, const attn_forward_args *args, char *err,
-                                         size_t err_size)
-{
-    attn_status st = attn_pred_refuse_forward_extras(AITER_GENERIC_NAME, args, err, err_size);
-    return st != ATTN_OK ? st : AITER_GENERIC_FORWARD(backend, args, err, err_size);
-}
+/* ---- backend: the kernel library's entry points ------------------------
+ * attn_gpu_entry.h declares them: the kernel library's with GPU kernels,
+ * attn_no_kernels.h's ("built without GPU kernels") without. */
+#define ATTN_GPU_ENTRY_PLUGIN_NAME AITER_GENERIC_NAME
+#include "attn_gpu_entry.h"
 
 ATTN_PLUGIN_DEFINE(.name = AITER_GENERIC_NAME, .version = "0.1.0",
                    .description = "paged unified attention for any MHA/GQA/MQA ratio (2D and "
                                   "split-KV 3D kernels)",
-                   .built_archs = AITER_GENERIC_BUILT_ARCHS, .predicates = aiter_generic_predicates,
+                   .built_archs = attn_gpu_kernel_archs, .predicates = aiter_generic_predicates,
                    .num_predicates = ATTN_PRED_COUNT(aiter_generic_predicates),
-                   .create = AITER_GENERIC_CREATE, .workspace_size = AITER_GENERIC_WORKSPACE_SIZE,
-                   .forward = aiter_generic_forward, .destroy = AITER_GENERIC_DESTROY,
-                   .probe_devices = AITER_GENERIC_PROBE_DEVICES, .graph_capturable = 1,
+                   .create = attn_gpu_generic_create, .workspace_size = attn_gpu_workspace_size,
+                   .forward = attn_gpu_forward, .destroy = attn_gpu_destroy,
+                   .probe_devices = attn_gpu_probe_devices, .graph_capturable = 1,
                    .describe_plan = aiter_generic_describe_plan,
                    .arch_limits = attn_gpu_arch_limits,
-                   .num_arch_limits = (uint32_t)ATTN_GPU_ARCH_LIMITS_COUNT)
+                   .num_arch_limits = (uint32_t)ATTN_GPU_ARCH_LIMITS_COUNT,
+                   .forward_features = ATTN_GPU_FORWARD_FEATURES, .append_kv = attn_gpu_append_kv)

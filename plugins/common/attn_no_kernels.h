@@ -5,9 +5,11 @@
  * loads, answers its predicates and so takes part in planning; everything
  * that would need a kernel says so with ATTN_ERR_NO_KERNELS.
  *
- * Define ATTN_NO_KERNELS_PLUGIN_NAME (a string literal) before including it;
- * it defines static functions attn_no_kernels_* and the empty arch list
- * attn_no_kernels_archs, for the plugin's descriptor.
+ * Included by attn_gpu_entry.h in a build without kernels: it defines, as
+ * static functions, the attn_gpu_* entry points the kernel library provides
+ * otherwise (and the empty arch list attn_gpu_kernel_archs), so a plugin's
+ * descriptor names the same symbols in both builds. Define
+ * ATTN_NO_KERNELS_PLUGIN_NAME (a string literal) before including it.
  */
 #ifndef ATTN_NO_KERNELS_H
 #define ATTN_NO_KERNELS_H
@@ -22,7 +24,7 @@
 #define ATTN_NO_KERNELS_SENTENCE ATTN_NO_KERNELS_PLUGIN_NAME ": built without GPU kernels"
 
 /* Empty: the binary holds code for no arch. */
-static const char *const attn_no_kernels_archs[] = {NULL};
+static const char *const attn_gpu_kernel_archs[] = {NULL};
 
 static attn_status attn_no_kernels_create(const attn_plugin_context *ctx, const attn_shape *shape,
                                           void **backend, char *err, size_t err_size)
@@ -34,9 +36,12 @@ static attn_status attn_no_kernels_create(const attn_plugin_context *ctx, const 
     attn_pred_set_error(err, err_size, ATTN_NO_KERNELS_SENTENCE);
     return ATTN_ERR_NO_KERNELS;
 }
+/* Each plugin names one of the two (the other is unused there). */
+#define attn_gpu_generic_create attn_no_kernels_create
+#define attn_gpu_mtp_create attn_no_kernels_create
 
-static attn_status attn_no_kernels_workspace_size(void *backend, const attn_batch_limits *limits,
-                                                  size_t *bytes)
+static attn_status attn_gpu_workspace_size(void *backend, const attn_batch_limits *limits,
+                                           size_t *bytes)
 {
     (void)backend;
     (void)limits;
@@ -45,8 +50,8 @@ static attn_status attn_no_kernels_workspace_size(void *backend, const attn_batc
     return ATTN_ERR_NO_KERNELS;
 }
 
-static attn_status attn_no_kernels_forward(void *backend, const attn_forward_args *args, char *err,
-                                           size_t err_size)
+static attn_status attn_gpu_forward(void *backend, const attn_forward_args *args, char *err,
+                                    size_t err_size)
 {
     (void)backend;
     (void)args;
@@ -55,16 +60,16 @@ static attn_status attn_no_kernels_forward(void *backend, const attn_forward_arg
 }
 
 /* create never succeeds, so there is never a backend object to free. */
-static void attn_no_kernels_destroy(void *backend)
+static void attn_gpu_destroy(void *backend)
 {
     (void)backend;
 }
 
 /* No GPU runtime is linked in, so there is nothing to ask for devices; say
  * why rather than leave the probe out, which would read as an old plugin. */
-static attn_status attn_no_kernels_probe_devices(const attn_plugin_context *ctx,
-                                                 attn_device_info *devices, uint32_t capacity,
-                                                 uint32_t *count, char *err, size_t err_size)
+static attn_status attn_gpu_probe_devices(const attn_plugin_context *ctx, attn_device_info *devices,
+                                          uint32_t capacity, uint32_t *count, char *err,
+                                          size_t err_size)
 {
     (void)ctx;
     (void)devices;
@@ -73,6 +78,15 @@ static attn_status attn_no_kernels_probe_devices(const attn_plugin_context *ctx,
         *count = 0;
     attn_pred_set_error(err, err_size, ATTN_NO_KERNELS_SENTENCE);
     return ATTN_ERR_NO_DEVICE;
+}
+
+static attn_status attn_gpu_append_kv(void *backend, const attn_append_args *args, char *err,
+                                      size_t err_size)
+{
+    (void)backend;
+    (void)args;
+    attn_pred_set_error(err, err_size, ATTN_NO_KERNELS_SENTENCE);
+    return ATTN_ERR_NO_KERNELS;
 }
 
 #endif /* ATTN_NO_KERNELS_H */

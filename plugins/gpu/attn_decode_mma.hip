@@ -237,8 +237,7 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
      * tile lies in one page: one block-table entry per tile, and the tile's
      * rows sit at a fixed stride, so a copy costs an add, not a lookup and a
      * 64-bit multiply. */
-    constexpr int EB = KV8 ? 1 : 2; /* bytes per cache element */
-    const int64_t row_stride = (int64_t)p.hkv * (D * EB); /* bytes between keys of a page */
+    const int64_t row_stride = p.kv_stride_token; /* bytes between keys of a page */
 
     /* Lane l holds the block of tile t_lo + 32 w + l for the current window
      * w of 32 tiles, and the next window is read when the current one comes
@@ -268,7 +267,8 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
         const int kb = tile * DMMA_TILE;
         const bool full = kb >= klo && kb + DMMA_TILE <= khi;
         const int inpage = pow2page ? kb & (p.page - 1) : kb % p.page;
-        const int64_t base = (((int64_t)blk * p.page + inpage) * p.hkv + kvh) * (D * EB);
+        const int64_t base =
+            (int64_t)blk * p.kv_stride_block + inpage * row_stride + kvh * p.kv_stride_head;
         if constexpr (KV8) {
             /* raw rows of D bytes, packed: lane-chunk idx lands at idx * 16 */
             uint8_t *Kr = raw0 + st * plan::RAW_STAGE;
@@ -582,7 +582,7 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
             continue;
         const int head = kvh * p.group + hg;
         const float M = half ? m1 : m0, Ls = half ? l1 : l0;
-        if (p.nseg == 1) {
+        if (!p.partials) {
             float f = 1.f, denom = Ls;
             if (p.sinks) {
                 const float sk = p.sinks[head] * ATTN_LOG2E;
@@ -632,7 +632,7 @@ static hipError_t launch_dmma_t(const attn_kparams *p, hipStream_t stream)
     dim3 grid(p->hkv * p->head_splits, p->num_seqs, p->nseg);
     attn_decode_mma_kernel<D, BF16Q, KV8><<<grid, 32, smem, stream>>>(*p);
     e = hipGetLastError();
-    if (e != hipSuccess || p->nseg == 1)
+    if (e != hipSuccess || !p->partials)
         return e;
     return attn_launch_reduce(p, p->nseg, stream);
 }

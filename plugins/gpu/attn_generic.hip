@@ -220,9 +220,10 @@ __global__ void __launch_bounds__(GEN_WARPS * 32)
                     blk = bt[key / p.page];
                     off = key % p.page;
                 }
-                const int64_t row = (blk * p.page + off) * p.hkv + kvh;
-                src = c < kc16 ? (const uint8_t *)p.k_cache + (row * (D * kvb) + c * 16)
-                               : (const uint8_t *)p.v_cache + (row * (D * kvb) + (c - kc16) * 16);
+                const int64_t row =
+                    blk * p.kv_stride_block + off * p.kv_stride_token + kvh * p.kv_stride_head;
+                src = c < kc16 ? (const uint8_t *)p.k_cache + (row + c * 16)
+                               : (const uint8_t *)p.v_cache + (row + (c - kc16) * 16);
             }
             attn_cp_async16(dst + j * rowbytes + c * 16, src, ok);
         }
@@ -362,7 +363,7 @@ __global__ void __launch_bounds__(GEN_WARPS * 32)
             continue;
         float lsum = warp_sum32(l[i]);
         int token = q0 + row_tok[i], head = row_head[i];
-        if (p.nseg == 1) {
+        if (!p.partials) {
             float mm = m[i], denom = lsum;
             float f = 1.f;
             if (p.sinks) {
@@ -455,8 +456,14 @@ __global__ void __launch_bounds__(128) attn_reduce_kernel(const attn_kparams p, 
                 weight[sg] = w;
         }
         float denom = warp_sum32(part) + (p.sinks ? exp2f(sk - mu) : 0.f);
-        if (lane == 0)
+        if (lane == 0) {
             scale = denom > 0.f ? p.v_scale / denom : 0.f;
+            /* ln of the row's denominator in the scores' own units (the
+             * partials' max is in log2 units of the scaled score) */
+            if (p.lse)
+                p.lse[(int64_t)token * p.lse_stride_token + (int64_t)head * p.lse_stride_head] =
+                    denom > 0.f ? (mu + log2f(denom)) * ATTN_LN2 : -INFINITY;
+        }
     }
     __syncthreads();
     const float inv = scale;
@@ -499,7 +506,7 @@ static hipError_t launch_generic_t(const attn_kparams *p, hipStream_t stream)
     dim3 grid(p->num_tokens / p->block_q + p->num_seqs, p->hkv * p->head_splits, p->nseg);
     attn_generic_kernel<ROWS, D, KVB, RAWKV><<<grid, GEN_WARPS * 32, smem, stream>>>(*p);
     e = hipGetLastError();
-    if (e != hipSuccess || p->nseg == 1)
+    if (e != hipSuccess || !p->partials)
         return e;
     return attn_launch_reduce(p, p->nseg, stream);
 }
@@ -743,14 +750,15 @@ __global__ void __launch_bounds__(DEC_WARPS * 32, DEC_MIN_BLOCKS(D, GT))
             int64_t row = 0;
             if (ok) {
                 const int off = pow2page ? key & (p.page - 1) : key % p.page;
-                row = ((int64_t)nblk[u] * p.page + off) * p.hkv + kvh;
+                row = (int64_t)nblk[u] * p.kv_stride_block + off * p.kv_stride_token +
+                      kvh * p.kv_stride_head;
             }
 #pragma unroll
             for (int c = 0; c < C; c++) {
                 const int ch = gl + c * L;
                 if (ok && (NCH % L == 0 || ch < NCH)) {
-                    dec_load<KVB>(kc + row * (D * KVB) + ch * 8 * KVB, kw[u][c]);
-                    dec_load<KVB>(vc + row * (D * KVB) + ch * 8 * KVB, vw[u][c]);
+                    dec_load<KVB>(kc + row + ch * 8 * KVB, kw[u][c]);
+                    dec_load<KVB>(vc + row + ch * 8 * KVB, vw[u][c]);
                 } else {
                     /* Zero words: the key's probability is 0 and 0 x 0 stays 0. */
 #pragma unroll
@@ -897,7 +905,7 @@ __global__ void __launch_bounds__(DEC_WARPS * 32, DEC_MIN_BLOCKS(D, GT))
                 A = fmaf(sm_acc[w][h][dd], f, A);
             }
         }
-        if (p.nseg == 1) {
+        if (!p.partials) {
             float f = 1.f, denom = Ls;
             if (p.sinks) {
                 const float sk = p.sinks[head] * ATTN_LOG2E;
@@ -933,7 +941,7 @@ static hipError_t launch_decode_t(const attn_kparams *p, hipStream_t stream)
     dim3 grid(p->num_seqs, p->hkv * p->head_splits, p->nseg);
     attn_decode_kernel<D, KVB, GT><<<grid, DEC_WARPS * 32, 0, stream>>>(*p);
     hipError_t e = hipGetLastError();
-    if (e != hipSuccess || p->nseg == 1)
+    if (e != hipSuccess || !p->partials)
         return e;
     return attn_launch_reduce(p, p->nseg, stream);
 }

@@ -253,10 +253,10 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
      * the key's slot in its page (rounds 0, 1 read page b0, rounds 2, 3 page
      * b1), and the source offset is blk * page_bytes plus one of two
      * per-thread constants. */
-    const int64_t page_bytes = (int64_t)MTP_PAGE * p.hkv * MTP_D;
+    const int64_t page_bytes = p.kv_stride_block;
     const int ckl = tid >> 4, ccc = tid & 15;
-    const int64_t slot_off0 = ((int64_t)ckl * p.hkv + kvh) * MTP_D + ccc * 16;
-    const int64_t slot_off1 = slot_off0 + (int64_t)8 * p.hkv * MTP_D;
+    const int64_t slot_off0 = ckl * p.kv_stride_token + kvh * p.kv_stride_head + ccc * 16;
+    const int64_t slot_off1 = slot_off0 + 8 * p.kv_stride_token;
     const int cdst = ckl * MTP_D + ((ccc ^ ckl) << 4); /* ckl = kl & 7 */
     auto load_tile = [&](int it, int st, int b0, int b1) {
         uint8_t *Ks = stage0 + st * L::STAGE;
@@ -698,6 +698,7 @@ hipError_t attn_launch_mtp(const attn_kparams *p, int max_seqlen_q, int nseg, hi
     hipError_t e;
     attn_kparams q = *p;
     q.nseg = nseg;
+    q.partials = 1; /* the MTP kernel always writes partials */
 #if defined(ATTN_PLATFORM_CUDA)
     /* p->mtp_wgmma: 1 = the warpgroup kernel for every q_len, 2 = for
      * q_len 3-4 only (the launcher's choice, see gpu_attn.hip). */
@@ -716,6 +717,7 @@ hipError_t attn_launch_mtp(const attn_kparams *p, int max_seqlen_q, int nseg, hi
     q.block_q = 4;
     q.heads_per_tile = MTP_GROUP;
     q.head_splits = 1;
+    q.partials = nseg > 1 || q.lse; /* the generic kernel writes out itself at one segment */
     (void)max_seqlen_q;
     e = attn_launch_generic(&q, 4, stream, 16);
     return e;

@@ -171,8 +171,8 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
         /* ---- producer ---- */
         attn_regs_release<C::PRODUCER_REGS>();
         const int32_t *bt = p.block_table + (int64_t)s * p.bt_stride;
-        const int64_t row_bytes = (int64_t)p.hkv * D * 2; /* one slot of the cache */
-        const int64_t head_bytes = (int64_t)kvh * D * 2;
+        const int64_t row_bytes = p.kv_stride_token; /* one slot of the cache */
+        const int64_t head_bytes = kvh * p.kv_stride_head;
         const int pshift = p.page_shift, pmask = p.page - 1;
         constexpr int NB = DP / 64;
         const int lr = tid >> 3, c8 = tid & 7;
@@ -183,7 +183,7 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
             if (key >= K)
                 return -1;
             const int blk = pshift >= 0 ? bt[key >> pshift] : bt[key / p.page];
-            return blk * p.page + (pshift >= 0 ? key & pmask : key % p.page);
+            return blk * p.kv_block_slots + (pshift >= 0 ? key & pmask : key % p.page);
         };
         /* The tile's cache slots, one key per thread (one coalesced read of
          * the block table, issued a tile ahead so that its latency hides
@@ -251,7 +251,7 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
              * raw copies of tile it + 1 are in flight while tile it is
              * converted (two raw stages; with one, they start after it).
              * (Partly unrolled, as above, for the producer's registers.) */
-            const int64_t row8 = (int64_t)p.hkv * D, head8 = (int64_t)kvh * D;
+            const int64_t row8 = p.kv_stride_token, head8 = kvh * p.kv_stride_head;
             const bool nuz = p.kv_dtype == ATTN_DTYPE_FP8_E4M3FNUZ;
             /* The padding columns of D 80 / 96 are never converted: zeros,
              * once, in every stage. */
@@ -629,7 +629,7 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
 
     const int head0 = kvh * p.group + hg0, head1 = kvh * p.group + hg1;
     const int token0 = q0 + t0 + tok0, token1 = q0 + t0 + tok1;
-    if (p.nseg == 1) {
+    if (!p.partials) {
         /* Normalise: the sink joins the denominator (log2 units), v_descale
          * scales the values. A row without visible keys writes zeros. */
         auto inverse = [&](float m, float l, int head) {
@@ -693,7 +693,7 @@ static hipError_t launch_prefill_t(const attn_kparams *p, hipStream_t stream)
     dim3 grid(p->num_tokens / p->block_q + p->num_seqs, p->hkv * p->head_splits, p->nseg);
     attn_prefill_kernel<D, BF16, SOFTCAP, KV8><<<grid, C::THREADS, C::SMEM, stream>>>(*p);
     e = hipGetLastError();
-    if (e != hipSuccess || p->nseg == 1)
+    if (e != hipSuccess || !p->partials)
         return e;
     return attn_launch_reduce(p, p->nseg, stream);
 }

@@ -18,7 +18,7 @@ cd "$root"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv 2>&1 | tee "$out/build.log"
 t0=$(date +%s)
 pids=()
-for f in gpu_attn attn_generic attn_decode_mma attn_mtp attn_prefill; do
+for f in gpu_attn attn_generic attn_decode_mma attn_mtp attn_prefill attn_append_merge; do
   $NVCC -x cu $FL -Xptxas -v -c plugins/gpu/$f.hip -o $b/$f.o > $b/$f.log 2>&1 &
   pids+=($!)
 done

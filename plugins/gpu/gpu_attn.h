@@ -15,8 +15,8 @@
  *   - gpu_attn_forward allocates nothing, synchronises nothing and launches
  *     on args->stream only, so it can be captured in a CUDA/HIP graph.
  *
- * The plugins reach the same code through the hooks they declare
- * (aiter_generic_kernels_* and aiter_mtp_kernels_*), defined in gpu_attn.hip.
+ * The plugins reach the same code through the descriptor-shaped entry points
+ * of plugins/common/attn_gpu_entry.h (attn_gpu_*), defined in gpu_attn.hip.
  */
 #ifndef ATTN_GPU_ATTN_H
 #define ATTN_GPU_ATTN_H
@@ -91,6 +91,22 @@ int gpu_attn_plan_segments(const gpu_attn_ctx *ctx, int num_tokens, int num_seqs
 
 /* Compute units of the context's device. */
 int gpu_attn_compute_units(const gpu_attn_ctx *ctx);
+
+/* The context's shape (the library's copy). */
+const attn_shape *gpu_attn_shape(const gpu_attn_ctx *ctx);
+
+/* The new tokens' K/V rows into the paged cache (attn_append_args: slots,
+ * strides, dtype conversion bit-identical to cpu-ref's append_kv), one
+ * launch on args->stream; slots < 0 (padding) or past num_blocks * page are
+ * skipped. Allocates and synchronises nothing (graph capturable). */
+attn_status gpu_attn_append_kv(gpu_attn_ctx *ctx, const attn_append_args *args, char *err,
+                               size_t err_size);
+
+/* attn_merge_states on device arrays, one launch on `stream`, the host
+ * merge's float math; head_dim a multiple of 8. */
+struct attn_merge_args;
+attn_status gpu_attn_merge_states(gpu_attn_ctx *ctx, const struct attn_merge_args *args,
+                                  void *stream, char *err, size_t err_size);
 
 #ifdef __cplusplus
 }

@@ -6,12 +6,17 @@
  * with ATTNREG_HAVE_GPU_KERNELS.
  */
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "attn_launch_plan.h"
 #include "attn_plugin.h"
+#ifndef ATTNREG_HAVE_GPU_KERNELS
+#define ATTNREG_HAVE_GPU_KERNELS 1 /* this file is the kernel library: its entry points */
+#endif
+#include "attn_gpu_entry.h"
 #include "gpu_attn.h"
 #include "gpu_attn_internal.h"
 
@@ -125,7 +130,7 @@ static attn_plan_features build_features(void)
     return attn_plan_build_features();
 }
 
-static void set_err(char *err, size_t n, const char *fmt, ...)
+void attn_set_err(char *err, size_t n, const char *fmt, ...)
 {
     if (!err || n == 0)
         return;
@@ -173,12 +178,12 @@ extern "C" attn_status gpu_attn_probe(attn_device_info *devices, uint32_t capaci
     if (e != hipSuccess) {
         /* No driver, no device, or a driver older than the runtime: the
          * runtime's own words are the useful ones. */
-        set_err(err, err_size, "%s: %s", ATTN_PLATFORM_NAME, hipGetErrorString(e));
+        attn_set_err(err, err_size, "%s: %s", ATTN_PLATFORM_NAME, hipGetErrorString(e));
         (void)hipGetLastError(); /* clear the sticky-free error state */
         return ATTN_ERR_NO_DEVICE;
     }
     if (n == 0) {
-        set_err(err, err_size, "%s: no device found", ATTN_PLATFORM_NAME);
+        attn_set_err(err, err_size, "%s: no device found", ATTN_PLATFORM_NAME);
         return ATTN_ERR_NO_DEVICE;
     }
     for (int i = 0; i < n; i++) {
@@ -186,7 +191,7 @@ extern "C" attn_status gpu_attn_probe(attn_device_info *devices, uint32_t capaci
             hipDeviceProp_t prop;
             e = hipGetDeviceProperties(&prop, i);
             if (e != hipSuccess) {
-                set_err(err, err_size, "%s: device %d: %s", ATTN_PLATFORM_NAME, i,
+                attn_set_err(err, err_size, "%s: device %d: %s", ATTN_PLATFORM_NAME, i,
                         hipGetErrorString(e));
                 return ATTN_ERR_RUNTIME;
             }
@@ -212,12 +217,12 @@ static attn_status check_shape(gpu_attn_kernel kernel, const attn_shape *s, char
 {
     int hkv = attn_shape_kv_heads(s), dv = attn_shape_head_dim_v(s);
     if (s->num_q_heads <= 0 || hkv <= 0 || s->num_q_heads % hkv != 0) {
-        set_err(err, n, "requires num_heads (%d) to be a multiple of num_kv_heads (%d)",
+        attn_set_err(err, n, "requires num_heads (%d) to be a multiple of num_kv_heads (%d)",
                 (int)s->num_q_heads, (int)hkv);
         return ATTN_ERR_INVALID_SHAPE;
     }
     if (s->page_size <= 0) {
-        set_err(err, n, "page_size %d must be positive", (int)s->page_size);
+        attn_set_err(err, n, "page_size %d must be positive", (int)s->page_size);
         return ATTN_ERR_INVALID_SHAPE;
     }
     int qok = s->q_dtype == ATTN_DTYPE_BF16 || s->q_dtype == ATTN_DTYPE_F16 ||
@@ -227,14 +232,14 @@ static attn_status check_shape(gpu_attn_kernel kernel, const attn_shape *s, char
     int ook = s->out_dtype == ATTN_DTYPE_BF16 || s->out_dtype == ATTN_DTYPE_F16 ||
               s->out_dtype == ATTN_DTYPE_F32;
     if (!qok || !kvok || !ook) {
-        set_err(err, n, "the GPU kernels take q bf16/f16/f32, kv bf16/f16/f32/fp8, out "
+        attn_set_err(err, n, "the GPU kernels take q bf16/f16/f32, kv bf16/f16/f32/fp8, out "
                         "bf16/f16/f32 (got q %d, kv %d, out %d)",
                 (int)s->q_dtype, (int)s->kv_dtype, (int)s->out_dtype);
         return ATTN_ERR_CREATE_FAILED;
     }
     if (kernel == GPU_ATTN_KERNEL_GENERIC) {
         if (!attn_generic_supports(s->head_dim, dv, s->kv_dtype)) {
-            set_err(err, n, "head_dim %d / head_dim_v %d / kv %d: the generic kernel is built for "
+            attn_set_err(err, n, "head_dim %d / head_dim_v %d / kv %d: the generic kernel is built for "
                             "head_dim = head_dim_v in {%s} and a 16-bit or fp8 KV cache",
                     (int)s->head_dim, (int)dv, (int)s->kv_dtype, ATTN_GPU_HEAD_DIMS_TEXT);
             return ATTN_ERR_CREATE_FAILED;
@@ -244,7 +249,7 @@ static attn_status check_shape(gpu_attn_kernel kernel, const attn_shape *s, char
             dv != ATTN_MTP_D || s->page_size != ATTN_MTP_PAGE ||
             s->kv_dtype != ATTN_DTYPE_FP8_E4M3FN || s->max_q_len < 1 ||
             s->max_q_len > ATTN_MTP_MAX_Q_LEN) {
-            set_err(err, n, "the MTP kernel needs %d query heads per KV head, head_dim %d, page "
+            attn_set_err(err, n, "the MTP kernel needs %d query heads per KV head, head_dim %d, page "
                             "%d, fp8_e4m3fn KV and 1-%d query tokens",
                     ATTN_MTP_GROUP, ATTN_MTP_D, ATTN_MTP_PAGE, ATTN_MTP_MAX_Q_LEN);
             return ATTN_ERR_CREATE_FAILED;
@@ -257,7 +262,7 @@ extern "C" attn_status gpu_attn_create(gpu_attn_kernel kernel, const attn_shape 
                                        gpu_attn_ctx **out, char *err, size_t err_size)
 {
     if (!shape || !out) {
-        set_err(err, err_size, "NULL shape or output pointer");
+        attn_set_err(err, err_size, "NULL shape or output pointer");
         return ATTN_ERR_INVALID_ARGUMENT;
     }
     *out = NULL;
@@ -267,7 +272,7 @@ extern "C" attn_status gpu_attn_create(gpu_attn_kernel kernel, const attn_shape 
     int ndev = 0;
     hipError_t e = hipGetDeviceCount(&ndev);
     if (e != hipSuccess || ndev == 0) {
-        set_err(err, err_size, "%s: %s", ATTN_PLATFORM_NAME,
+        attn_set_err(err, err_size, "%s: %s", ATTN_PLATFORM_NAME,
                 e != hipSuccess ? hipGetErrorString(e) : "no device found");
         return ATTN_ERR_NO_DEVICE;
     }
@@ -277,13 +282,13 @@ extern "C" attn_status gpu_attn_create(gpu_attn_kernel kernel, const attn_shape 
     hipDeviceProp_t prop;
     e = hipGetDeviceProperties(&prop, dev);
     if (e != hipSuccess) {
-        set_err(err, err_size, "%s: %s", ATTN_PLATFORM_NAME, hipGetErrorString(e));
+        attn_set_err(err, err_size, "%s: %s", ATTN_PLATFORM_NAME, hipGetErrorString(e));
         return ATTN_ERR_RUNTIME;
     }
     char arch[ATTN_ARCH_MAX];
     attn_device_arch(&prop, arch, sizeof arch);
     if (shape->arch[0] && strncmp(shape->arch, arch, ATTN_ARCH_MAX) != 0) {
-        set_err(err, err_size, "no %.31s device: device %d is %s (%s)", shape->arch, dev, arch,
+        attn_set_err(err, err_size, "no %.31s device: device %d is %s (%s)", shape->arch, dev, arch,
                 prop.name);
         return ATTN_ERR_NO_DEVICE;
     }
@@ -292,7 +297,7 @@ extern "C" attn_status gpu_attn_create(gpu_attn_kernel kernel, const attn_shape 
         if (strcmp(*a, arch) == 0)
             in_binary = 1;
     if (!in_binary) {
-        set_err(err, err_size, "this binary holds no kernels for %s (device %d, %s)", arch, dev,
+        attn_set_err(err, err_size, "this binary holds no kernels for %s (device %d, %s)", arch, dev,
                 prop.name);
         return ATTN_ERR_ARCH_NOT_IN_BINARY;
     }
@@ -300,13 +305,13 @@ extern "C" attn_status gpu_attn_create(gpu_attn_kernel kernel, const attn_shape 
     /* The MTP kernel's CUDA path needs the e4m3 -> f16 conversion instruction
      * of sm_89 and later. */
     if (kernel == GPU_ATTN_KERNEL_MTP && prop.major * 10 + prop.minor < 89) {
-        set_err(err, err_size, "the MTP kernel needs sm_89 or later (device %d is %s)", dev, arch);
+        attn_set_err(err, err_size, "the MTP kernel needs sm_89 or later (device %d is %s)", dev, arch);
         return ATTN_ERR_CREATE_FAILED;
     }
 #endif
     const attn_arch_limits *limits = attn_gpu_limits_of(arch);
     if (!limits) {
-        set_err(err, err_size, "no launch limits are known for %s (device %d, %s)", arch, dev,
+        attn_set_err(err, err_size, "no launch limits are known for %s (device %d, %s)", arch, dev,
                 prop.name);
         return ATTN_ERR_CREATE_FAILED;
     }
@@ -318,12 +323,12 @@ extern "C" attn_status gpu_attn_create(gpu_attn_kernel kernel, const attn_shape 
                          : attn_plan_generic(shape, limits, build_features(), &plan, why,
                                              sizeof why);
     if (!fits) {
-        set_err(err, err_size, "%s", why);
+        attn_set_err(err, err_size, "%s", why);
         return ATTN_ERR_CREATE_FAILED;
     }
     gpu_attn_ctx *c = (gpu_attn_ctx *)calloc(1, sizeof *c);
     if (!c) {
-        set_err(err, err_size, "out of memory");
+        attn_set_err(err, err_size, "out of memory");
         return ATTN_ERR_NO_MEMORY;
     }
     c->plan = plan;
@@ -595,6 +600,11 @@ static int mtp_nseg(const gpu_attn_ctx *c, int T, int S, int maxk)
     return n > 64 ? 64 : n;
 }
 
+extern "C" const attn_shape *gpu_attn_shape(const gpu_attn_ctx *ctx)
+{
+    return ctx ? &ctx->shape : NULL;
+}
+
 extern "C" int gpu_attn_plan_segments(const gpu_attn_ctx *ctx, int num_tokens, int num_seqs,
                                       int max_seqlen_q, int max_seqlen_k)
 {
@@ -635,7 +645,9 @@ extern "C" attn_status gpu_attn_workspace_size(const gpu_attn_ctx *ctx,
             if (nd > 1 && partial_bytes(ctx, T, nd) > worst)
                 worst = partial_bytes(ctx, T, nd);
         }
-        if (ctx->kernel == GPU_ATTN_KERNEL_GENERIC && n <= 1)
+        /* One segment writes the output itself, unless the log-sum-exp is
+         * wanted: the reduce kernel writes it, from the partials. */
+        if (ctx->kernel == GPU_ATTN_KERNEL_GENERIC && n <= 1 && !ctx->shape.return_lse)
             continue;
         size_t b = partial_bytes(ctx, T, n);
         if (b > worst)
@@ -668,8 +680,53 @@ static void set_segments(attn_kparams *p, const attn_forward_args *a, int nseg)
 {
     size_t acc_bytes = (size_t)nseg * a->num_tokens * p->hq * p->dv * sizeof(float);
     p->nseg = nseg;
+    p->partials = nseg > 1 || p->lse != NULL;
     p->ws_acc = (float *)a->workspace;
     p->ws_ml = (float *)((char *)a->workspace + acc_bytes);
+}
+
+/* K/V caches by stride (attn_forward_args.k_stride_* / v_stride_*, elements,
+ * 0 = the contiguous [blocks, page, Hkv, D] layout's): vLLM's layout,
+ * FlashInfer's NHD ([blocks, 2, page, H, D]: K and V views of one tensor)
+ * and HND ([blocks, H, page, D]) and padded rows are read in place. The
+ * kernels copy 16-byte chunks and read K and V at one offset from their two
+ * bases, and the prefill kernel indexes a block's slots by the token
+ * stride: so K and V must share their strides, every stride and both bases
+ * must be 16-byte aligned, and the block stride a multiple of the token
+ * stride. Anything else is ATTN_ERR_UNSUPPORTED naming the strides (never
+ * a result read from the wrong rows). */
+static attn_status resolve_kv_layout(const attn_shape *s, const attn_forward_args *a,
+                                     attn_kparams *p, char *err, size_t err_size)
+{
+    const int64_t eb = attn_plan_kv_bytes(s->kv_dtype);
+    const int64_t hkv = p->hkv, d = p->d, page = s->page_size;
+    const int64_t k[3] = {a->k_stride_block ? a->k_stride_block : page * hkv * d,
+                          a->k_stride_token ? a->k_stride_token : hkv * d,
+                          a->k_stride_head ? a->k_stride_head : d};
+    const int64_t v[3] = {a->v_stride_block ? a->v_stride_block : page * hkv * p->dv,
+                          a->v_stride_token ? a->v_stride_token : hkv * p->dv,
+                          a->v_stride_head ? a->v_stride_head : p->dv};
+    const char *why = NULL;
+    if (k[0] != v[0] || k[1] != v[1] || k[2] != v[2])
+        why = "K and V strides differ (the kernels read both at one offset)";
+    else if ((k[0] * eb) % 16 || (k[1] * eb) % 16 || (k[2] * eb) % 16 ||
+             (uintptr_t)a->k_cache % 16 || (uintptr_t)a->v_cache % 16)
+        why = "a stride or a cache base is not 16-byte aligned";
+    else if (k[1] <= 0 || k[0] % k[1] != 0 || k[0] / k[1] > INT32_MAX / 2)
+        why = "the block stride is not a multiple of the token stride";
+    if (why) {
+        attn_set_err(err, err_size,
+                "K/V cache strides k (%lld, %lld, %lld), v (%lld, %lld, %lld) (block, token, "
+                "head; elements of %lld bytes): %s",
+                (long long)k[0], (long long)k[1], (long long)k[2], (long long)v[0],
+                (long long)v[1], (long long)v[2], (long long)eb, why);
+        return ATTN_ERR_UNSUPPORTED;
+    }
+    p->kv_stride_block = k[0] * eb;
+    p->kv_stride_token = k[1] * eb;
+    p->kv_stride_head = k[2] * eb;
+    p->kv_block_slots = (int32_t)(k[0] / k[1]);
+    return ATTN_OK;
 }
 
 /* The decode launch: the matrix-unit kernel where the shape takes it and the
@@ -687,29 +744,29 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
                                         size_t err_size)
 {
     if (!ctx || !a) {
-        set_err(err, err_size, "NULL backend or args");
+        attn_set_err(err, err_size, "NULL backend or args");
         return ATTN_ERR_INVALID_ARGUMENT;
     }
     if (a->struct_size < sizeof(attn_forward_args)) {
-        set_err(err, err_size, "attn_forward_args.struct_size %u is smaller than %zu",
+        attn_set_err(err, err_size, "attn_forward_args.struct_size %u is smaller than %zu",
                 (unsigned)a->struct_size, sizeof(attn_forward_args));
         return ATTN_ERR_INVALID_ARGUMENT;
     }
     const attn_shape *s = &ctx->shape;
     if (a->num_seqs < 0 || a->num_tokens < 0) {
-        set_err(err, err_size, "negative num_seqs or num_tokens");
+        attn_set_err(err, err_size, "negative num_seqs or num_tokens");
         return ATTN_ERR_INVALID_ARGUMENT;
     }
     if (a->num_seqs == 0 || a->num_tokens == 0)
         return ATTN_OK;
     if (!a->q || !a->k_cache || !a->v_cache || !a->block_table || !a->cu_seqlens_q ||
         !a->seqused_k || !a->out || (s->has_sinks && !a->sinks)) {
-        set_err(err, err_size, "a required tensor pointer is NULL");
+        attn_set_err(err, err_size, "a required tensor pointer is NULL");
         return ATTN_ERR_INVALID_ARGUMENT;
     }
     if (a->max_seqlen_q < 1 || (s->max_q_len > 0 && a->max_seqlen_q > s->max_q_len) ||
         (s->max_kv_len > 0 && a->max_seqlen_k > s->max_kv_len)) {
-        set_err(err, err_size, "max_seqlen_q %d / max_seqlen_k %d outside the shape's %d / %d",
+        attn_set_err(err, err_size, "max_seqlen_q %d / max_seqlen_k %d outside the shape's %d / %d",
                 (int)a->max_seqlen_q, (int)a->max_seqlen_k, (int)s->max_q_len,
                 (int)s->max_kv_len);
         return ATTN_ERR_INVALID_ARGUMENT;
@@ -767,6 +824,18 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
     for (int sh = 0; sh < 31; sh++)
         if (s->page_size == (1 << sh))
             p.page_shift = sh;
+    attn_status lay = resolve_kv_layout(s, a, &p, err, err_size);
+    if (lay != ATTN_OK)
+        return lay;
+    if (s->return_lse) {
+        if (!a->lse) {
+            attn_set_err(err, err_size, "the shape has return_lse but args.lse is NULL");
+            return ATTN_ERR_INVALID_ARGUMENT;
+        }
+        p.lse = a->lse;
+        p.lse_stride_token = a->lse_stride_token ? a->lse_stride_token : s->num_q_heads;
+        p.lse_stride_head = a->lse_stride_head ? a->lse_stride_head : 1;
+    }
 
     /* The prefill kernel takes the context's multi-token batches; it folds
      * the score scale into its exponent (max of raw scores), which needs a
@@ -778,12 +847,12 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
      * chunks and writes their outputs itself (nseg 1), and the decode kernel
      * takes the one-token sequences with the workspace for its segments. A
      * 128-row program would spend most of its rows on a single token. */
-    const int mixed = use_prefill && a->num_seqs > 1 &&
+    const int mixed = use_prefill && !p.lse && a->num_seqs > 1 &&
                       (long)a->num_tokens < (long)a->num_seqs * a->max_seqlen_q;
     int nseg;
     if (ctx->kernel == GPU_ATTN_KERNEL_MTP) {
         if (a->max_seqlen_q > ATTN_MTP_MAX_Q_LEN) {
-            set_err(err, err_size, "the MTP kernel takes at most %d query tokens per sequence",
+            attn_set_err(err, err_size, "the MTP kernel takes at most %d query tokens per sequence",
                     ATTN_MTP_MAX_Q_LEN);
             return ATTN_ERR_INVALID_ARGUMENT;
         }
@@ -802,9 +871,9 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
     /* A workspace sized for smaller limits than this batch: use fewer
      * segments rather than write past it. */
     nseg = segments_that_fit(ctx, a->num_tokens, nseg, a->workspace_size);
-    if ((ctx->kernel == GPU_ATTN_KERNEL_MTP || nseg > 1) &&
+    if ((ctx->kernel == GPU_ATTN_KERNEL_MTP || nseg > 1 || p.lse) &&
         (!a->workspace || partial_bytes(ctx, a->num_tokens, nseg) > a->workspace_size)) {
-        set_err(err, err_size, "workspace of %zu bytes is smaller than the %zu this batch needs",
+        attn_set_err(err, err_size, "workspace of %zu bytes is smaller than the %zu this batch needs",
                 a->workspace_size, partial_bytes(ctx, a->num_tokens, nseg));
         return ATTN_ERR_WORKSPACE_TOO_SMALL;
     }
@@ -833,27 +902,22 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
         e = attn_launch_generic(&p, a->max_seqlen_q, stream, 4);
     }
     if (e != hipSuccess) {
-        set_err(err, err_size, "%s: kernel launch failed: %s", ATTN_PLATFORM_NAME,
+        attn_set_err(err, err_size, "%s: kernel launch failed: %s", ATTN_PLATFORM_NAME,
                 hipGetErrorString(e));
         return ATTN_ERR_RUNTIME;
     }
     return ATTN_OK;
 }
 
-/* ---- plugin hooks (declared in the plugins' .c files) ------------------ */
+/* ---- the plugins' entry points (attn_gpu_entry.h) ----------------------- */
 
 #define ATTN_HIDDEN __attribute__((visibility("hidden")))
 
 extern "C" {
-ATTN_HIDDEN extern const char *const aiter_generic_kernel_archs[];
-ATTN_HIDDEN extern const char *const aiter_mtp_kernel_archs[];
-ATTN_HIDDEN const char *const aiter_generic_kernel_archs[] = {ATTN_LIST(ATTNREG_GPU_ARCH_LIST),
-                                                              NULL};
-ATTN_HIDDEN const char *const aiter_mtp_kernel_archs[] = {ATTN_LIST(ATTNREG_GPU_ARCH_LIST), NULL};
 
-ATTN_HIDDEN attn_status aiter_generic_kernels_create(const attn_plugin_context *ctx,
-                                                     const attn_shape *shape, void **backend,
-                                                     char *err, size_t err_size)
+ATTN_HIDDEN attn_status attn_gpu_generic_create(const attn_plugin_context *ctx,
+                                                const attn_shape *shape, void **backend,
+                                                char *err, size_t err_size)
 {
     (void)ctx;
     return gpu_attn_create(GPU_ATTN_KERNEL_GENERIC, shape, (gpu_attn_ctx **)backend, err,
@@ -861,9 +925,9 @@ ATTN_HIDDEN attn_status aiter_generic_kernels_create(const attn_plugin_context *
 }
 /* [params] mtp_variant = auto | mma | wgmma: the MTP kernel's variant for
  * every q_len (auto: the rule in gpu_attn_create), for comparisons. */
-ATTN_HIDDEN attn_status aiter_mtp_kernels_create(const attn_plugin_context *ctx,
-                                                 const attn_shape *shape, void **backend, char *err,
-                                                 size_t err_size)
+ATTN_HIDDEN attn_status attn_gpu_mtp_create(const attn_plugin_context *ctx,
+                                            const attn_shape *shape, void **backend, char *err,
+                                            size_t err_size)
 {
     const char *v = ctx ? attn_param_get(ctx, "mtp_variant") : NULL;
     int variant = 2;
@@ -872,8 +936,8 @@ ATTN_HIDDEN attn_status aiter_mtp_kernels_create(const attn_plugin_context *ctx,
     else if (v && strcmp(v, "wgmma") == 0)
         variant = 1;
     else if (v && strcmp(v, "auto") != 0) {
-        set_err(err, err_size, "[params] mtp_variant '%.64s' not in {auto, mma, wgmma} (%s)", v,
-                ctx->conf_file ? ctx->conf_file : "its INI");
+        attn_set_err(err, err_size, "[params] mtp_variant '%.64s' not in {auto, mma, wgmma} (%s)",
+                     v, ctx->conf_file ? ctx->conf_file : "its INI");
         return ATTN_ERR_CREATE_FAILED;
     }
     attn_status st =
@@ -882,50 +946,30 @@ ATTN_HIDDEN attn_status aiter_mtp_kernels_create(const attn_plugin_context *ctx,
         gpu_attn_force_mtp_variant((gpu_attn_ctx *)*backend, variant);
     return st;
 }
-ATTN_HIDDEN attn_status aiter_generic_kernels_workspace_size(void *backend,
-                                                             const attn_batch_limits *limits,
-                                                             size_t *bytes)
+ATTN_HIDDEN attn_status attn_gpu_workspace_size(void *backend, const attn_batch_limits *limits,
+                                                size_t *bytes)
 {
     return gpu_attn_workspace_size((const gpu_attn_ctx *)backend, limits, bytes);
 }
-ATTN_HIDDEN attn_status aiter_mtp_kernels_workspace_size(void *backend,
-                                                         const attn_batch_limits *limits,
-                                                         size_t *bytes)
-{
-    return gpu_attn_workspace_size((const gpu_attn_ctx *)backend, limits, bytes);
-}
-ATTN_HIDDEN attn_status aiter_generic_kernels_forward(void *backend, const attn_forward_args *args,
-                                                      char *err, size_t err_size)
+ATTN_HIDDEN attn_status attn_gpu_forward(void *backend, const attn_forward_args *args, char *err,
+                                         size_t err_size)
 {
     return gpu_attn_forward((gpu_attn_ctx *)backend, args, err, err_size);
 }
-ATTN_HIDDEN attn_status aiter_mtp_kernels_forward(void *backend, const attn_forward_args *args,
-                                                  char *err, size_t err_size)
-{
-    return gpu_attn_forward((gpu_attn_ctx *)backend, args, err, err_size);
-}
-ATTN_HIDDEN void aiter_generic_kernels_destroy(void *backend)
+ATTN_HIDDEN void attn_gpu_destroy(void *backend)
 {
     gpu_attn_destroy((gpu_attn_ctx *)backend);
 }
-ATTN_HIDDEN void aiter_mtp_kernels_destroy(void *backend)
-{
-    gpu_attn_destroy((gpu_attn_ctx *)backend);
-}
-ATTN_HIDDEN attn_status aiter_generic_kernels_probe_devices(const attn_plugin_context *ctx,
-                                                            attn_device_info *devices,
-                                                            uint32_t capacity, uint32_t *count,
-                                                            char *err, size_t err_size)
+ATTN_HIDDEN attn_status attn_gpu_probe_devices(const attn_plugin_context *ctx,
+                                               attn_device_info *devices, uint32_t capacity,
+                                               uint32_t *count, char *err, size_t err_size)
 {
     (void)ctx;
     return gpu_attn_probe(devices, capacity, count, err, err_size);
 }
-ATTN_HIDDEN attn_status aiter_mtp_kernels_probe_devices(const attn_plugin_context *ctx,
-                                                        attn_device_info *devices,
-                                                        uint32_t capacity, uint32_t *count,
-                                                        char *err, size_t err_size)
+ATTN_HIDDEN attn_status attn_gpu_append_kv(void *backend, const attn_append_args *args,
+                                           char *err, size_t err_size)
 {
-    (void)ctx;
-    return gpu_attn_probe(devices, capacity, count, err, err_size);
+    return gpu_attn_append_kv((gpu_attn_ctx *)backend, args, err, err_size);
 }
 }

@@ -56,11 +56,27 @@ typedef struct attn_kparams {
      * query token, ATTN_PART_MULTI = only those with more (prefill kernel);
      * ATTN_PART_ALL = every sequence. */
     int32_t batch_part;
+    /* Where a key's K/V row lies, in bytes: block b, slot t of the page, KV
+     * head h at b * kv_stride_block + t * kv_stride_token + h *
+     * kv_stride_head from k_cache (and from v_cache: K and V share one
+     * layout). The host resolves attn_forward_args' element strides (0 = the
+     * contiguous [blocks, page, Hkv, D] layout's). kv_block_slots =
+     * kv_stride_block / kv_stride_token: the prefill producer's slot index
+     * of (b, t) is b * kv_block_slots + t. */
+    int64_t kv_stride_block, kv_stride_token, kv_stride_head;
+    int32_t kv_block_slots;
+    /* 1: every program writes (max, sum, acc) partials and attn_reduce_kernel
+     * merges them (nseg > 1, the MTP kernel, or an lse output wanted: the
+     * reduce is the one place that writes the log-sum-exp). */
+    int32_t partials;
+    float *lse; /* NULL = not wanted; [token * lse_stride_token + head * lse_stride_head] */
+    int64_t lse_stride_token, lse_stride_head;
 } attn_kparams;
 
 enum { ATTN_PART_ALL = 0, ATTN_PART_SINGLE = 1, ATTN_PART_MULTI = 2 };
 
 #define ATTN_LOG2E 1.4426950408889634f
+#define ATTN_LN2 0.6931471805599453f
 
 #if defined(__CUDACC__) || defined(__HIP__)
 
@@ -430,6 +446,8 @@ hipError_t attn_launch_generic(const attn_kparams *p, int max_tile_q, hipStream_
                                int rows_per_warp);
 hipError_t attn_launch_mtp(const attn_kparams *p, int max_seqlen_q, int nseg, hipStream_t stream);
 hipError_t attn_launch_reduce(const attn_kparams *p, int nseg, hipStream_t stream);
+/* printf into the caller's error buffer (NULL or 0 bytes: nothing). */
+void attn_set_err(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /* The most key segments the reduce kernel merges (every segment rule stops
  * there: 128 made batch-1 decode slower on the H200, 34-47 us against 22-32
  * us at 8k-16k keys, the per-program start-up outweighing the parallelism). */

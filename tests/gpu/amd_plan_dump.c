@@ -72,6 +72,10 @@ int main(void)
                 }
         /* The segment reduce: a weight per segment (64 at most) and a scale. */
         line(lim, "attn_reduce_kernel", 128, 4 * 64 + 4, 0, 1);
+        /* KV append (no LDS) and the state merge (12 bytes a head of
+         * dynamic LDS, at most 48 KB: gpu_attn_merge_states refuses more). */
+        line(lim, "attn_append_kernel", 128, 0, 0, 1);
+        line(lim, "attn_merge_kernel", 128, 0, 48 * 1024, 1);
     }
     return 0;
 }

@@ -55,6 +55,7 @@
 
 #include "attn_dtype_conv.h"
 #include "attn_plugin.h"
+#include "attnreg.h" /* attn_merge_args */
 #include "gpu_attn.h"
 #include "hip_compat.h"
 
@@ -112,7 +113,45 @@ struct Case {
     int scalar = 0; /* send multi-token batches to the portable generic kernel */
     int stages = 0; /* force the portable kernel's K/V stages (0 = the plan's) */
     int raw_kv = 0; /* ... and its raw-K/V variant (D 192/256) */
+    /* The device cache's layout (attn_forward_args.k_stride_* / v_stride_*):
+     * 0 contiguous [blocks, page, Hkv, D]; 1 one tensor [blocks, 2, page,
+     * Hkv, D] with K and V views (FlashInfer NHD, a combined K/V cache); 2
+     * HND [blocks, Hkv, page, D]; 3 token rows padded by 16 elements. The
+     * reference reads the contiguous host copy. */
+    int layout = 0;
+    int lse = 0; /* return_lse: the log-sum-exp is checked against the reference's */
 };
+
+/* Element strides (block, token, head) of a layout, and the distance from
+ * the K view to the V view in one allocation (layout 1), in elements. */
+struct KvLayout {
+    int64_t sb, st, sh, v_off, elems;
+};
+static KvLayout kv_layout(int layout, int64_t nblocks, int64_t page, int64_t hkv, int64_t d)
+{
+    const int64_t row = hkv * d;
+    switch (layout) {
+    case 1:
+        return {2 * page * row, row, d, page * row, 2 * nblocks * page * row};
+    case 2:
+        return {hkv * page * d, d, page * d, 0, nblocks * page * row};
+    case 3:
+        return {page * (row + 16), row + 16, d, 0, nblocks * page * (row + 16)};
+    default:
+        return {page * row, row, d, 0, nblocks * page * row};
+    }
+}
+/* The contiguous host cache `src` in layout `l`, into dst at element `at`. */
+static void relayout(const std::vector<uint8_t> &src, std::vector<uint8_t> &dst, int64_t at,
+                     const KvLayout &l, int64_t nblocks, int64_t page, int64_t hkv, int64_t d,
+                     size_t eb)
+{
+    for (int64_t b = 0; b < nblocks; b++)
+        for (int64_t t = 0; t < page; t++)
+            for (int64_t h = 0; h < hkv; h++)
+                memcpy(&dst[(size_t)(at + b * l.sb + t * l.st + h * l.sh) * eb],
+                       &src[(size_t)(((b * page + t) * hkv + h) * d) * eb], (size_t)d * eb);
+}
 
 struct Stats {
     int run = 0, failed = 0;
@@ -286,6 +325,7 @@ static bool run_case(const Case &c, Stats &st, bool verbose)
 
     /* ---- float64 reference ---- */
     std::vector<double> ref((size_t)T * c.hq * Dv, 0.0);
+    std::vector<double> ref_lse((size_t)T * c.hq, -INFINITY);
     double vmax = 0;
     for (size_t i = 0; i < kv_elems; i++)
         vmax = std::max(vmax, (double)fabsf(load_raw(vc, c.kv_dtype, i)));
@@ -333,8 +373,10 @@ static bool run_case(const Case &c, Stats &st, bool verbose)
             keys.push_back(j);
             mx = std::max(mx, x);
         }
-        if (sv.empty())
+        if (sv.empty()) {
+            ref_lse[(size_t)tok * c.hq + h] = c.sinks ? (double)sinks[h] : -INFINITY;
             return; /* zeros (with or without a sink) */
+        }
         double den = c.sinks ? exp((double)sinks[h] - mx) : 0.0;
         std::vector<double> o(Dv, 0.0);
         for (size_t n = 0; n < sv.size(); n++) {
@@ -348,6 +390,7 @@ static bool run_case(const Case &c, Stats &st, bool verbose)
         }
         for (int d = 0; d < Dv; d++)
             ref[((size_t)tok * c.hq + h) * Dv + d] = o[d] / den * vd;
+        ref_lse[(size_t)tok * c.hq + h] = mx + log(den);
     };
     {
         const long rows = (long)T * c.hq;
@@ -383,6 +426,7 @@ static bool run_case(const Case &c, Stats &st, bool verbose)
     shape.window_right = c.wr;
     shape.softcap = c.softcap;
     shape.has_sinks = c.sinks;
+    shape.return_lse = c.lse;
     char err[512] = "";
     gpu_attn_ctx *ctx = NULL;
     attn_status rc = gpu_attn_create(c.kernel, &shape, &ctx, err, sizeof err);
@@ -415,8 +459,25 @@ static bool run_case(const Case &c, Stats &st, bool verbose)
     void *dq, *dk, *dv, *dbt, *dcu, *dsk, *dsinks, *dout, *dws = NULL;
     std::vector<int> klens(c.klens);
     CHECK_HIP(hipMalloc(&dq, qh.size()));
-    CHECK_HIP(hipMalloc(&dk, kc.size()));
-    CHECK_HIP(hipMalloc(&dv, vc.size()));
+    /* the cache in the case's layout: one allocation for K and V (layout 1)
+     * or one each */
+    const KvLayout lay = kv_layout(c.layout, nblocks, c.page, c.hkv, D);
+    const size_t eb = dsize(c.kv_dtype);
+    std::vector<uint8_t> kdev((size_t)lay.elems * eb, 0x5A), vdev;
+    relayout(kc, kdev, 0, lay, nblocks, c.page, c.hkv, D, eb);
+    if (c.layout == 1)
+        relayout(vc, kdev, lay.v_off, lay, nblocks, c.page, c.hkv, D, eb);
+    else {
+        vdev.assign(kdev.size(), 0x5A);
+        relayout(vc, vdev, 0, lay, nblocks, c.page, c.hkv, D, eb);
+    }
+    CHECK_HIP(hipMalloc(&dk, kdev.size()));
+    dv = (uint8_t *)dk + lay.v_off * eb;
+    if (c.layout != 1)
+        CHECK_HIP(hipMalloc(&dv, vdev.size()));
+    float *dlse = NULL;
+    if (c.lse)
+        CHECK_HIP(hipMalloc((void **)&dlse, (size_t)T * c.hq * 2 * sizeof(float)));
     CHECK_HIP(hipMalloc(&dbt, bt.size() * 4));
     CHECK_HIP(hipMalloc(&dcu, cu.size() * 4));
     CHECK_HIP(hipMalloc(&dsk, klens.size() * 4));
@@ -426,8 +487,11 @@ static bool run_case(const Case &c, Stats &st, bool verbose)
     if (ws)
         CHECK_HIP(hipMalloc(&dws, ws));
     CHECK_HIP(hipMemcpy(dq, qh.data(), qh.size(), hipMemcpyHostToDevice));
-    CHECK_HIP(hipMemcpy(dk, kc.data(), kc.size(), hipMemcpyHostToDevice));
-    CHECK_HIP(hipMemcpy(dv, vc.data(), vc.size(), hipMemcpyHostToDevice));
+    CHECK_HIP(hipMemcpy(dk, kdev.data(), kdev.size(), hipMemcpyHostToDevice));
+    if (c.layout != 1)
+        CHECK_HIP(hipMemcpy(dv, vdev.data(), vdev.size(), hipMemcpyHostToDevice));
+    if (dlse) /* NaN: every row must be written */
+        CHECK_HIP(hipMemset(dlse, 0xFF, (size_t)T * c.hq * 2 * sizeof(float)));
     CHECK_HIP(hipMemcpy(dbt, bt.data(), bt.size() * 4, hipMemcpyHostToDevice));
     CHECK_HIP(hipMemcpy(dcu, cu.data(), cu.size() * 4, hipMemcpyHostToDevice));
     CHECK_HIP(hipMemcpy(dsk, klens.data(), klens.size() * 4, hipMemcpyHostToDevice));
@@ -464,15 +528,36 @@ static bool run_case(const Case &c, Stats &st, bool verbose)
     a.workspace = dws;
     a.workspace_size = ws;
     a.stream = NULL;
+    if (c.layout) {
+        a.k_stride_block = a.v_stride_block = lay.sb;
+        a.k_stride_token = a.v_stride_token = lay.st;
+        a.k_stride_head = a.v_stride_head = lay.sh;
+    }
+    /* lse [Hq, T] with a token stride of 1 (vLLM's) in half of the cases,
+     * else [T, Hq] by stride 2 Hq (padded) */
+    const int64_t lse_st = (c.layout & 1) ? 1 : 2 * c.hq, lse_sh = (c.layout & 1) ? T : 1;
+    if (c.lse) {
+        a.lse = dlse;
+        a.lse_stride_token = lse_st;
+        a.lse_stride_head = lse_sh;
+    }
     rc = gpu_attn_forward(ctx, &a, err, sizeof err);
     hipError_t e = hipDeviceSynchronize();
     int nseg_used = c.nseg ? c.nseg : gpu_attn_plan_segments(ctx, T, S, maxq, maxk);
     std::vector<uint8_t> outh(out_bytes);
-    if (rc == ATTN_OK && e == hipSuccess)
+    std::vector<float> lseh((size_t)T * c.hq * 2, NAN);
+    if (rc == ATTN_OK && e == hipSuccess) {
         CHECK_HIP(hipMemcpy(outh.data(), dout, out_bytes, hipMemcpyDeviceToHost));
+        if (dlse)
+            CHECK_HIP(hipMemcpy(lseh.data(), dlse, lseh.size() * sizeof(float),
+                                hipMemcpyDeviceToHost));
+    }
     hipFree(dq);
     hipFree(dk);
-    hipFree(dv);
+    if (c.layout != 1)
+        hipFree(dv);
+    if (dlse)
+        hipFree(dlse);
     hipFree(dbt);
     hipFree(dcu);
     hipFree(dsk);
@@ -523,6 +608,22 @@ static bool run_case(const Case &c, Stats &st, bool verbose)
                 ref2 += r * r;
             }
 
+    /* The log-sum-exp: natural-log units of the scores, so an error of the
+     * f32 denominator (exp2 approximations, 2^-22 relative each; f32 sums of
+     * up to 16k terms) of relative e moves it by e: 1e-3 absolute covers
+     * that with a wide margin, plus 1e-5 of |lse| for the f32 max. */
+    long bad_lse = 0;
+    if (c.lse)
+        for (int tok = 0; tok < T; tok++)
+            for (int h = 0; h < c.hq; h++) {
+                const double r = ref_lse[(size_t)tok * c.hq + h];
+                const double g = lseh[(size_t)(tok * lse_st + h * lse_sh)];
+                const bool ok_l = (r == -INFINITY && g == -INFINITY) ||
+                                  fabs(g - r) <= 1e-3 + 1e-5 * fabs(r);
+                if (!ok_l && bad_lse++ == 0)
+                    printf("     lse token %d head %d: gpu %.7g ref %.7g\n", tok, h, g, r);
+            }
+
     /* ---- cpu-ref cross-check: its result must agree with the float64
      * reference within the same output-rounding tolerance (it is exact up to
      * float32 arithmetic). ---- */
@@ -538,6 +639,10 @@ static bool run_case(const Case &c, Stats &st, bool verbose)
                 cpu_ref->workspace_size(be, &lim, &cws);
             std::vector<uint8_t> cw(cws + 64), co(out_bytes);
             attn_forward_args ca = a;
+            std::vector<float> clse((size_t)T * c.hq * 2);
+            ca.k_stride_block = ca.k_stride_token = ca.k_stride_head = 0; /* the host copy */
+            ca.v_stride_block = ca.v_stride_token = ca.v_stride_head = 0;
+            ca.lse = c.lse ? clse.data() : NULL;
             ca.q = qh.data();
             ca.k_cache = kc.data();
             ca.v_cache = vc.data();
@@ -570,18 +675,18 @@ static bool run_case(const Case &c, Stats &st, bool verbose)
 
     st.worst_ratio = std::max(st.worst_ratio, worst);
     double rel = ref2 > 0 ? sqrt(err2 / ref2) : sqrt(err2);
-    bool ok = bad == 0 && bad_cpu == 0;
+    bool ok = bad == 0 && bad_cpu == 0 && bad_lse == 0;
     if (!ok || verbose) {
         printf("%s %s: %s T=%d S=%d hq=%d hkv=%d D=%d page=%d q=%s kv=%s out=%s comp=%s causal=%d "
-               "win=(%d,%d) softcap=%g sinks=%d nseg=%d maxk=%d st=%d raw=%d | max err/allowed %.3g, "
-               "rel L2 %.3g, bad %ld, cpu-ref bad %ld\n",
+               "win=(%d,%d) softcap=%g sinks=%d nseg=%d maxk=%d st=%d raw=%d layout=%d lse=%d | "
+               "max err/allowed %.3g, rel L2 %.3g, bad %ld, cpu-ref bad %ld, lse bad %ld\n",
                ok ? "ok  " : "FAIL", c.name,
                c.kernel == GPU_ATTN_KERNEL_MTP ? "mtp" : on_prefill ? "prefill" : "generic", T, S,
                c.hq, c.hkv, D, c.page,
                attn_dtype_spelling(c.q_dtype), attn_dtype_spelling(c.kv_dtype),
                attn_dtype_spelling(c.out_dtype), attn_dtype_spelling(c.compute_dtype), c.causal,
-               c.wl, c.wr, c.softcap, c.sinks, nseg_used, maxk, c.stages, c.raw_kv, worst, rel, bad,
-               bad_cpu);
+               c.wl, c.wr, c.softcap, c.sinks, nseg_used, maxk, c.stages, c.raw_kv, c.layout, c.lse,
+               worst, rel, bad, bad_cpu, bad_lse);
         if (!ok && first_bad != (size_t)-1) {
             size_t tok = first_bad / ((size_t)c.hq * Dv), h = first_bad / Dv % c.hq, d = first_bad % Dv;
             printf("     first bad: token %zu head %zu d %zu: gpu %.6g ref %.6g\n", tok, h, d,
@@ -902,6 +1007,257 @@ static Case upstream_case(gpu_attn_kernel kernel, int hq, int hkv, int out_dtype
     return c;
 }
 
+/* ---- KV append: the GPU cache must be byte-identical to cpu-ref's ------ */
+
+/* Random tokens (some padding slots, -1) into a random cache in one of the
+ * layouts, from f32/f16/bf16 rows with padded strides, into every cache
+ * dtype with scales != 1 and values past the fp8 range (saturation); the
+ * whole cache, untouched slots included, is compared byte for byte with
+ * what cpu-ref's append_kv makes of the same start. */
+static bool run_append_case(int i, Stats &st)
+{
+    const int hkv = pick({1, 2, 4, 8}), d = pick({64, 80, 96, 128, 192, 256});
+    const int page = pick({1, 16, 48, 64});
+    const int kvd = pick({ATTN_DTYPE_BF16, ATTN_DTYPE_F16, ATTN_DTYPE_FP8_E4M3FN,
+                          ATTN_DTYPE_FP8_E4M3FNUZ});
+    const int src = pick({ATTN_DTYPE_F32, ATTN_DTYPE_F16, ATTN_DTYPE_BF16});
+    const int layout = pick({0, 1, 2, 3});
+    const int T = pick({1, 7, 64, 300});
+    const int nblocks = (T + page - 1) / page + 3;
+    const float ks = pick({1.0f, 0.5f, 3.7f}), vs = pick({1.0f, 0.25f, 11.0f});
+    const int64_t pad = rng_int(0, 1) ? 8 : 0;
+    const int64_t sh = d + pad, stt = hkv * sh + pad;
+    std::vector<uint8_t> kin((size_t)T * stt * dsize(src)), vin(kin.size());
+    for (size_t x = 0; x < (size_t)T * stt; x++) {
+        store_raw(kin, src, x, rng_sym(rng_int(0, 9) == 0 ? 900.f : 4.f));
+        store_raw(vin, src, x, rng_sym(rng_int(0, 9) == 0 ? 900.f : 4.f));
+    }
+    std::vector<int> perm((size_t)nblocks * page);
+    for (size_t x = 0; x < perm.size(); x++)
+        perm[x] = (int)x;
+    for (size_t x = perm.size() - 1; x > 0; x--)
+        std::swap(perm[x], perm[rng_int(0, (int)x)]);
+    std::vector<int64_t> slots(T);
+    for (int t = 0; t < T; t++)
+        slots[t] = rng_int(0, 9) == 0 ? -1 : perm[t];
+    const KvLayout lay = kv_layout(layout, nblocks, page, hkv, d);
+    const size_t eb = dsize(kvd);
+    std::vector<uint8_t> cache((size_t)lay.elems * eb);
+    for (auto &b : cache)
+        b = (uint8_t)rng_int(0, 255) & 0x3F; /* finite codes in every format */
+    std::vector<uint8_t> vcache = layout == 1 ? std::vector<uint8_t>() : cache;
+
+    attn_shape shape;
+    memset(&shape, 0, sizeof shape);
+    shape.struct_size = sizeof shape;
+    shape.num_q_heads = hkv;
+    shape.num_kv_heads = hkv;
+    shape.head_dim = shape.head_dim_v = d;
+    shape.q_dtype = ATTN_DTYPE_BF16;
+    shape.kv_dtype = kvd;
+    shape.compute_dtype = ATTN_DTYPE_BF16;
+    shape.out_dtype = ATTN_DTYPE_BF16;
+    shape.page_size = page;
+    shape.max_q_len = 1;
+    shape.max_kv_len = nblocks * page;
+    shape.causal = 1;
+    shape.window_left = shape.window_right = -1;
+    attn_append_args a;
+    memset(&a, 0, sizeof a);
+    a.struct_size = sizeof a;
+    a.num_tokens = T;
+    a.src_dtype = src;
+    a.k_stride_token = a.v_stride_token = stt;
+    a.k_stride_head = a.v_stride_head = sh;
+    a.num_blocks = nblocks;
+    a.k_cache_stride_block = a.v_cache_stride_block = lay.sb;
+    a.k_cache_stride_token = a.v_cache_stride_token = lay.st;
+    a.k_cache_stride_head = a.v_cache_stride_head = lay.sh;
+    a.k_scale = ks;
+    a.v_scale = vs;
+
+    /* cpu-ref on the host copy */
+    std::vector<uint8_t> want = cache, vwant = vcache;
+    char err[256] = "";
+    bool ok = cpu_ref && cpu_ref->append_kv;
+    if (ok) {
+        void *be = NULL;
+        attn_shape cs = shape;
+        strcpy(cs.arch, "cpu");
+        ok = cpu_ref->create(&cpu_ref_ctx, &cs, &be, err, sizeof err) == ATTN_OK;
+        if (ok) {
+            attn_append_args ca = a;
+            ca.k = kin.data();
+            ca.v = vin.data();
+            ca.slot_mapping = slots.data();
+            ca.k_cache = want.data();
+            ca.v_cache = layout == 1 ? want.data() + lay.v_off * eb : vwant.data();
+            ok = cpu_ref->append_kv(be, &ca, err, sizeof err) == ATTN_OK;
+            cpu_ref->destroy(be);
+        }
+    }
+    gpu_attn_ctx *ctx = NULL;
+    attn_status rc = ok ? gpu_attn_create(GPU_ATTN_KERNEL_GENERIC, &shape, &ctx, err, sizeof err)
+                        : ATTN_ERR_INVALID_ARGUMENT;
+    void *dk = NULL, *dv = NULL, *dkin = NULL, *dvin = NULL, *dslots = NULL;
+    if (rc == ATTN_OK) {
+        CHECK_HIP(hipMalloc(&dk, cache.size()));
+        CHECK_HIP(hipMemcpy(dk, cache.data(), cache.size(), hipMemcpyHostToDevice));
+        dv = (uint8_t *)dk + lay.v_off * eb;
+        if (layout != 1) {
+            CHECK_HIP(hipMalloc(&dv, vcache.size()));
+            CHECK_HIP(hipMemcpy(dv, vcache.data(), vcache.size(), hipMemcpyHostToDevice));
+        }
+        CHECK_HIP(hipMalloc(&dkin, kin.size()));
+        CHECK_HIP(hipMalloc(&dvin, vin.size()));
+        CHECK_HIP(hipMalloc(&dslots, slots.size() * 8));
+        CHECK_HIP(hipMemcpy(dkin, kin.data(), kin.size(), hipMemcpyHostToDevice));
+        CHECK_HIP(hipMemcpy(dvin, vin.data(), vin.size(), hipMemcpyHostToDevice));
+        CHECK_HIP(hipMemcpy(dslots, slots.data(), slots.size() * 8, hipMemcpyHostToDevice));
+        a.k = dkin;
+        a.v = dvin;
+        a.slot_mapping = (const int64_t *)dslots;
+        a.k_cache = dk;
+        a.v_cache = dv;
+        rc = gpu_attn_append_kv(ctx, &a, err, sizeof err);
+        CHECK_HIP(hipDeviceSynchronize());
+    }
+    std::vector<uint8_t> got(cache.size()), vgot(vcache.size());
+    if (rc == ATTN_OK) {
+        CHECK_HIP(hipMemcpy(got.data(), dk, got.size(), hipMemcpyDeviceToHost));
+        if (layout != 1)
+            CHECK_HIP(hipMemcpy(vgot.data(), dv, vgot.size(), hipMemcpyDeviceToHost));
+    }
+    hipFree(dk);
+    if (layout != 1)
+        hipFree(dv);
+    hipFree(dkin);
+    hipFree(dvin);
+    hipFree(dslots);
+    if (ctx)
+        gpu_attn_destroy(ctx);
+    st.run++;
+    long diff = 0;
+    size_t first = (size_t)-1;
+    for (size_t x = 0; rc == ATTN_OK && x < got.size(); x++)
+        if (got[x] != want[x] && diff++ == 0)
+            first = x;
+    for (size_t x = 0; rc == ATTN_OK && x < vgot.size(); x++)
+        if (vgot[x] != vwant[x] && diff++ == 0)
+            first = x;
+    const bool pass = rc == ATTN_OK && diff == 0;
+    if (!pass) {
+        st.failed++;
+        printf("FAIL append-%03d: hkv=%d D=%d page=%d kv=%s src=%s layout=%d T=%d scales %g/%g: "
+               "%s, %ld bytes differ (first at %zu)\n",
+               i, hkv, d, page, attn_dtype_spelling(kvd), attn_dtype_spelling(src), layout, T, ks,
+               vs, rc == ATTN_OK ? "ran" : err, diff, first);
+    }
+    return pass;
+}
+
+/* ---- merging partial states on the GPU --------------------------------- */
+
+/* Random states (rows with -inf on one side or both), padded strides, the
+ * output in place over a in a share of the cases, against the float64
+ * merge: the GPU does the host's float math, so f32 states agree to float
+ * rounding (1e-6 relative) and 16-bit ones to their output rounding. */
+static bool run_merge_case(int i, Stats &st)
+{
+    const int T = pick({1, 5, 64, 300}), H = pick({1, 8, 32, 64}), D = pick({8, 64, 128, 256});
+    const int dt = pick({ATTN_DTYPE_F32, ATTN_DTYPE_F16, ATTN_DTYPE_BF16});
+    const int64_t sh = D + (rng_int(0, 1) ? 8 : 0), stt = H * sh + (rng_int(0, 1) ? 8 : 0);
+    const int64_t lt = H + (rng_int(0, 1) ? 3 : 0);
+    const bool in_place = rng_int(0, 2) == 0;
+    const size_t n = (size_t)T * stt, eb = dsize(dt);
+    std::vector<uint8_t> ha(n * eb), hb(n * eb);
+    for (size_t x = 0; x < n; x++) {
+        store_raw(ha, dt, x, rng_sym(2.f));
+        store_raw(hb, dt, x, rng_sym(2.f));
+    }
+    std::vector<float> la((size_t)T * lt), lb(la.size());
+    for (size_t x = 0; x < la.size(); x++) {
+        la[x] = rng_sym(20.f);
+        lb[x] = rng_sym(20.f);
+        const int k = rng_int(0, 15);
+        if (k == 0)
+            la[x] = -INFINITY;
+        else if (k == 1)
+            lb[x] = -INFINITY;
+        else if (k == 2)
+            la[x] = lb[x] = -INFINITY;
+    }
+    void *da, *db, *dout, *dla, *dlb, *dlo;
+    CHECK_HIP(hipMalloc(&da, n * eb));
+    CHECK_HIP(hipMalloc(&db, n * eb));
+    CHECK_HIP(hipMalloc(&dla, la.size() * 4));
+    CHECK_HIP(hipMalloc(&dlb, lb.size() * 4));
+    CHECK_HIP(hipMalloc(&dlo, la.size() * 4));
+    CHECK_HIP(hipMemcpy(da, ha.data(), n * eb, hipMemcpyHostToDevice));
+    CHECK_HIP(hipMemcpy(db, hb.data(), n * eb, hipMemcpyHostToDevice));
+    CHECK_HIP(hipMemcpy(dla, la.data(), la.size() * 4, hipMemcpyHostToDevice));
+    CHECK_HIP(hipMemcpy(dlb, lb.data(), lb.size() * 4, hipMemcpyHostToDevice));
+    dout = da;
+    if (!in_place)
+        CHECK_HIP(hipMalloc(&dout, n * eb));
+    attn_merge_args m;
+    memset(&m, 0, sizeof m);
+    m.struct_size = sizeof m;
+    m.num_tokens = T;
+    m.num_heads = H;
+    m.head_dim = D;
+    m.dtype = dt;
+    m.a = da;
+    m.b = db;
+    m.lse_a = (const float *)dla;
+    m.lse_b = (const float *)dlb;
+    m.out = dout;
+    m.lse_out = in_place ? (float *)dla : (float *)dlo;
+    m.stride_token = stt;
+    m.stride_head = sh;
+    m.lse_stride_token = lt;
+    m.lse_stride_head = 1;
+    char err[256] = "";
+    attn_status rc = gpu_attn_merge_states(NULL, &m, NULL, err, sizeof err);
+    CHECK_HIP(hipDeviceSynchronize());
+    std::vector<uint8_t> ho(n * eb);
+    std::vector<float> lo(la.size());
+    CHECK_HIP(hipMemcpy(ho.data(), dout, n * eb, hipMemcpyDeviceToHost));
+    CHECK_HIP(hipMemcpy(lo.data(), m.lse_out, lo.size() * 4, hipMemcpyDeviceToHost));
+    hipFree(da);
+    hipFree(db);
+    hipFree(dla);
+    hipFree(dlb);
+    hipFree(dlo);
+    if (!in_place)
+        hipFree(dout);
+    const double rel = dt == ATTN_DTYPE_BF16 ? 0x1p-8 : dt == ATTN_DTYPE_F16 ? 0x1p-11 : 1e-6;
+    long bad = 0;
+    for (int t = 0; rc == ATTN_OK && t < T; t++)
+        for (int h = 0; h < H; h++) {
+            const size_t at = (size_t)t * lt + h;
+            const double a_ = la[at], b_ = lb[at], mx = std::max(a_, b_);
+            const double wa = a_ == -INFINITY ? 0 : exp(a_ - mx), wb = b_ == -INFINITY ? 0 : exp(b_ - mx);
+            const double sum = wa + wb, rl = sum > 0 ? mx + log(sum) : -INFINITY;
+            if (!((rl == -INFINITY && lo[at] == -INFINITY) || fabs(lo[at] - rl) <= 1e-5 * (1 + fabs(rl))))
+                bad++;
+            for (int e = 0; e < D; e++) {
+                const size_t x = (size_t)t * stt + (size_t)h * sh + e;
+                const double r = sum > 0 ? (load_raw(ha, dt, x) * wa + load_raw(hb, dt, x) * wb) / sum : 0;
+                if (!(fabs(load_raw(ho, dt, x) - r) <= rel * (fabs(r) + 2.0) * 1.01))
+                    bad++;
+            }
+        }
+    st.run++;
+    const bool pass = rc == ATTN_OK && bad == 0;
+    if (!pass) {
+        st.failed++;
+        printf("FAIL merge-%03d: T=%d H=%d D=%d %s in_place=%d: %s, %ld values off\n", i, T, H, D,
+               attn_dtype_spelling(dt), (int)in_place, rc == ATTN_OK ? "ran" : err, bad);
+    }
+    return pass;
+}
+
 int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0); /* progress survives a timeout kill */
@@ -929,10 +1285,11 @@ int main(int argc, char **argv)
     load_cpu_ref(cref);
     int count = argc > 2 ? atoi(argv[2]) : 120;
     /* argv[3]: the families to run, a comma list of generic, mtp, decode,
-     * decode-mma, decode-fp8, prefill, chunked, mixed (default: all), for a
+     * decode-mma, decode-fp8, prefill, chunked, mixed, append, merge (default: all), for a
      * device run on a time budget. */
     const char *fam =
-        argc > 3 ? argv[3] : "generic,mtp,decode,decode-mma,decode-fp8,prefill,chunked,mixed";
+        argc > 3 ? argv[3]
+                 : "generic,mtp,decode,decode-mma,decode-fp8,prefill,chunked,mixed,append,merge";
     /* The prefill families' cases cost ~10x a generic case on the host (the
      * float64 reference): a third as many of them. */
     const int count_prefill = argc > 4 ? atoi(argv[4]) : std::max(1, count / 3);
@@ -943,7 +1300,7 @@ int main(int argc, char **argv)
     const char *seed = getenv("ATTNREG_TEST_SEED");
     rng_state ^= seed ? strtoull(seed, NULL, 0) : 20261129ull;
 
-    Stats gen, mtp, dec, dmma, dfp8, pre, chk, mix;
+    Stats gen, mtp, dec, dmma, dfp8, pre, chk, mix, app, mrg;
     /* Upstream reference case on both kernels, both head layouts, bf16 and f32 out. */
     for (int o : {ATTN_DTYPE_BF16, ATTN_DTYPE_F32}) {
         run_case(upstream_case(GPU_ATTN_KERNEL_MTP, 16, 1, o), mtp, true);
@@ -958,7 +1315,12 @@ int main(int argc, char **argv)
         if (!wants(family))
             return;
         for (int i = 0; i < n; i++) {
-            run_case(make(i), st, false);
+            Case c = make(i);
+            /* every family over the engines' cache layouts and with the
+             * log-sum-exp output, on a share of its cases */
+            c.layout = pick({0, 0, 1, 2, 3});
+            c.lse = rng_int(0, 3) == 0;
+            run_case(c, st, false);
             if ((i + 1) % 20 == 0 || i + 1 == n)
                 printf("  %s: %d/%d cases, %d failed, %.0f s\n", family, i + 1, n, st.failed,
                        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
@@ -973,6 +1335,10 @@ int main(int argc, char **argv)
     sweep("prefill", random_prefill, pre, count_prefill);
     sweep("chunked", random_chunked, chk, count_prefill);
     sweep("mixed", random_mixed, mix, count_prefill);
+    for (int i = 0; wants("append") && i < count; i++)
+        run_append_case(i, app);
+    for (int i = 0; wants("merge") && i < count; i++)
+        run_merge_case(i, mrg);
 
     printf("generic: %d configurations, %d failed, worst error/allowed %.3g\n", gen.run, gen.failed,
            gen.worst_ratio);
@@ -994,6 +1360,11 @@ int main(int argc, char **argv)
     printf("mixed (chunks and q_len 1 rows): %d configurations, %d failed, worst error/allowed "
            "%.3g\n",
            mix.run, mix.failed, mix.worst_ratio);
+    printf("append_kv (every cache dtype and layout, byte-identical to cpu-ref): %d "
+           "configurations, %d failed\n",
+           app.run, app.failed);
+    printf("merge_states (f32/f16/bf16, -inf sides, in place): %d configurations, %d failed\n",
+           mrg.run, mrg.failed);
     printf("cpu-ref cross-check: %s (%d configurations compared with cpu-ref)\n",
            cpu_ref ? "on" : "off", cpu_ref_checked);
     printf("portable kernel, forced programs: %d multi-token cases on one K/V stage, %d on raw "
@@ -1001,7 +1372,7 @@ int main(int argc, char **argv)
            forced_one_stage, forced_raw_kv);
     return gen.failed || mtp.failed || dec.failed || dmma.failed || dfp8.failed || pre.failed ||
                    chk.failed ||
-                   mix.failed
+                   mix.failed || app.failed || mrg.failed
                ? 1
                : 0;
 }

@@ -169,8 +169,8 @@ def workspace_buffer(kind: str, device: str, nbytes: int) -> Tuple[Any, int]:
         buf = torch.empty(max(nbytes, 1), dtype=torch.uint8, device=device)
         return buf, buf.data_ptr()
     import ctypes
-    buf = (ctypes.c_uint8 * max(nbytes, 1))()
-    return buf, ctypes.addressof(buf)
+    host = (ctypes.c_uint8 * max(nbytes, 1))()
+    return host, ctypes.addressof(host)
 
 
 def stream_handle(stream: Any, device: str) -> Optional[int]:

@@ -348,6 +348,34 @@ ATTNREG_API attn_status attn_backend_append_kv(attn_backend *b, const attn_appen
     return ATTN_OK;
 }
 
+ATTNREG_API attn_status attn_backend_merge_states(attn_backend *b, const attn_merge_args *args)
+{
+    if (!b)
+        return attn_fail(ATTN_ERR_INVALID_ARGUMENT, "attn_backend_merge_states: backend is NULL");
+    /* The checks attn_merge_states makes, in one place (merge.c). */
+    attn_merge_args full;
+    attn_status st = attn_merge_check("attn_backend_merge_states", args, &full);
+    if (st != ATTN_OK)
+        return st;
+    /* The descriptor is copied by its struct_size: NULL for plugins older
+     * than 1.4 and for those without a merge. */
+    if (!b->candidate->desc.merge_states)
+        return attn_fail(ATTN_ERR_UNSUPPORTED,
+                         "%s cannot merge attention states (its plugin, ABI %u.%u, has no "
+                         "merge_states); merge host arrays with attn_merge_states",
+                         b->candidate->name, (unsigned)b->candidate->desc.abi_major,
+                         (unsigned)b->candidate->desc.abi_minor);
+    if (full.num_tokens == 0)
+        return ATTN_OK;
+    char err[512] = "";
+    st = b->candidate->desc.merge_states(b->impl, &full, err, sizeof err);
+    err[sizeof err - 1] = '\0';
+    if (st != ATTN_OK)
+        return attn_fail(st, "%s: merge_states failed: %s", b->candidate->name,
+                         err[0] ? err : attn_status_message(st));
+    return ATTN_OK;
+}
+
 ATTNREG_API void attn_backend_destroy(attn_backend *b)
 {
     if (!b)

@@ -61,6 +61,14 @@ attn_invalid(char *msg, size_t size, const char *fmt, ...);
  * capacities: 1 = valid, else 0 with the reason in msg (plan.c). */
 int attn_model_check_own(const attn_model *model, char *msg, size_t size);
 
+/* The boundary checks of a merge (merge.c), shared by attn_merge_states and
+ * attn_backend_merge_states: refuses (ATTN_ERR_INVALID_ARGUMENT, the sentence
+ * starting with `who`) a NULL or too-small struct, bad counts, dtype,
+ * strides and, when num_tokens > 0, NULL arrays; on ATTN_OK *full is the
+ * caller's struct in today's layout (struct_size = sizeof *full; fields a
+ * 0.4 caller lacks are zero). */
+attn_status attn_merge_check(const char *who, const attn_merge_args *in, attn_merge_args *full);
+
 /* Copy min(dst_size, src_size) bytes of a versioned struct; zero the rest. */
 void attn_copy_versioned(void *dst, uint32_t dst_size, const void *src, size_t src_size);
 /* The body of every attn_*_init_sized: writes `full` (the library's struct,

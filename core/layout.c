@@ -242,7 +242,7 @@ static const layout_field merge_args_fields[] = {
     F(attn_merge_args, lse_b),           F(attn_merge_args, out),
     F(attn_merge_args, lse_out),         F(attn_merge_args, stride_token),
     F(attn_merge_args, stride_head),     F(attn_merge_args, lse_stride_token),
-    F(attn_merge_args, lse_stride_head),
+    F(attn_merge_args, lse_stride_head), F(attn_merge_args, stream),
 };
 
 static const layout_field hf_config_info_fields[] = {

@@ -41,6 +41,13 @@
  *        own predicates (which may say why first).
  *        KV append: attn_append_args (attn_types.h) and the optional
  *        descriptor entry append_kv (appended after forward_features).
+ *   1.4  Merging on the backend's device: attn_merge_args moved to
+ *        attn_types.h (from attnreg.h) and appended `stream`; the optional
+ *        descriptor entry merge_states (appended after append_kv), which the
+ *        host's attn_backend_merge_states calls with arguments it has
+ *        checked. Hosts accept 1.0-1.3 plugins, whose descriptors end at
+ *        append_kv or before (their struct_size does not cover the entry),
+ *        and answer ATTN_ERR_UNSUPPORTED for them.
  *
  * Threads: the host may call predicates, create and probe_devices from
  * several threads at once (selection is concurrent); they must not modify
@@ -66,7 +73,7 @@ extern "C" {
 #endif
 
 #define ATTN_PLUGIN_ABI_MAJOR 1
-#define ATTN_PLUGIN_ABI_MINOR 3
+#define ATTN_PLUGIN_ABI_MINOR 4
 #define ATTN_PLUGIN_ENTRY_SYMBOL "attn_plugin_entry"
 
 #if defined(_WIN32)
@@ -179,6 +186,17 @@ typedef struct attn_plugin_descriptor {
      * (the host answers ATTN_ERR_UNSUPPORTED). */
     attn_status (*append_kv)(void *backend, const attn_append_args *args, char *err,
                              size_t err_size);
+    /* ABI 1.4. Optional: merge two partial attention states by their
+     * log-sum-exp (attn_merge_args in attn_types.h) in the backend's memory
+     * space, on args->stream. The host has checked the arguments as
+     * attn_merge_states does (non-NULL arrays, counts, strides >= 0, dtype f32,
+     * f16 or bf16, num_tokens > 0) and passes its full struct (struct_size
+     * the host's sizeof, >= this header's for a plugin no newer than it);
+     * NULL = the backend cannot merge (the host answers ATTN_ERR_UNSUPPORTED).
+     * A dtype or layout the kernel cannot take is an error status with a
+     * sentence in err. */
+    attn_status (*merge_states)(void *backend, const attn_merge_args *args, char *err,
+                                size_t err_size);
 } attn_plugin_descriptor;
 
 /* The descriptor's layout of ABI 1.0, which ended before probe_devices: the

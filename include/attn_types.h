@@ -432,6 +432,42 @@ typedef struct attn_append_args {
     void *stream; /* hipStream_t / cudaStream_t; NULL = default */
 } attn_append_args;
 
+/* Merging partial attention states (0.4; here from attnreg.h since 0.5).
+ * Two attention results over disjoint key ranges of the same queries (a
+ * shared prefix and each request's suffix in cascade attention, two ranks
+ * of context-parallel decode, two chunks of a long context), each with its
+ * log-sum-exp (attn_forward_args.lse), merged into the result over the
+ * union: with m = max(lse_a, lse_b), w_a = exp(lse_a - m), w_b = exp(lse_b -
+ * m), out = (a * w_a + b * w_b) / (w_a + w_b) and lse_out = m + ln(w_a +
+ * w_b), per (token, head) row, in float arithmetic. A side whose lse is -inf
+ * saw no key and contributes nothing; both -inf gives a zero row and -inf.
+ * (With sinks, pass the sink to one side only: each side's lse includes it.)
+ * Pointers are in the memory space of whoever merges: host memory for
+ * attn_merge_states, the backend's (a GPU's) for attn_backend_merge_states
+ * (0.5 / plugin ABI 1.4). Set struct_size (sizeof, or at least attnreg.h's
+ * ATTN_MERGE_ARGS_SIZE_0_4: the 0.4 layout, which ends before stream) and
+ * zero what you do not set. */
+typedef struct attn_merge_args {
+    uint32_t struct_size;
+    int32_t num_tokens;
+    int32_t num_heads;
+    int32_t head_dim;   /* of the values (head_dim_v) */
+    int32_t dtype;      /* attn_dtype of a, b and out: f32, f16 or bf16 */
+    const void *a;      /* [num_tokens, num_heads, head_dim] */
+    const float *lse_a; /* [num_tokens, num_heads] */
+    const void *b;
+    const float *lse_b;
+    void *out;                /* may be a or b (each row is read before it is written) */
+    float *lse_out;           /* NULL = not wanted; may be lse_a or lse_b */
+    int64_t stride_token;     /* of a, b and out, in elements; 0 = num_heads * head_dim */
+    int64_t stride_head;      /* 0 = head_dim; the last dimension is contiguous */
+    int64_t lse_stride_token; /* of lse_a, lse_b and lse_out; 0 = num_heads */
+    int64_t lse_stride_head;  /* 0 = 1 */
+    /* 0.5: hipStream_t / cudaStream_t of a device merge; NULL = the default
+     * stream. The host's CPU merge ignores it. */
+    void *stream;
+} attn_merge_args;
+
 /* Limits of the batches a backend object will see, for sizing scratch. */
 typedef struct attn_batch_limits {
     uint32_t struct_size;

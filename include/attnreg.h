@@ -109,6 +109,15 @@
  *        scale: attn_model.scale and attn_plan_entry.scale (appended).
  *        attn_registry_plan checks the model's own numbers (heads, tp,
  *        layers) before its capacities.
+ *   0.5  Merging on a backend's device: attn_merge_args moved from this
+ *        header to attn_types.h (source compatible: this header includes
+ *        it; the plugin ABI needs it) and appended `stream` (the device
+ *        merge's stream; attn_merge_states ignores it). ATTN_MERGE_ARGS_SIZE_0_4
+ *        stays the minimum, so a 0.4 host's struct is accepted everywhere.
+ *        attn_backend_merge_states: the backend's plugin merges in its memory
+ *        space (plugin ABI 1.4's optional merge_states entry), with the
+ *        arguments checked as attn_merge_states checks them;
+ *        ATTN_ERR_UNSUPPORTED naming the plugin when it has no merge_states.
  *   1.0  (planned; not built) attn_selection stops embedding attn_shape by
  *        value: effective_shape becomes a `const attn_shape *` owned by the
  *        registry (valid until close, like the selection's strings), so a
@@ -134,7 +143,7 @@ extern "C" {
 #endif
 
 #define ATTNREG_VERSION_MAJOR 0
-#define ATTNREG_VERSION_MINOR 4
+#define ATTNREG_VERSION_MINOR 5
 #define ATTNREG_VERSION_PATCH 0
 
 /* Struct growth, one rule for every versioned struct:
@@ -201,7 +210,7 @@ typedef struct attn_candidate attn_candidate;     /* opaque: one registered plug
 
 /* ---- library, status, names ------------------------------------------ */
 
-ATTNREG_API const char *attnreg_version_string(void); /* "0.4.0" */
+ATTNREG_API const char *attnreg_version_string(void); /* "0.5.0" */
 ATTNREG_API void attnreg_version(int *major, int *minor, int *patch);
 ATTNREG_API uint32_t attnreg_plugin_abi_version(void); /* (major << 16) | minor */
 
@@ -754,42 +763,27 @@ ATTNREG_API void attn_backend_destroy(attn_backend *backend);
 ATTNREG_API const char *attn_backend_name(const attn_backend *backend);
 ATTNREG_API const attn_shape *attn_backend_shape(const attn_backend *backend);
 
-/* ---- merging partial attention states (0.4) ------------------------- */
+/* ---- merging partial attention states (0.4; on a backend: 0.5) ------ */
 
-/* Two attention results over disjoint key ranges of the same queries (a
- * shared prefix and each request's suffix in cascade attention, two ranks
- * of context-parallel decode, two chunks of a long context), each with its
- * log-sum-exp (attn_forward_args.lse), merged into the result over the
- * union: with m = max(lse_a, lse_b), w_a = exp(lse_a - m), w_b = exp(lse_b -
- * m), out = (a * w_a + b * w_b) / (w_a + w_b) and lse_out = m + ln(w_a +
- * w_b), per (token, head) row, in float arithmetic. A side whose lse is -inf
- * saw no key and contributes nothing; both -inf gives a zero row and -inf.
- * (With sinks, pass the sink to one side only: each side's lse includes it.)
- * Set struct_size (sizeof, or at least ATTN_MERGE_ARGS_SIZE_0_4) and zero
- * what you do not set. */
-typedef struct attn_merge_args {
-    uint32_t struct_size;
-    int32_t num_tokens;
-    int32_t num_heads;
-    int32_t head_dim;   /* of the values (head_dim_v) */
-    int32_t dtype;      /* attn_dtype of a, b and out: f32, f16 or bf16 */
-    const void *a;      /* [num_tokens, num_heads, head_dim] */
-    const float *lse_a; /* [num_tokens, num_heads] */
-    const void *b;
-    const float *lse_b;
-    void *out;                /* may be a or b (each row is read before it is written) */
-    float *lse_out;           /* NULL = not wanted; may be lse_a or lse_b */
-    int64_t stride_token;     /* of a, b and out, in elements; 0 = num_heads * head_dim */
-    int64_t stride_head;      /* 0 = head_dim; the last dimension is contiguous */
-    int64_t lse_stride_token; /* of lse_a, lse_b and lse_out; 0 = num_heads */
-    int64_t lse_stride_head;  /* 0 = 1 */
-} attn_merge_args;
+/* attn_merge_args (the two states, their log-sum-exps and where the merged
+ * one goes) is in attn_types.h since 0.5, so that plugins merge too. */
 
-/* Host memory only (a CPU merge; device arrays are the GPU plugins' to
- * merge). ATTN_ERR_INVALID_ARGUMENT with attn_last_error() naming the field
+/* Host memory only (a CPU merge; device arrays are merged by the backend
+ * whose device holds them: attn_backend_merge_states). args->stream is
+ * ignored. ATTN_ERR_INVALID_ARGUMENT with attn_last_error() naming the field
  * for NULL arrays, negative counts or strides, an unsupported dtype or a
  * struct_size below ATTN_MERGE_ARGS_SIZE_0_4. */
 ATTNREG_API attn_status attn_merge_states(const attn_merge_args *args);
+/* 0.5: the same merge by a backend, in its memory space (device arrays of a
+ * GPU backend; host memory for cpu-ref) and on args->stream, as engines
+ * merge where their attention runs. The arguments are checked as
+ * attn_merge_states checks them (ATTN_ERR_INVALID_ARGUMENT naming the field);
+ * ATTN_ERR_UNSUPPORTED, with attn_last_error() naming the plugin, when the
+ * backend's plugin has no merge_states (every plugin older than ABI 1.4, and
+ * those that add none). With the entry, nothing to merge (num_tokens 0)
+ * returns ATTN_OK without calling the plugin. */
+ATTNREG_API attn_status attn_backend_merge_states(attn_backend *backend,
+                                                  const attn_merge_args *args);
 /* Zeroes into the caller's `size` bytes and sets struct_size;
  * attn_merge_args_init(m) passes sizeof *m. */
 ATTNREG_API void attn_merge_args_init_sized(attn_merge_args *args, size_t size);

@@ -246,7 +246,7 @@ START_TEST(public_structs_keep_their_layout)
     OFF(attn_plan_entry, message, 56);
     OFF(attn_plan_entry, scale, 64);           /* 0.4 */
     OFF(attn_plan_entry, effective_shape, 72); /* 0.4 */
-    SIZE(attn_merge_args, 104);                /* 0.4 */
+    SIZE(attn_merge_args, 112);                /* 0.4; 0.5 appended stream */
     OFF(attn_merge_args, struct_size, 0);
     OFF(attn_merge_args, num_tokens, 4);
     OFF(attn_merge_args, num_heads, 8);
@@ -262,6 +262,7 @@ START_TEST(public_structs_keep_their_layout)
     OFF(attn_merge_args, stride_head, 80);
     OFF(attn_merge_args, lse_stride_token, 88);
     OFF(attn_merge_args, lse_stride_head, 96);
+    OFF(attn_merge_args, stream, 104); /* 0.5 */
     SIZE(attn_verdict, 268);
     OFF(attn_verdict, struct_size, 0);
     OFF(attn_verdict, accepted, 4);
@@ -284,7 +285,7 @@ START_TEST(public_structs_keep_their_layout)
     SIZE(attn_predicate, 16);
     OFF(attn_predicate, name, 0);
     OFF(attn_predicate, check, 8);
-    SIZE(attn_plugin_descriptor, 160);
+    SIZE(attn_plugin_descriptor, 168);
     OFF(attn_plugin_descriptor, struct_size, 0);
     OFF(attn_plugin_descriptor, abi_major, 4);
     OFF(attn_plugin_descriptor, abi_minor, 8);
@@ -307,6 +308,7 @@ START_TEST(public_structs_keep_their_layout)
     OFF(attn_plugin_descriptor, num_arch_limits, 144);
     OFF(attn_plugin_descriptor, forward_features, 148); /* ABI 1.3, in the padding */
     OFF(attn_plugin_descriptor, append_kv, 152);
+    OFF(attn_plugin_descriptor, merge_states, 160); /* ABI 1.4: 1.3's descriptor ended here */
 #endif
 }
 END_TEST

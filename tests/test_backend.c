@@ -243,6 +243,69 @@ START_TEST(append_kv_needs_a_plugin_that_has_it)
 }
 END_TEST
 
+/* A valid merge of one token, one head of 4 floats, in host memory. */
+typedef struct merge_rows {
+    float a[4], b[4], out[4], lse_a[1], lse_b[1], lse_out[1];
+} merge_rows;
+
+static void merge_one_row(attn_merge_args *m, merge_rows *r)
+{
+    memset(r, 0, sizeof *r);
+    attn_merge_args_init(m);
+    m->num_tokens = m->num_heads = 1;
+    m->head_dim = 4;
+    m->dtype = ATTN_DTYPE_F32;
+    m->a = r->a;
+    m->b = r->b;
+    m->out = r->out;
+    m->lse_a = r->lse_a;
+    m->lse_b = r->lse_b;
+    m->lse_out = r->lse_out;
+}
+
+static attn_backend *create_single(attn_registry *reg, const char *name)
+{
+    attn_selection sel;
+    attn_shape shape;
+    attn_backend *be = NULL;
+    forward_shape(&shape);
+    select_ok(reg, &shape, &sel, name);
+    ck_assert_int_eq(attn_backend_create(reg, &sel, &be), ATTN_OK);
+    return be;
+}
+
+START_TEST(merge_states_needs_a_plugin_that_has_it)
+{
+    /* 0.5: a backend whose plugin has no merge_states answers
+     * ATTN_ERR_UNSUPPORTED naming the plugin: a 1.4 plugin without the entry
+     * (fake-good), and a 1.3 plugin, whose descriptor ends at append_kv and
+     * whose merge_states past that end aborts if the host ever read it. */
+    static const char *const variants[][2] = {{"good", "fake-good"}, {"abi_1_3", "fake-abi-1-3"}};
+    for (size_t i = 0; i < 2; i++) {
+        attn_registry *reg = open_single(variants[i][0], variants[i][1], NULL);
+        attn_backend *be = create_single(reg, variants[i][1]);
+        attn_merge_args m;
+        merge_rows r;
+        merge_one_row(&m, &r);
+        ck_assert_int_eq(attn_backend_merge_states(be, &m), ATTN_ERR_UNSUPPORTED);
+        ck_assert_msg(strstr(attn_last_error(), variants[i][1]) &&
+                          strstr(attn_last_error(), "has no merge_states"),
+                      "%s", attn_last_error());
+        ck_assert_msg(strstr(attn_last_error(), i ? "ABI 1.3" : "ABI 1.4"), "%s",
+                      attn_last_error());
+        /* Bad arguments are refused at the boundary, before the plugin. */
+        ck_assert_int_eq(attn_backend_merge_states(be, NULL), ATTN_ERR_INVALID_ARGUMENT);
+        ck_assert_int_eq(attn_backend_merge_states(NULL, &m), ATTN_ERR_INVALID_ARGUMENT);
+        m.struct_size = ATTN_MERGE_ARGS_SIZE_0_4 - 1;
+        ck_assert_int_eq(attn_backend_merge_states(be, &m), ATTN_ERR_INVALID_ARGUMENT);
+        ck_assert_msg(strstr(attn_last_error(), "attn_backend_merge_states: struct_size"), "%s",
+                      attn_last_error());
+        attn_backend_destroy(be);
+        attn_registry_close(reg);
+    }
+}
+END_TEST
+
 START_TEST(old_plugin_padding_is_no_promise)
 {
     /* forward_features (1.3) lies in 1.2's tail padding: a 1.2 plugin's
@@ -423,6 +486,7 @@ static Suite *backend_suite(void)
     tcase_add_test(tc, forward_kv_strides);
     tcase_add_test(tc, lse_needs_a_plugin_that_writes_it);
     tcase_add_test(tc, append_kv_needs_a_plugin_that_has_it);
+    tcase_add_test(tc, merge_states_needs_a_plugin_that_has_it);
     tcase_add_test(tc, old_plugin_padding_is_no_promise);
     tcase_add_test(tc, create_refused_by_plugin);
     tcase_add_loop_test(tc, create_checks_what_is_there, 0,

@@ -31,6 +31,7 @@
 
 #include "attn_batch_check.h"
 #include "attn_dtype_conv.h"
+#include "attn_merge_cpu.h"
 #include "attn_plugin.h"
 #include "cpu_ref_kernel.h"
 #include "cpu_ref_pool.h"
@@ -822,6 +823,21 @@ static attn_status cpu_ref_append_kv(void *backend, const attn_append_args *a, c
     return ATTN_OK;
 }
 
+/* ---- merging states ------------------------------------------------------- */
+
+/* The host's CPU merge (attn_merge_cpu.h, the code attn_merge_states runs):
+ * cpu-ref's memory space is host memory. The host has checked the arguments
+ * (attn_backend_merge_states); stream is not used. */
+static attn_status cpu_ref_merge_states(void *backend, const attn_merge_args *m, char *err,
+                                        size_t err_size)
+{
+    (void)backend; /* the merge needs nothing of the shape */
+    if (!m || m->struct_size < offsetof(attn_merge_args, stream) + sizeof(void *))
+        FAIL(ATTN_ERR_INVALID_ARGUMENT, "cpu-ref: merge args missing or older than 0.5");
+    attn_merge_cpu(m);
+    return ATTN_OK;
+}
+
 static const char *const cpu_ref_built_archs[] = {"cpu", NULL};
 
 ATTN_PLUGIN_DEFINE(.name = "cpu-ref", .version = "1.0.0", .graph_capturable = 0,
@@ -832,4 +848,4 @@ ATTN_PLUGIN_DEFINE(.name = "cpu-ref", .version = "1.0.0", .graph_capturable = 0,
                    .workspace_size = cpu_ref_workspace_size, .forward = cpu_ref_forward,
                    .destroy = cpu_ref_destroy, .probe_devices = cpu_ref_probe,
                    .forward_features = ATTN_FORWARD_KV_STRIDES | ATTN_FORWARD_LSE,
-                   .append_kv = cpu_ref_append_kv)
+                   .append_kv = cpu_ref_append_kv, .merge_states = cpu_ref_merge_states)

@@ -1333,6 +1333,23 @@ class Backend(_Closable):
         if st != _native.OK:
             raise _error(st)
 
+    @_backend_call
+    def merge_states(self, a: Any, lse_a: Any, b: Any, lse_b: Any, out: Any = None,
+                     lse_out: Any = None, *, stream: Any = None) -> Tuple[Any, Any]:
+        """attnreg.merge_states() by this backend, in its memory space
+        (attn_backend_merge_states): torch tensors on its CUDA device for a
+        GPU backend, merged on torch's current stream unless ``stream``
+        (as forward() and append_kv() take it); host arrays for cpu-ref.
+        The same arrays, checks and result (out, lse_out). A backend whose
+        plugin has no merge raises UnsupportedError naming it."""
+        h = self._handle()
+        m, out, lse_out, device = _merge_args(a, lse_a, b, lse_b, out, lse_out, self)
+        m.stream = _arrays.stream_handle(stream, device)
+        st = _lib.attn_backend_merge_states(h, ctypes.byref(m))
+        if st != _native.OK:
+            raise _error(st)
+        return out, lse_out
+
     def __repr__(self) -> str:
         return f"Backend({self.name!r}, {self.shape})"
 
@@ -1436,21 +1453,46 @@ _FLOAT_DTYPES = {("numpy", "float32"): "f32", ("numpy", "float16"): "f16",
 
 
 def merge_states(a: Any, lse_a: Any, b: Any, lse_b: Any, out: Any = None,
-                 lse_out: Any = None) -> Tuple[Any, Any]:
+                 lse_out: Any = None, *, backend: Optional["Backend"] = None) -> Tuple[Any, Any]:
     """Merges two attention results over disjoint key ranges of the same
     queries by their log-sum-exp (attn_merge_states, on the CPU): a and b
     [T, H, D] (f32, f16, or bf16: NumPy uint16 bits or torch.bfloat16), lse_a
     and lse_b float32 [T, H], any strides with the last dimension contiguous
-    (out may be a or b). Host memory: NumPy arrays or CPU torch tensors.
-    Returns (out, lse_out), allocated when not given: the result over the
-    union of the key ranges and its log-sum-exp, as cascade attention merges
-    a shared prefix with each request's suffix."""
+    (out may be a or b). Host memory: NumPy arrays or CPU torch tensors;
+    device tensors are merged by the backend whose device holds them:
+    ``backend=`` routes the call to Backend.merge_states. Returns (out,
+    lse_out), allocated when not given: the result over the union of the key
+    ranges and its log-sum-exp, as cascade attention merges a shared prefix
+    with each request's suffix."""
+    if backend is not None:
+        return backend.merge_states(a, lse_a, b, lse_b, out, lse_out)
+    m, out, lse_out, _ = _merge_args(a, lse_a, b, lse_b, out, lse_out, None)
+    st = _lib.attn_merge_states(ctypes.byref(m))
+    if st != _native.OK:
+        raise _error(st)
+    return out, lse_out
+
+
+def _merge_args(a: Any, lse_a: Any, b: Any, lse_b: Any, out: Any, lse_out: Any,
+                backend: Optional["Backend"]) -> Tuple[Any, Any, Any, str]:
+    """Every check of a merge, then its ctypes arguments: (args, out,
+    lse_out, device). Host memory without a backend; the backend's memory
+    space (host for a CPU backend, its CUDA device's tensors otherwise) with
+    one."""
     va, vb = _arrays.View("a", a), _arrays.View("b", b)
     vla, vlb = _arrays.View("lse_a", lse_a), _arrays.View("lse_b", lse_b)
-    for v in (va, vb, vla, vlb):
-        if v.device != "cpu":
-            raise ValueError(f"{v.name}: on {v.device}: merge_states runs on the CPU (host "
-                             f"memory)")
+    device = va.device
+    if backend is None and device != "cpu":
+        raise ValueError(f"a: on {device}: attnreg.merge_states merges host memory; merge "
+                         f"device tensors with Backend.merge_states of the backend whose device "
+                         f"holds them (or merge_states(..., backend=...))")
+    if backend is not None and (device == "cpu") != backend.is_cpu:
+        raise ValueError(f"a: on {device}, but backend {backend.name} runs on arch "
+                         f"{backend.shape.arch}: expected "
+                         f"{'host' if backend.is_cpu else 'CUDA device'} memory")
+    for v in (vb, vla, vlb):
+        if v.device != device:
+            raise ValueError(f"{v.name}: on {v.device}, expected {device} (where a is)")
     if len(va.shape) != 3:
         raise ValueError(f"a: expected shape [num_tokens, heads, head_dim], got {list(va.shape)}")
     T, H, D = va.shape
@@ -1458,10 +1500,13 @@ def merge_states(a: Any, lse_a: Any, b: Any, lse_b: Any, out: Any = None,
     if dtype is None:
         raise ValueError(f"a: dtype {va.dtype}: the states are float32, float16 or bf16")
     if out is None:
-        out = _arrays.empty_like_spec(va.kind, "cpu", (T, H, D), va.dtype)
+        out = _arrays.empty_like_spec(va.kind, device, (T, H, D), va.dtype)
     if lse_out is None:
-        lse_out = _arrays.empty_like_spec(va.kind, "cpu", (T, H), "float32")
+        lse_out = _arrays.empty_like_spec(va.kind, device, (T, H), "float32")
     vo, vlo = _arrays.View("out", out), _arrays.View("lse_out", lse_out)
+    for v in (vo, vlo):
+        if v.device != device:
+            raise ValueError(f"{v.name}: on {v.device}, expected {device} (where a is)")
     for v in (vb, vo):
         v.expect_dtype((va.dtype,), f"the dtype of a, {va.dtype}")
         v.expect_shape((T, H, D), "[num_tokens, heads, head_dim] as a")
@@ -1490,10 +1535,7 @@ def merge_states(a: Any, lse_a: Any, b: Any, lse_b: Any, out: Any = None,
     m.stride_token, m.stride_head = (vo.strides[0] if T > 1 else 0), (vo.strides[1] if H > 1 else 0)
     m.lse_stride_token = vlo.strides[0] if T > 1 else 0
     m.lse_stride_head = vlo.strides[1] if H > 1 else 0
-    st = _lib.attn_merge_states(ctypes.byref(m))
-    if st != _native.OK:
-        raise _error(st)
-    return out, lse_out
+    return m, out, lse_out, device
 
 
 # ---- NumPy encodings --------------------------------------------------------------

@@ -210,7 +210,8 @@ class MergeArgs(ctypes.Structure):
     _fields_ = [("struct_size", c_u32), ("num_tokens", c_i32), ("num_heads", c_i32),
                 ("head_dim", c_i32), ("dtype", c_i32), ("a", c_vp), ("lse_a", c_vp), ("b", c_vp),
                 ("lse_b", c_vp), ("out", c_vp), ("lse_out", c_vp), ("stride_token", c_i64),
-                ("stride_head", c_i64), ("lse_stride_token", c_i64), ("lse_stride_head", c_i64)]
+                ("stride_head", c_i64), ("lse_stride_token", c_i64), ("lse_stride_head", c_i64),
+                ("stream", c_vp)]
 
 
 class HfConfigInfo(ctypes.Structure):
@@ -362,6 +363,7 @@ SIGNATURES = {
     "attn_plan_summarize": (ctypes.c_int, [c_vp, P(PlanSummary)]),
     "attn_plan_entry_get": (ctypes.c_int, [c_vp, c_size, P(PlanEntry)]),
     "attn_merge_states": (ctypes.c_int, [P(MergeArgs)]),
+    "attn_backend_merge_states": (ctypes.c_int, [c_vp, P(MergeArgs)]),
     "attn_backend_append_kv": (ctypes.c_int, [c_vp, P(AppendArgs)]),
     "attn_plan_lookup": (ctypes.c_int, [c_vp, c_i32, c_i32, P(PlanEntry)]),
     "attn_backend_create": (ctypes.c_int, [c_vp, P(Selection), P(c_vp)]),

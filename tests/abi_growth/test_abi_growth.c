@@ -11,6 +11,7 @@
 
 #include <check.h>
 #include <dlfcn.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -294,6 +295,48 @@ START_TEST(diagnostics_and_plans_use_the_hosts_size)
 }
 END_TEST
 
+/* A merge with the host's attn_merge_args (0.5's, with stream) on a library
+ * whose struct is larger: the fields it has are read where it put them, the
+ * rest is zero; a backend whose plugin (built against today's headers) has
+ * no merge_states says so. */
+START_TEST(merge_reads_the_hosts_struct)
+{
+    float a[2][4] = {{1, 2, 3, 4}, {5, 6, 7, 8}}, b[2][4] = {{4, 3, 2, 1}, {0, 0, 0, 0}};
+    float la[2] = {0.0f, -INFINITY}, lb[2] = {0.0f, 0.0f};
+    GUARDED(attn_merge_args) m;
+    arm(m.guard);
+    attn_merge_args_init(&m.v);
+    m.v.num_tokens = 2;
+    m.v.num_heads = 1;
+    m.v.head_dim = 4;
+    m.v.dtype = ATTN_DTYPE_F32;
+    m.v.a = a;
+    m.v.b = b;
+    m.v.out = a;
+    m.v.lse_a = la;
+    m.v.lse_b = lb;
+    m.v.lse_out = la;
+    ck_assert_int_eq(attn_merge_states(&m.v), ATTN_OK);
+    check_guard(m.guard, "attn_merge_states");
+    ck_assert(a[0][0] == 2.5f && a[0][3] == 2.5f && a[1][0] == 0.0f);
+    ck_assert(la[1] == 0.0f && fabsf(la[0] - logf(2.0f)) < 1e-6f);
+
+    ts_write_plugin_ini(ts_dir(), "g.ini", "fake-good", ts_fake("good"), 10, "fake", NULL);
+    attn_registry *reg = ts_open_dir(ts_dir());
+    attn_shape s;
+    attn_selection sel;
+    attn_backend *be = NULL;
+    ts_fake_shape(&s);
+    attn_selection_init(&sel);
+    ck_assert_int_eq(attn_registry_select(reg, &s, &sel), ATTN_OK);
+    ck_assert_int_eq(attn_backend_create(reg, &sel, &be), ATTN_OK);
+    ck_assert_int_eq(attn_backend_merge_states(be, &m.v), ATTN_ERR_UNSUPPORTED);
+    ck_assert_msg(strstr(attn_last_error(), "fake-good"), "%s", attn_last_error());
+    attn_backend_destroy(be);
+    attn_registry_close(reg);
+}
+END_TEST
+
 int main(void)
 {
     Suite *s = suite_create("abi_growth");
@@ -304,6 +347,7 @@ int main(void)
     tcase_add_test(tc, selection_fields_do_not_shift);
     tcase_add_test(tc, listing_and_probing_use_the_hosts_stride);
     tcase_add_test(tc, diagnostics_and_plans_use_the_hosts_size);
+    tcase_add_test(tc, merge_reads_the_hosts_struct);
     suite_add_tcase(s, tc);
     return ts_run(s);
 }

@@ -703,15 +703,42 @@ START_TEST(test_lse_matches_oracle)
 }
 END_TEST
 
+/* cpu-ref through libattnreg (the build's shipped conf), for the host API's
+ * calls on a backend. */
+static attn_backend *cpu_ref_backend(attn_registry **reg)
+{
+    const char *dirs[1] = {ATTNREG_TEST_CONF_DIR};
+    attn_registry_options opt;
+    attn_registry_options_init(&opt);
+    opt.conf_paths = dirs;
+    opt.num_conf_paths = 1;
+    opt.skip_env_conf_path = opt.skip_default_conf = opt.skip_env = 1;
+    opt.forced_backend = "cpu-ref";
+    opt.log_level = ATTN_LOG_OFF;
+    ck_assert_msg(attn_registry_open(&opt, reg) == ATTN_OK, "%s", attn_last_error());
+    attn_shape s;
+    attn_selection sel;
+    attn_backend *b = NULL;
+    attn_shape_init(&s);
+    attn_selection_init(&sel);
+    ck_assert_msg(attn_registry_select(*reg, &s, &sel) == ATTN_OK, "%s", sel.message);
+    ck_assert_msg(attn_backend_create(*reg, &sel, &b) == ATTN_OK, "%s", attn_last_error());
+    return b;
+}
+
 START_TEST(test_split_then_merge_equals_whole)
 {
     /* Cascade attention: each sequence's keys split into a prefix of whole
      * pages before its new tokens (attended without causal masking: every
      * query sees all of it, even when it is shorter than the queries or
      * empty) and the rest (causal, so the mask is the whole's), merged by
-     * attn_merge_states, equal attention over all the keys, output and LSE;
-     * f32 and bf16 states. */
-    for (int c = 0; c < 2; c++) {
+     * attn_merge_states on the host and by the cpu-ref backend
+     * (attn_backend_merge_states, 0.5), equal attention over all the keys,
+     * output and LSE; f32 and bf16 states. */
+    attn_registry *reg = NULL;
+    attn_backend *backend = cpu_ref_backend(&reg);
+    for (int c = 0; c < 4; c++) {
+        const int on_backend = c >= 2;
         attn_shape s;
         base_shape(&s);
         s.num_q_heads = 4;
@@ -719,7 +746,7 @@ START_TEST(test_split_then_merge_equals_whole)
         s.head_dim = 32;
         s.max_q_len = 5;
         s.max_kv_len = 400;
-        s.out_dtype = c == 0 ? ATTN_DTYPE_F32 : ATTN_DTYPE_BF16;
+        s.out_dtype = c % 2 == 0 ? ATTN_DTYPE_F32 : ATTN_DTYPE_BF16;
         attn_oracle_problem_options o = {.num_seqs = 4, .seed = 90 + (uint64_t)c};
         attn_oracle_problem p;
         char err[512];
@@ -774,9 +801,14 @@ START_TEST(test_split_then_merge_equals_whole)
         m.lse_out = lse_suffix;
         m.stride_token = p.out_stride_token;
         m.stride_head = p.out_stride_head;
-        ck_assert_int_eq(attn_merge_states(&m), ATTN_OK);
+        if (on_backend)
+            ck_assert_msg(attn_backend_merge_states(backend, &m) == ATTN_OK, "%s",
+                          attn_last_error());
+        else
+            ck_assert_int_eq(attn_merge_states(&m), ATTN_OK);
 
-        const double tol_rel = c == 0 ? 1e-5 : 0x1p-7, tol_abs = c == 0 ? 2e-6 : 0x1p-9;
+        const int f32 = s.out_dtype == ATTN_DTYPE_F32;
+        const double tol_rel = f32 ? 1e-5 : 0x1p-7, tol_abs = f32 ? 2e-6 : 0x1p-9;
         for (int64_t t = 0; t < p.num_tokens; t++)
             for (int32_t h = 0; h < s.num_q_heads; h++)
                 for (int32_t i = 0; i < p.shape.head_dim_v; i++) {
@@ -784,9 +816,9 @@ START_TEST(test_split_then_merge_equals_whole)
                     double w = attn_oracle_decode(s.out_dtype, whole, at);
                     double g = attn_oracle_decode(s.out_dtype, p.out, at);
                     ck_assert_msg(fabs(g - w) <= tol_abs + tol_rel * fabs(w),
-                                  "%s: token %lld head %d [%d]: merged %.7g, whole %.7g",
-                                  attn_dtype_spelling(s.out_dtype), (long long)t, (int)h, (int)i, g,
-                                  w);
+                                  "%s on the %s: token %lld head %d [%d]: merged %.7g, whole %.7g",
+                                  attn_dtype_spelling(s.out_dtype), on_backend ? "backend" : "host",
+                                  (long long)t, (int)h, (int)i, g, w);
                 }
         for (int64_t r = 0; r < rows; r++)
             ck_assert_msg(fabsf(lse_suffix[r] - lse_whole[r]) <=
@@ -805,6 +837,8 @@ START_TEST(test_split_then_merge_equals_whole)
         free(lse_suffix);
         attn_oracle_problem_free(&p);
     }
+    attn_backend_destroy(backend);
+    attn_registry_close(reg);
 }
 END_TEST
 
@@ -868,6 +902,96 @@ START_TEST(test_merge_states_edges)
     m.lse_b = &lb[0][0];
     m.struct_size = 8;
     ck_assert_int_eq(attn_merge_states(&m), ATTN_ERR_INVALID_ARGUMENT);
+}
+END_TEST
+
+START_TEST(test_backend_merge_states)
+{
+    /* attn_backend_merge_states on cpu-ref (host memory is its memory
+     * space) gives attn_merge_states' bits: strided bf16 rows, -inf sides, a
+     * 0.4 host's struct (no stream); the same checks at the boundary, named
+     * for the call; nothing to merge is no call. */
+    enum { T = 4, H = 3, D = 8, ST = H * D + 5, SH = D + 1 };
+    static uint16_t a[T * ST], b[T * ST], out_host[T * ST], out_be[T * ST];
+    float la[T * H], lb[T * H], lo_host[T * H], lo_be[T * H];
+    uint64_t rng = 777;
+    for (int i = 0; i < T * ST; i++) {
+        a[i] = attn_conv_f32_to_bf16((float)(2.0 * attn_oracle_rand_uniform(&rng) - 1.0));
+        b[i] = attn_conv_f32_to_bf16((float)(2.0 * attn_oracle_rand_uniform(&rng) - 1.0));
+    }
+    for (int i = 0; i < T * H; i++) {
+        la[i] = (float)(6.0 * attn_oracle_rand_uniform(&rng) - 3.0);
+        lb[i] = (float)(6.0 * attn_oracle_rand_uniform(&rng) - 3.0);
+    }
+    la[1] = -INFINITY;
+    la[5] = lb[5] = -INFINITY;
+    memset(out_host, 0, sizeof out_host);
+    memset(out_be, 0, sizeof out_be);
+    attn_merge_args m;
+    attn_merge_args_init_sized(&m, ATTN_MERGE_ARGS_SIZE_0_4);
+    m.num_tokens = T;
+    m.num_heads = H;
+    m.head_dim = D;
+    m.dtype = ATTN_DTYPE_BF16;
+    m.a = a;
+    m.b = b;
+    m.lse_a = la;
+    m.lse_b = lb;
+    m.stride_token = ST;
+    m.stride_head = SH;
+    m.out = out_host;
+    m.lse_out = lo_host;
+    ck_assert_int_eq(attn_merge_states(&m), ATTN_OK);
+    attn_registry *reg = NULL;
+    attn_backend *be = cpu_ref_backend(&reg);
+    m.out = out_be;
+    m.lse_out = lo_be;
+    ck_assert_msg(attn_backend_merge_states(be, &m) == ATTN_OK, "%s", attn_last_error());
+    ck_assert(memcmp(out_host, out_be, sizeof out_host) == 0);
+    ck_assert(memcmp(lo_host, lo_be, sizeof lo_host) == 0);
+    ck_assert(lo_be[5] == -INFINITY);
+
+    /* Today's struct, with a stream (ignored by a CPU backend). */
+    attn_merge_args full = m;
+    full.struct_size = sizeof full;
+    full.stream = NULL;
+    ck_assert_int_eq(attn_backend_merge_states(be, &full), ATTN_OK);
+    ck_assert(memcmp(out_host, out_be, sizeof out_host) == 0);
+
+    m.dtype = ATTN_DTYPE_FP8_E4M3FN;
+    ck_assert_int_eq(attn_backend_merge_states(be, &m), ATTN_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(attn_last_error(), "attn_backend_merge_states: dtype fp8_e4m3fn"), "%s",
+                  attn_last_error());
+    m.dtype = ATTN_DTYPE_BF16;
+    m.stride_head = -1;
+    ck_assert_int_eq(attn_backend_merge_states(be, &m), ATTN_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(attn_last_error(), "strides must be >= 0"), "%s", attn_last_error());
+    m.stride_head = SH;
+    m.b = NULL;
+    ck_assert_int_eq(attn_backend_merge_states(be, &m), ATTN_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(attn_last_error(), "must not be NULL"), "%s", attn_last_error());
+    m.num_heads = 0;
+    ck_assert_int_eq(attn_backend_merge_states(be, &m), ATTN_ERR_INVALID_ARGUMENT);
+    m.num_heads = H;
+    m.num_tokens = 0; /* nothing to merge: NULL arrays are fine */
+    ck_assert_int_eq(attn_backend_merge_states(be, &m), ATTN_OK);
+    m.struct_size = 8;
+    ck_assert_int_eq(attn_backend_merge_states(be, &m), ATTN_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(attn_backend_merge_states(be, NULL), ATTN_ERR_INVALID_ARGUMENT);
+    ck_assert_int_eq(attn_backend_merge_states(NULL, &full), ATTN_ERR_INVALID_ARGUMENT);
+    attn_backend_destroy(be);
+    attn_registry_close(reg);
+
+    /* The plugin's own entry refuses a struct older than its header's (the
+     * host always passes today's; cpu-ref needs no backend state). */
+    ck_assert_ptr_nonnull(plugin.desc->merge_states);
+    char err[256] = "";
+    m.struct_size = (uint32_t)ATTN_MERGE_ARGS_SIZE_0_4;
+    m.num_tokens = T;
+    m.b = b;
+    ck_assert_int_eq(plugin.desc->merge_states(NULL, &m, err, sizeof err),
+                     ATTN_ERR_INVALID_ARGUMENT);
+    ck_assert_msg(strstr(err, "merge args"), "%s", err);
 }
 END_TEST
 
@@ -1508,6 +1632,7 @@ static Suite *cpu_ref_suite(void)
     tcase_add_test(edges, test_lse_matches_oracle);
     tcase_add_test(edges, test_split_then_merge_equals_whole);
     tcase_add_test(edges, test_merge_states_edges);
+    tcase_add_test(edges, test_backend_merge_states);
     tcase_add_test(edges, test_lse_flag_and_array_agree);
     tcase_add_test(edges, test_append_kv_round_trips_every_dtype);
     tcase_add_test(edges, test_block_table_trailing_entries);

@@ -18,6 +18,9 @@
  *   FAKE_ABI_1_2_PADDING     an ABI 1.2 plugin (struct_size 1.2's, abi_minor 2)
  *                            whose tail padding, where 1.3 put forward_features,
  *                            holds set bits: no promise, never read as one
+ *   FAKE_ABI_1_3             an ABI 1.3 plugin (struct_size 1.3's: it ends at
+ *                            append_kv, abi_minor 3) with a merge_states past
+ *                            its struct_size that aborts if ever called
  *   FAKE_NULL_DESCRIPTOR     the entry symbol returns NULL
  *   FAKE_NO_ENTRY            exports a misspelled entry symbol only
  *   FAKE_CREATE_FAILS        create refuses with a sentence
@@ -283,7 +286,8 @@ static attn_status fake_probe(const attn_plugin_context *ctx, attn_device_info *
     .probe_devices = fake_probe
 
 #if defined(FAKE_ABI_WRONG_MAJOR) || defined(FAKE_ABI_NEWER_MINOR) || defined(FAKE_ABI_1_0) ||     \
-    defined(FAKE_NULL_DESCRIPTOR) || defined(FAKE_NO_ENTRY) || defined(FAKE_ABI_1_2_PADDING)
+    defined(FAKE_NULL_DESCRIPTOR) || defined(FAKE_NO_ENTRY) || defined(FAKE_ABI_1_2_PADDING) ||    \
+    defined(FAKE_ABI_1_3)
 
 #if defined(FAKE_ABI_1_0)
 #define FAKE_STRUCT_SIZE offsetof(attn_plugin_descriptor, probe_devices)
@@ -292,7 +296,22 @@ static attn_status fake_probe(const attn_plugin_context *ctx, attn_device_info *
 /* 1.2's descriptor ended with num_arch_limits, padded to 152 bytes. */
 #define FAKE_STRUCT_SIZE offsetof(attn_plugin_descriptor, append_kv)
 #define FAKE_ABI_MINOR 2
-#define FAKE_PADDING_BITS .forward_features = ATTN_FORWARD_KV_STRIDES | ATTN_FORWARD_LSE,
+#define FAKE_UNREAD_FIELDS .forward_features = ATTN_FORWARD_KV_STRIDES | ATTN_FORWARD_LSE,
+#elif defined(FAKE_ABI_1_3)
+/* 1.3's descriptor ended with append_kv; the merge_states after it is
+ * outside the plugin's struct_size, so the host must never read it. */
+static attn_status fake_merge_never(void *backend, const attn_merge_args *args, char *err,
+                                    size_t err_size)
+{
+    (void)backend;
+    (void)args;
+    (void)err;
+    (void)err_size;
+    abort();
+}
+#define FAKE_STRUCT_SIZE offsetof(attn_plugin_descriptor, merge_states)
+#define FAKE_ABI_MINOR 3
+#define FAKE_UNREAD_FIELDS .merge_states = fake_merge_never,
 #elif defined(FAKE_ABI_NEWER_MINOR)
 #define FAKE_STRUCT_SIZE sizeof(attn_plugin_descriptor)
 #define FAKE_ABI_MINOR (ATTN_PLUGIN_ABI_MINOR + 1)
@@ -306,13 +325,15 @@ static attn_status fake_probe(const attn_plugin_context *ctx, attn_device_info *
 #define FAKE_ABI_MAJOR ATTN_PLUGIN_ABI_MAJOR
 #endif
 
-#ifndef FAKE_PADDING_BITS
-#define FAKE_PADDING_BITS
+/* Fields the variant's ABI version does not cover (tail padding, entries
+ * past its struct_size): the host must not honour them. */
+#ifndef FAKE_UNREAD_FIELDS
+#define FAKE_UNREAD_FIELDS
 #endif
 static const attn_plugin_descriptor fake_descriptor = {.struct_size = (uint32_t)FAKE_STRUCT_SIZE,
                                                        .abi_major = FAKE_ABI_MAJOR,
                                                        .abi_minor = FAKE_ABI_MINOR,
-                                                       FAKE_PADDING_BITS FAKE_DESCRIPTOR_FIELDS};
+                                                       FAKE_UNREAD_FIELDS FAKE_DESCRIPTOR_FIELDS};
 
 #if defined(FAKE_NO_ENTRY)
 /* Exports something, just not attn_plugin_entry: the host must report the

@@ -3,7 +3,8 @@
 with pytest (test_gpu.py) or without it (`python3 gpu_checks.py`, for a GPU
 machine that has torch but no pytest): CUDA tensors through aiter-generic and
 aiter-mtp-gfx950 against torch SDPA on the same data, and forward captured in
-a torch.cuda.CUDAGraph and replayed on new data."""
+a torch.cuda.CUDAGraph and replayed on new data, and merge_states of device
+tensors through the backend."""
 import math
 import os
 import sys
@@ -173,6 +174,40 @@ def check_numpy_refused():
     raise AssertionError("NumPy arrays were accepted by a GPU backend")
 
 
+def check_merge_states_on_device():
+    """Device tensors: the module-level merge_states (host memory) refuses
+    them and names Backend.merge_states; the GPU backend merges them on its
+    device (against the CPU merge of the same data), or, while its plugin
+    has no merge_states entry, says so (UnsupportedError naming it)."""
+    shape = attnreg.Shape(arch=arch(), q_heads=8, kv_heads=8, head_dim=128, max_kv_len=64)
+    gen = torch.Generator().manual_seed(5)
+    T, H, D = 7, 8, 128
+    a, b = (torch.randn(T, H, D, generator=gen).to(torch.bfloat16) for _ in range(2))
+    la, lb = (torch.randn(T, H, generator=gen) for _ in range(2))
+    want, want_lse = attnreg.merge_states(a, la, b, lb)  # CPU torch tensors: the host merge
+    dev = [x.cuda() for x in (a, la, b, lb)]
+    try:
+        attnreg.merge_states(*dev)
+    except ValueError as e:
+        assert "Backend.merge_states" in str(e), e
+    else:
+        raise AssertionError("attnreg.merge_states took CUDA tensors")
+    with attnreg.Registry(**conf_kwargs()) as reg:
+        with reg.create(reg.select(shape)) as be:
+            try:
+                out, lse = be.merge_states(*dev)
+            except attnreg.UnsupportedError as e:
+                assert be.name in str(e) and "has no merge_states" in str(e), e
+                return f"{be.name}: no merge_states entry yet"
+            torch.cuda.synchronize()
+            routed, _ = attnreg.merge_states(*dev, backend=be)
+            torch.cuda.synchronize()
+    err = (out.cpu().float() - want.float()).abs().max().item()
+    assert err <= 2e-2 and (lse.cpu() - want_lse).abs().max().item() <= 1e-4, err
+    assert torch.equal(routed, out)
+    return err
+
+
 def main():
     """Every check, without pytest; exit 1 when one fails."""
     if not torch.cuda.is_available():
@@ -183,6 +218,8 @@ def main():
     checks += [(f"CUDA graph capture + replay: {n}", lambda n=n: check_forward_in_a_cuda_graph(n))
                for n in ("aiter-generic", "aiter-mtp-gfx950")]
     checks.append(("NumPy arrays refused for a GPU backend", check_numpy_refused))
+    checks.append(("merge_states on the device (Backend.merge_states)",
+                   check_merge_states_on_device))
     failed = 0
     for label, fn in checks:
         t0 = time.time()

@@ -324,6 +324,13 @@ def test_lse_against_reference_and_split_then_merge(reg):
     merged, merged_lse = attnreg.merge_states(pre, pre_lse, suf, suf_lse)
     assert np.abs(merged - whole).max() < 1e-5
     assert np.abs(merged_lse - whole_lse).max() < 1e-4
+    # the same merge by the backend, in its memory space (host memory for
+    # cpu-ref): Backend.merge_states, and merge_states(backend=) routing there
+    with reg.create(reg.select(attnreg.Shape(lse=True, **kw))) as merger:
+        on_be, on_be_lse = merger.merge_states(pre, pre_lse, suf, suf_lse)
+        assert np.array_equal(on_be, merged) and np.array_equal(on_be_lse, merged_lse)
+        routed, routed_lse = attnreg.merge_states(pre, pre_lse, suf, suf_lse, backend=merger)
+        assert np.array_equal(routed, merged) and np.array_equal(routed_lse, merged_lse)
     # in place over one side, as cascade attention does
     attnreg.merge_states(pre, pre_lse, suf, suf_lse, out=suf, lse_out=suf_lse)
     assert np.array_equal(suf, merged)
@@ -345,6 +352,62 @@ def test_merge_states_checks(reg):
                        np.zeros((1, 16, 2, 16), np.float32), np.zeros((1, 1), np.int32),
                        np.array([0, 1], np.int32), np.array([16], np.int32),
                        lse=np.zeros((1, 2), np.float32))
+
+
+@pytest.mark.parametrize("dtype", ["f32", "f16", "bf16"])
+def test_backend_merge_states_split_key_range(reg, dtype):
+    """Backend.merge_states on cpu-ref: attention over keys [0, k1) and
+    [k1, K) of random data (both non-causal, forward with the LSE), merged by
+    the backend, equals attention over [0, K); strided state views (rows of a
+    wider buffer) are merged where they lie."""
+    rng = np.random.default_rng(7 + len(dtype))
+    q_lens, kv_lens, page = [2, 3], [40, 57], 16
+    kw = dict(q_heads=4, kv_heads=2, head_dim=16, q_dtype=dtype, max_q_len=3, max_kv_len=64,
+              causal=False)
+    b = paged_batch(rng, q_lens, kv_lens, 4, 2, 16, 16, page, dtype, dtype, False)
+    with reg.create(reg.select(attnreg.Shape(lse=True, **kw))) as be:
+        whole, whole_lse = be.forward(b["q"], b["k"], b["v"], b["bt"], b["cu"], b["sk"])
+        k1 = [16, 32]  # whole pages: the second part's block table starts there
+        bt2 = np.zeros_like(b["bt"])
+        for i, c in enumerate(k1):
+            rest = b["bt"][i, c // page:]
+            bt2[i, :len(rest)] = rest
+        rest_k = np.array([k - c for k, c in zip(kv_lens, k1)], np.int32)
+        T = int(b["cu"][-1])
+        np_dtype = whole.dtype
+        # each part's output as rows inside a wider buffer (strided views)
+        wide1, wide2 = (np.zeros((T, 4, 16 + 4), dtype=np_dtype) for _ in range(2))
+        first = be.forward(b["q"], b["k"], b["v"], b["bt"], b["cu"], np.array(k1, np.int32),
+                           out=wide1[:, :, 2:18])
+        second = be.forward(b["q"], b["k"], b["v"], bt2, b["cu"], rest_k, out=wide2[:, :, 2:18])
+        host, host_lse = attnreg.merge_states(first[0], first[1], second[0], second[1],
+                                              out=np.zeros_like(wide1)[:, :, 2:18])
+        # in place over the second part, where it lies
+        merged, merged_lse = be.merge_states(first[0], first[1], second[0], second[1],
+                                             out=second[0], lse_out=second[1])
+        assert merged.base is wide2 and merged_lse is second[1]
+    assert np.array_equal(merged, host) and np.array_equal(merged_lse, host_lse)
+    dec = (lambda x: decode(x, "bf16")) if dtype == "bf16" else (lambda x: x.astype(np.float64))
+    tol = {"f32": 1e-5, "f16": 2e-3, "bf16": 2e-2}[dtype]
+    assert np.abs(dec(merged) - dec(whole)).max() < tol
+    assert np.abs(merged_lse - whole_lse).max() < 1e-4
+
+
+def test_backend_merge_states_checks(reg):
+    a = np.zeros((2, 3, 4), np.float32)
+    lse = np.zeros((2, 3), np.float32)
+    shape = attnreg.Shape(q_heads=2, head_dim=16, q_dtype="f32", max_kv_len=16)
+    with reg.create(reg.select(shape)) as be:
+        with pytest.raises(ValueError, match="b: expected shape"):
+            be.merge_states(a, lse, np.zeros((2, 3, 5), np.float32), lse)
+        with pytest.raises(ValueError, match="must share strides"):
+            be.merge_states(a, lse, np.zeros((3, 2, 4), np.float32).transpose(1, 0, 2), lse)
+        with pytest.raises(ValueError, match="lse_out: expected shape"):
+            be.merge_states(a, lse, a, lse, lse_out=np.zeros((3, 2), np.float32))
+        out, out_lse = be.merge_states(a, lse, a, lse)
+        assert not out.any() and np.allclose(out_lse, np.log(2.0))  # two sides at lse 0
+    with pytest.raises(attnreg.Error, match="closed"):
+        be.merge_states(a, lse, a, lse)
 
 
 def test_lse_shape_flag_in_selection(reg):

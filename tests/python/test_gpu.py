@@ -29,3 +29,7 @@ def test_numpy_refused_for_gpu_backend():
     pytest.importorskip("numpy")
     message = gpu_checks.check_numpy_refused()
     assert "NumPy arrays are host memory" in message or "q: on cpu" in message
+
+
+def test_merge_states_on_device():
+    gpu_checks.check_merge_states_on_device()

@@ -290,4 +290,5 @@ ATTN_PLUGIN_DEFINE(.name = AITER_GENERIC_NAME, .version = "0.1.0",
                    .describe_plan = aiter_generic_describe_plan,
                    .arch_limits = attn_gpu_arch_limits,
                    .num_arch_limits = (uint32_t)ATTN_GPU_ARCH_LIMITS_COUNT,
-                   .forward_features = ATTN_GPU_FORWARD_FEATURES, .append_kv = attn_gpu_append_kv)
+                   .forward_features = ATTN_GPU_FORWARD_FEATURES, .append_kv = attn_gpu_append_kv,
+                   .merge_states = attn_gpu_merge_states)

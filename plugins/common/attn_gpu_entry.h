@@ -37,6 +37,8 @@ attn_status attn_gpu_probe_devices(const attn_plugin_context *ctx, attn_device_i
                                    uint32_t capacity, uint32_t *count, char *err, size_t err_size);
 attn_status attn_gpu_append_kv(void *backend, const attn_append_args *args, char *err,
                                size_t err_size);
+attn_status attn_gpu_merge_states(void *backend, const attn_merge_args *args, char *err,
+                                  size_t err_size);
 #ifdef __cplusplus
 }
 #endif

@@ -89,4 +89,13 @@ static attn_status attn_gpu_append_kv(void *backend, const attn_append_args *arg
     return ATTN_ERR_NO_KERNELS;
 }
 
+static attn_status attn_gpu_merge_states(void *backend, const attn_merge_args *args, char *err,
+                                         size_t err_size)
+{
+    (void)backend;
+    (void)args;
+    attn_pred_set_error(err, err_size, ATTN_NO_KERNELS_SENTENCE);
+    return ATTN_ERR_NO_KERNELS;
+}
+
 #endif /* ATTN_NO_KERNELS_H */

@@ -972,4 +972,14 @@ ATTN_HIDDEN attn_status attn_gpu_append_kv(void *backend, const attn_append_args
 {
     return gpu_attn_append_kv((gpu_attn_ctx *)backend, args, err, err_size);
 }
+/* The host checked the arguments and passes its struct; a 0.4 host's has no
+ * stream (the default stream then). */
+ATTN_HIDDEN attn_status attn_gpu_merge_states(void *backend, const attn_merge_args *args,
+                                              char *err, size_t err_size)
+{
+    void *stream = args && args->struct_size >= offsetof(attn_merge_args, stream) + sizeof(void *)
+                       ? args->stream
+                       : NULL;
+    return gpu_attn_merge_states((gpu_attn_ctx *)backend, args, stream, err, err_size);
+}
 }

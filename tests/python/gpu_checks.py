@@ -177,8 +177,7 @@ def check_numpy_refused():
 def check_merge_states_on_device():
     """Device tensors: the module-level merge_states (host memory) refuses
     them and names Backend.merge_states; the GPU backend merges them on its
-    device (against the CPU merge of the same data), or, while its plugin
-    has no merge_states entry, says so (UnsupportedError naming it)."""
+    device, against the CPU merge of the same data."""
     shape = attnreg.Shape(arch=arch(), q_heads=8, kv_heads=8, head_dim=128, max_kv_len=64)
     gen = torch.Generator().manual_seed(5)
     T, H, D = 7, 8, 128
@@ -194,17 +193,38 @@ def check_merge_states_on_device():
         raise AssertionError("attnreg.merge_states took CUDA tensors")
     with attnreg.Registry(**conf_kwargs()) as reg:
         with reg.create(reg.select(shape)) as be:
-            try:
-                out, lse = be.merge_states(*dev)
-            except attnreg.UnsupportedError as e:
-                assert be.name in str(e) and "has no merge_states" in str(e), e
-                return f"{be.name}: no merge_states entry yet"
+            out, lse = be.merge_states(*dev)
             torch.cuda.synchronize()
             routed, _ = attnreg.merge_states(*dev, backend=be)
             torch.cuda.synchronize()
     err = (out.cpu().float() - want.float()).abs().max().item()
     assert err <= 2e-2 and (lse.cpu() - want_lse).abs().max().item() <= 1e-4, err
     assert torch.equal(routed, out)
+    return err
+
+
+def check_split_then_merge_on_device():
+    """Cascade attention on the GPU: decode over each sequence's keys split
+    at a page boundary (the second part through the block table's later
+    columns), each part with its log-sum-exp, merged on the device, equals
+    decode over all keys (output and LSE)."""
+    hq, hkv, d = 32, 8, 128
+    kv_lens = [512, 1024, 256]
+    gen = torch.Generator().manual_seed(11)
+    q, k, v, bt, cu, sk = batch(hq, hkv, d, 1, kv_lens, "bf16", (1.0, 1.0), gen)
+    shape = attnreg.Shape(arch=arch(), q_heads=hq, kv_heads=hkv, head_dim=d, max_q_len=1,
+                          max_kv_len=max(kv_lens), lse=True)
+    split = 128  # keys of the first part: a multiple of the page
+    with _forced("aiter-generic") as forced:
+        with forced.create(forced.select(shape)) as be:
+            whole, lse_w = be.forward(q, k, v, bt, cu, sk)
+            a, lse_a = be.forward(q, k, v, bt, cu, torch.full_like(sk, split))
+            b, lse_b = be.forward(q, k, v, bt[:, split // PAGE:], cu, sk - split)
+            out, lse = be.merge_states(a, lse_a, b, lse_b)
+            torch.cuda.synchronize()
+    err = rel_l2(out.float(), whole.float())
+    lerr = (lse - lse_w).abs().max().item()
+    assert err <= 1e-2 and lerr <= 1e-3, (err, lerr)
     return err
 
 
@@ -220,6 +240,8 @@ def main():
     checks.append(("NumPy arrays refused for a GPU backend", check_numpy_refused))
     checks.append(("merge_states on the device (Backend.merge_states)",
                    check_merge_states_on_device))
+    checks.append(("split key range, LSE, merged on the device == whole",
+                   check_split_then_merge_on_device))
     failed = 0
     for label, fn in checks:
         t0 = time.time()

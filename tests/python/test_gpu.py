@@ -33,3 +33,7 @@ def test_numpy_refused_for_gpu_backend():
 
 def test_merge_states_on_device():
     gpu_checks.check_merge_states_on_device()
+
+
+def test_split_then_merge_on_device():
+    gpu_checks.check_split_then_merge_on_device()

@@ -985,6 +985,7 @@ class Backend(_Closable):
         # Replaced workspaces stay allocated while the backend lives: a CUDA
         # graph captured with one keeps its address.
         self._ws_retired: List[Any] = []
+        self._op_id = 0  # attnreg.torch_ops.register()'s id for the custom ops; 0 = none
 
     @_backend_call
     def close(self) -> None:
@@ -1360,7 +1361,7 @@ class PreparedBatch:
     first forward and reused by every layer's call."""
 
     __slots__ = ("backend", "_meta", "_options", "_args", "_specs", "_out_spec", "_lse_spec",
-                 "_lse", "_spec", "_address")
+                 "_lse", "_spec", "_address", "_op_id", "__weakref__")
     backend: "Backend"
     _meta: Tuple[Any, Any, Any]
     _options: Dict[str, Any]
@@ -1371,10 +1372,12 @@ class PreparedBatch:
     _lse: Any
     _spec: Callable[[Any], Any]
     _address: Callable[[Any], int]
+    _op_id: int
 
     def __init__(self, backend: "Backend", block_table: Any, cu_seqlens_q: Any, seqused_k: Any,
                  options: Dict[str, Any]) -> None:
         self.backend = backend
+        self._op_id = 0  # attnreg.torch_ops.register()'s id for the custom ops; 0 = none
         self._meta = (block_table, cu_seqlens_q, seqused_k)  # kept alive: C holds pointers
         self._options = options
         self._args = None

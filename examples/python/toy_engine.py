@@ -203,7 +203,8 @@ class Engine:
             hkv, d = k_cache.shape[2], k_cache.shape[3]
             try:  # a zero-token append says whether the backend has one
                 be.append_kv(k_cache.new_empty((0, hkv, d)), v_cache.new_empty((0, hkv, d)),
-                             k_cache, v_cache, self.ops.int64([]))
+                             k_cache, v_cache, torch.zeros(0, dtype=torch.int64,
+                                                           device=k_cache.device))
                 self.has_append[phase] = True
             except attnreg.UnsupportedError as e:
                 self.has_append[phase] = False
@@ -352,9 +353,9 @@ class Engine:
               f"{self.reference_name()}: worst rel-L2 "
               f"{self.worst:.2e}, {self.failures} beyond 2e-2; {time.time() - t0:.1f} s")
         if self.compiled is not None:
+            writes = ", ".join(f"{p} {'op' if a else 'torch'}" for p, a in self.has_append.items())
             print(f"{self.compiled_calls} steps under torch.compile(fullgraph=True, backend="
-                  f"{self.args.compile_backend}) through torch.ops.attnreg (append_kv: "
-                  f"{', '.join(p + (' op' if a else ' torch') for p, a in self.has_append.items())})")
+                  f"{self.args.compile_backend}) through torch.ops.attnreg (KV writes: {writes})")
         for be in self.backends.values():
             be.close()
         self.reg.close()

@@ -42,7 +42,11 @@ before the op, and return what they return. With torch >= 2.4 (it has
 ``torch.library.custom_op`` and ``register_fake``; ``HAS_CUSTOM_OP``) and
 torch tensors they call the op; with an older torch (Debian 12's 1.13 has no
 torch.compile), without torch, or with NumPy arrays they call the eager
-method directly, with the same results.
+method directly, with the same results. In eager mode (not under torch.compile's tracing)
+they call the ops' implementations without the dispatcher, which costs
+tens of microseconds a call (bench/python/call_overhead.py --op measures
+both); set ``DISPATCH_EAGER = True`` to go through ``torch.ops.attnreg``
+eagerly as well (the tests do, to check both routes give the same bits).
 
 A PreparedBatch's forward passes its own metadata tensors (block table,
 cu_seqlens_q, seqused_k, sinks) to the op: the library reads the prepared
@@ -73,11 +77,14 @@ except ImportError:  # attnreg works without torch; the wrappers run eagerly
 HAS_CUSTOM_OP: bool = torch is not None and hasattr(torch, "library") and all(
     hasattr(torch.library, n) for n in ("custom_op", "register_fake"))
 
+#: Eager calls go through the dispatcher too (default: only under torch.compile).
+DISPATCH_EAGER: bool = False
+
 #: Op name -> the schema torch inferred ({} without custom ops).
 SCHEMAS: Dict[str, str] = {}
 
-__all__ = ["HAS_CUSTOM_OP", "SCHEMAS", "register", "unregister", "lookup", "forward",
-           "append_kv", "merge_states"]
+__all__ = ["HAS_CUSTOM_OP", "DISPATCH_EAGER", "SCHEMAS", "register", "unregister", "lookup",
+           "forward", "append_kv", "merge_states"]
 
 _live: Dict[int, "weakref.ReferenceType[Any]"] = {}
 _ids = itertools.count(1)
@@ -134,12 +141,27 @@ def lookup(op_id: int) -> Union[Backend, PreparedBatch]:
     return obj  # type: ignore[no-any-return]
 
 
+_is_compiling: Callable[[], bool] = (
+    (torch is not None and (getattr(getattr(torch, "compiler", None), "is_compiling", None) or
+                            getattr(getattr(torch, "_dynamo", None), "is_compiling", None)))
+    or (lambda: False))
+
+
+def _not_compiling() -> bool:
+    """Not under torch.compile's tracing (dynamo reads is_compiling as True)."""
+    return not _is_compiling()
+
+
+def _direct() -> bool:
+    """Call the implementation itself: eager, and DISPATCH_EAGER off."""
+    return not DISPATCH_EAGER and _not_compiling()
+
+
 def _op_id(obj: Any) -> int:
     op_id: int = obj._op_id
     if op_id:
         return op_id
-    if torch is not None and getattr(getattr(torch, "compiler", None), "is_compiling",
-                                     lambda: False)():
+    if not _not_compiling():
         raise RuntimeError("attnreg.torch_ops: register() the Backend/PreparedBatch before "
                            "torch.compile traces a call on it (its id is a graph constant)")
     return register(obj)
@@ -185,37 +207,40 @@ _append_kv_op: Callable[..., None] = _append_kv_impl
 _merge_states_op: Callable[..., None] = _merge_states_impl
 
 if HAS_CUSTOM_OP:
-    from typing import Optional as _Opt  # the annotations custom_op reads, with torch.Tensor
+    # custom_op infers each schema from these annotations (torch.Tensor, Optional).
+    from torch import Tensor
 
-    _T = torch.Tensor
-
-    def _fwd(handle: int, q: _T, k_cache: _T, v_cache: _T, block_table: _T,
-             cu_seqlens_q: _T, seqused_k: _T, out: _T, lse: _Opt[_T], sinks: _Opt[_T],
-             scale: _Opt[float], q_descale: float, k_descale: float, v_descale: float,
-             max_seqlen_q: _Opt[int], max_seqlen_k: _Opt[int]) -> None:
+    def _fwd(handle: int, q: Tensor, k_cache: Tensor, v_cache: Tensor,
+             block_table: Tensor, cu_seqlens_q: Tensor, seqused_k: Tensor, out: Tensor,
+             lse: Optional[Tensor], sinks: Optional[Tensor], scale: Optional[float],
+             q_descale: float, k_descale: float, v_descale: float, max_seqlen_q: Optional[int],
+             max_seqlen_k: Optional[int]) -> None:
         _forward_impl(handle, q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out,
                       lse, sinks, scale, q_descale, k_descale, v_descale, max_seqlen_q,
                       max_seqlen_k)
 
-    def _fwd_fake(handle: int, q: _T, k_cache: _T, v_cache: _T, block_table: _T,
-                  cu_seqlens_q: _T, seqused_k: _T, out: _T, lse: _Opt[_T], sinks: _Opt[_T],
-                  scale: _Opt[float], q_descale: float, k_descale: float, v_descale: float,
-                  max_seqlen_q: _Opt[int], max_seqlen_k: _Opt[int]) -> None:
+    def _fwd_fake(handle: int, q: Tensor, k_cache: Tensor, v_cache: Tensor,
+                  block_table: Tensor, cu_seqlens_q: Tensor, seqused_k: Tensor, out: Tensor,
+                  lse: Optional[Tensor], sinks: Optional[Tensor], scale: Optional[float],
+                  q_descale: float, k_descale: float, v_descale: float, max_seqlen_q: Optional[int],
+                  max_seqlen_k: Optional[int]) -> None:
         return None  # writes out (and lse) in place: nothing to describe
 
-    def _app(handle: int, k: _T, v: _T, k_cache: _T, v_cache: _T, slot_mapping: _T,
-             k_scale: float, v_scale: float) -> None:
+    def _app(handle: int, k: Tensor, v: Tensor, k_cache: Tensor,
+             v_cache: Tensor, slot_mapping: Tensor, k_scale: float, v_scale: float) -> None:
         _append_kv_impl(handle, k, v, k_cache, v_cache, slot_mapping, k_scale, v_scale)
 
-    def _app_fake(handle: int, k: _T, v: _T, k_cache: _T, v_cache: _T, slot_mapping: _T,
-                  k_scale: float, v_scale: float) -> None:
-        return None
+    def _app_fake(handle: int, k: Tensor, v: Tensor, k_cache: Tensor,
+                  v_cache: Tensor, slot_mapping: Tensor, k_scale: float, v_scale: float) -> None:
+        return None  # writes the caches in place
 
-    def _mrg(a: _T, lse_a: _T, b: _T, lse_b: _T, out: _T, lse_out: _T) -> None:
+    def _mrg(a: Tensor, lse_a: Tensor, b: Tensor, lse_b: Tensor,
+             out: Tensor, lse_out: Tensor) -> None:
         _merge_states_impl(a, lse_a, b, lse_b, out, lse_out)
 
-    def _mrg_fake(a: _T, lse_a: _T, b: _T, lse_b: _T, out: _T, lse_out: _T) -> None:
-        return None
+    def _mrg_fake(a: Tensor, lse_a: Tensor, b: Tensor, lse_b: Tensor,
+                  out: Tensor, lse_out: Tensor) -> None:
+        return None  # writes out and lse_out in place
 
     def _define(name: str, fn: Callable[..., None], fake: Callable[..., None],
                 mutates: Tuple[str, ...]) -> Any:
@@ -247,8 +272,7 @@ def forward(backend_or_prepared: Union[Backend, PreparedBatch], q: Any, k_cache:
     here) through ``attnreg::forward``. Returns out, or (out, lse) for a
     Shape(lse=True) backend; both allocated when None, as the eager calls do."""
     obj = backend_or_prepared
-    prepared = isinstance(obj, PreparedBatch)
-    if prepared:
+    if isinstance(obj, PreparedBatch):
         if block_table is not None or cu_seqlens_q is not None or seqused_k is not None or \
                 sinks is not None or scale is not None or max_seqlen_q is not None or \
                 max_seqlen_k is not None or (q_descale, k_descale, v_descale) != (1.0, 1.0, 1.0):
@@ -265,7 +289,7 @@ def forward(backend_or_prepared: Union[Backend, PreparedBatch], q: Any, k_cache:
                         f"got {type(obj).__name__}")
     if not HAS_CUSTOM_OP or not _all_torch(q, k_cache, v_cache, block_table, cu_seqlens_q,
                                            seqused_k, out, lse, sinks):
-        if prepared:
+        if isinstance(obj, PreparedBatch):
             return obj.forward(q, k_cache, v_cache, out, lse)
         return obj.forward(q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out,
                            scale=scale, q_descale=q_descale, k_descale=k_descale,
@@ -281,9 +305,13 @@ def forward(backend_or_prepared: Union[Backend, PreparedBatch], q: Any, k_cache:
     elif not with_lse and lse is not None:
         raise ValueError("lse: given, but the backend's shape does not ask for it "
                          "(Shape(lse=True))")
-    _forward_op(op_id, q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, lse,
-                sinks, scale, float(q_descale), float(k_descale), float(v_descale),
-                max_seqlen_q, max_seqlen_k)
+    args = (op_id, q, k_cache, v_cache, block_table, cu_seqlens_q, seqused_k, out, lse, sinks,
+            scale, float(q_descale), float(k_descale), float(v_descale), max_seqlen_q,
+            max_seqlen_k)
+    if _direct():
+        _forward_impl(*args)
+    else:
+        _forward_op(*args)
     return (out, lse) if with_lse else out
 
 
@@ -299,8 +327,12 @@ def append_kv(backend: Union[Backend, PreparedBatch], k: Any, v: Any, k_cache: A
         be = backend.backend if isinstance(backend, PreparedBatch) else backend
         be.append_kv(k, v, k_cache, v_cache, slot_mapping, k_scale=k_scale, v_scale=v_scale)
         return
-    _append_kv_op(_op_id(backend), k, v, k_cache, v_cache, slot_mapping, float(k_scale),
-                  float(v_scale))
+    args = (_op_id(backend), k, v, k_cache, v_cache, slot_mapping, float(k_scale),
+            float(v_scale))
+    if _direct():
+        _append_kv_impl(*args)
+    else:
+        _append_kv_op(*args)
 
 
 def merge_states(a: Any, lse_a: Any, b: Any, lse_b: Any, out: Any = None,
@@ -320,5 +352,8 @@ def merge_states(a: Any, lse_a: Any, b: Any, lse_b: Any, out: Any = None,
         out = torch.empty((T, H, D), dtype=a.dtype, device=a.device)
     if lse_out is None:
         lse_out = torch.empty((T, H), dtype=torch.float32, device=a.device)
-    _merge_states_op(a, lse_a, b, lse_b, out, lse_out)
+    if _direct():
+        _merge_states_impl(a, lse_a, b, lse_b, out, lse_out)
+    else:
+        _merge_states_op(a, lse_a, b, lse_b, out, lse_out)
     return out, lse_out

@@ -100,11 +100,23 @@ def _torch_batch(torch, b):
             for k, v in b.items()}
 
 
+@pytest.fixture(params=[False, True], ids=["direct", "dispatcher"])
+def dispatch_eager(request):
+    """torch_ops.DISPATCH_EAGER off (eager calls skip the dispatcher) and on
+    (they go through torch.ops.attnreg; needs custom_op)."""
+    from attnreg import torch_ops
+    if request.param and not torch_ops.HAS_CUSTOM_OP:
+        pytest.skip("no torch.library.custom_op (torch >= 2.4): no dispatcher route")
+    torch_ops.DISPATCH_EAGER = request.param
+    yield request.param
+    torch_ops.DISPATCH_EAGER = False
+
+
 @pytest.mark.parametrize("lse,sinks", [(False, False), (True, True)], ids=["plain", "lse+sinks"])
-def test_torch_wrappers_equal_eager(reg, lse, sinks):
+def test_torch_wrappers_equal_eager(reg, lse, sinks, dispatch_eager):
     """The wrappers on CPU torch tensors give Backend.forward's,
     PreparedBatch.forward's, append_kv's and merge_states' bits exactly
-    (through the ops with torch >= 2.4, eagerly before)."""
+    (directly, and through torch.ops.attnreg with torch >= 2.4)."""
     torch = torch_or_skip()
     from attnreg import torch_ops
     rng = np.random.default_rng(11)
@@ -309,7 +321,8 @@ def test_gpu_toy_engine_compiled_fullgraph():
         cmd += ["--conf", conf]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=540)
     assert r.returncode == 0, r.stdout[-4000:] + r.stderr[-4000:]
-    assert "torch.compile(fullgraph=True)" in r.stdout and "0 beyond 2e-2" in r.stdout, r.stdout
+    assert "under torch.compile(fullgraph=True" in r.stdout and "0 beyond 2e-2" in r.stdout, \
+        r.stdout
 
 
 def test_gpu_compiled_step_in_a_cuda_graph():

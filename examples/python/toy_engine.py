@@ -252,14 +252,7 @@ class Engine:
         # each layer's cache is as its attention read it: the step wrote
         # nothing into it after that layer's append
         for li, (qs, got) in enumerate(per_layer):
-            k_cache, v_cache = self.caches[li]
-            want = ops.reference(qs, k_cache, v_cache, self.bt_rows, q_lens, kv_lens,
-                                 1 / math.sqrt(self.model.d))
-            rel = ops.rel_l2(got, want)
-            self.worst = max(self.worst, rel)
-            if not rel <= 2e-2:
-                self.failures += 1
-                print(f"  MISMATCH {phase} step {step} layer {li}: rel-L2 {rel:.2e}")
+            self.check(phase, li, step, qs, got, q_lens, kv_lens)
         return ops.argmax(logits)
 
     @staticmethod
@@ -275,14 +268,19 @@ class Engine:
         qs = ops.to_store(q)
         out = self.backends[phase].forward(qs, k_cache, v_cache, self.block_table, cu, sk)
         got = ops.from_store(out)
-        want = ops.reference(qs, k_cache, v_cache, self.bt_rows, q_lens, kv_lens,
-                             1 / math.sqrt(self.model.d))
-        rel = ops.rel_l2(got, want)
+        self.check(phase, layer, step, qs, got, q_lens, kv_lens)
+        return got
+
+    def check(self, phase, layer, step, qs, got, q_lens, kv_lens):
+        """One attention result against the reference on the same stored data."""
+        k_cache, v_cache = self.caches[layer]
+        want = self.ops.reference(qs, k_cache, v_cache, self.bt_rows, q_lens, kv_lens,
+                                  1 / math.sqrt(self.model.d))
+        rel = self.ops.rel_l2(got, want)
         self.worst = max(self.worst, rel)
         if not rel <= 2e-2:
             self.failures += 1
             print(f"  MISMATCH {phase} step {step} layer {layer}: rel-L2 {rel:.2e}")
-        return got
 
     def forward(self, phase, tokens, positions, q_lens, kv_lens, step):
         """tokens: one flat list; positions: each token's position in its sequence."""

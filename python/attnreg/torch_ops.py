@@ -40,13 +40,17 @@ Backend.forward / PreparedBatch.forward, Backend.append_kv and
 attnreg.merge_states take, allocate what those would allocate (out, lse)
 before the op, and return what they return. With torch >= 2.4 (it has
 ``torch.library.custom_op`` and ``register_fake``; ``HAS_CUSTOM_OP``) and
-torch tensors they call the op; with an older torch (Debian 12's 1.13 has no
-torch.compile), without torch, or with NumPy arrays they call the eager
-method directly, with the same results. In eager mode (not under torch.compile's tracing)
-they call the ops' implementations without the dispatcher, which costs
-tens of microseconds a call (bench/python/call_overhead.py --op measures
-both); set ``DISPATCH_EAGER = True`` to go through ``torch.ops.attnreg``
+torch tensors they call the op under torch.compile; with an older torch
+(Debian 12's 1.13 has no torch.compile), without torch, or with NumPy
+arrays they call the eager method directly, with the same results. In eager
+mode (not under torch.compile's tracing) they call the ops' implementations
+without the dispatcher, which costs µs a call (bench/python/call_overhead.py
+--op measures both); set ``DISPATCH_EAGER = True`` to go through ``torch.ops.attnreg``
 eagerly as well (the tests do, to check both routes give the same bits).
+Where torch has ``torch.library.infer_schema`` (2.5+) the ops are defined
+with ``torch.library.Library`` and one CompositeExplicitAutograd kernel
+(a few µs through the dispatcher); on 2.4 with ``torch.library.custom_op``
+(tens of µs for ops with this many arguments: custom_op's Python kernels).
 
 A PreparedBatch's forward passes its own metadata tensors (block table,
 cu_seqlens_q, seqused_k, sinks) to the op: the library reads the prepared
@@ -167,7 +171,7 @@ def _op_id(obj: Any) -> int:
     return register(obj)
 
 
-# ---- the ops' real implementations (also the schema: custom_op infers it) -------------
+# ---- the ops' real implementations (their annotated wrappers below give the schemas) -----
 
 def _forward_impl(handle: int, q: Any, k_cache: Any, v_cache: Any, block_table: Any,
                   cu_seqlens_q: Any, seqused_k: Any, out: Any, lse: Any, sinks: Any,
@@ -207,7 +211,7 @@ _append_kv_op: Callable[..., None] = _append_kv_impl
 _merge_states_op: Callable[..., None] = _merge_states_impl
 
 if HAS_CUSTOM_OP:
-    # custom_op infers each schema from these annotations (torch.Tensor, Optional).
+    # each schema is inferred from these annotations (torch.Tensor, Optional).
     from torch import Tensor
 
     def _fwd(handle: int, q: Tensor, k_cache: Tensor, v_cache: Tensor,
@@ -242,11 +246,25 @@ if HAS_CUSTOM_OP:
                   out: Tensor, lse_out: Tensor) -> None:
         return None  # writes out and lse_out in place
 
+    _infer_schema: Any = getattr(torch.library, "infer_schema", None)  # public from torch 2.5
+    _LIB = torch.library.Library("attnreg", "FRAGMENT") if _infer_schema is not None else None
+
     def _define(name: str, fn: Callable[..., None], fake: Callable[..., None],
                 mutates: Tuple[str, ...]) -> Any:
-        op = torch.library.custom_op(f"attnreg::{name}", mutates_args=mutates)(fn)
+        """The op from fn's annotations. Where torch has infer_schema, defined
+        with torch.library.Library and one CompositeExplicitAutograd kernel
+        (as vLLM's direct_register_custom_op does): a call through the
+        dispatcher then costs a few µs, where custom_op's Python kernels
+        (autograd and in-place bookkeeping per mutated argument) cost tens
+        (bench/RESULTS.md). torch 2.4: torch.library.custom_op."""
+        if _LIB is not None:
+            _LIB.define(name + _infer_schema(fn, mutates_args=mutates))
+            _LIB.impl(name, fn, "CompositeExplicitAutograd")
+        else:
+            torch.library.custom_op(f"attnreg::{name}", mutates_args=mutates)(fn)
         torch.library.register_fake(f"attnreg::{name}")(fake)
-        SCHEMAS[name] = str(getattr(torch.ops.attnreg, name).default._schema)
+        op = getattr(torch.ops.attnreg, name).default
+        SCHEMAS[name] = str(op._schema)
         return op
 
     _forward_op = _define("forward", _fwd, _fwd_fake, ("out", "lse"))

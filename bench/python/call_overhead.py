@@ -9,14 +9,26 @@ the median of N calls (default 10000) of
              and ctypes arguments built once, per call only which arrays and
              that their layout and place are the first call's;
   C          attn_backend_forward on the prepared arguments, from Python: the
-             backend's own time plus one ctypes call, the floor of the two.
+             backend's own time plus one ctypes call, the floor of the two;
+  op         --op (torch >= 2.4): attnreg.torch_ops.forward on the prepared
+             batch in eager mode (the wrapper calls the op's implementation,
+             no dispatcher): the wrapper's cost on top of "prepared";
+  op-dispatch  --op: the same with torch_ops.DISPATCH_EAGER, i.e. through
+             torch.ops.attnreg.forward (the torch.library custom op), what
+             a torch.compile graph pays per call outside a CUDA graph;
+  op-backend --op: the op on the Backend (metadata as op inputs, checked on
+             every call, as a compiled graph over a Backend does), through
+             the dispatcher.
+
+With --op on the CPU every row runs on CPU torch tensors (the ops take
+torch tensors only), not NumPy arrays: compare op with that run's prepared.
 
 On cpu-ref (NumPy, a one-token decode of two sequences) and, with torch and a
 GPU visible, on the GPU backend (CUDA tensors; the kernel launch is
 asynchronous, so the host time is what is measured; synchronised every 1000
 calls so the queue stays short). Prints one table row per path.
 
-    python3 bench/python/call_overhead.py [--calls N] [--device cpu|cuda]
+    python3 bench/python/call_overhead.py [--calls N] [--device cpu|cuda] [--op]
 """
 import argparse
 import ctypes
@@ -71,12 +83,22 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--calls", type=int, default=10000)
     ap.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    ap.add_argument("--op", action="store_true",
+                    help="also time the torch.library custom op (attnreg.torch_ops)")
     args = ap.parse_args()
     torch = None
-    if args.device == "cuda":
+    if args.device == "cuda" or args.op:
         import torch
-    shape, q, k, v, bt, cu, sk, out = batch(args.device, torch)
-    sync = torch.cuda.synchronize if torch else None
+    shape, q, k, v, bt, cu, sk, out = batch(args.device, torch if args.device == "cuda" else None)
+    if args.op:
+        from attnreg import torch_ops
+        if not torch_ops.HAS_CUSTOM_OP:
+            print(f"--op: torch {torch.__version__} has no torch.library.custom_op (>= 2.4)",
+                  file=sys.stderr)
+            return 2
+        if args.device == "cpu":  # the ops take torch tensors
+            q, k, v, bt, cu, sk, out = (torch.from_numpy(x) for x in (q, k, v, bt, cu, sk, out))
+    sync = torch.cuda.synchronize if args.device == "cuda" else None
     with attnreg.Registry() as reg:
         sel = reg.select(shape)
         with reg.create(sel) as be:
@@ -91,7 +113,22 @@ def main():
             fwd = attnreg._lib.attn_backend_forward
             rows.append(("C", median_us(lambda: fwd(handle, ctypes.byref(c_args)), args.calls,
                                         sync)))
-    print(f"backend {sel.backend} on {shape.arch}, {args.calls} calls, median host time per call")
+            if args.op:
+                torch_ops.register(prepared)
+                torch_ops.register(be)
+                rows.append(("op", median_us(lambda: torch_ops.forward(prepared, q, k, v, out=out),
+                                             args.calls, sync)))
+                torch_ops.DISPATCH_EAGER = True
+                rows.append(("op-dispatch", median_us(
+                    lambda: torch_ops.forward(prepared, q, k, v, out=out), args.calls, sync)))
+                rows.append(("op-backend", median_us(
+                    lambda: torch_ops.forward(be, q, k, v, bt, cu, sk, out=out), args.calls,
+                    sync)))
+                torch_ops.DISPATCH_EAGER = False
+    kind = "torch CUDA tensors" if args.device == "cuda" else (
+        "torch CPU tensors" if args.op else "NumPy arrays")
+    print(f"backend {sel.backend} on {shape.arch} ({kind}), {args.calls} calls, median host "
+          f"time per call")
     print("| path | us |")
     print("| --- | --- |")
     for name, us in rows:

@@ -13,6 +13,13 @@ else a NumPy float64 implementation.
     python3 examples/python/toy_engine.py                      # CPU: cpu-ref (torch or NumPy)
     python3 examples/python/toy_engine.py --device cuda \\
         --conf build/share/attnreg/conf-sm90                  # H200: the GPU backends
+    python3 examples/python/toy_engine.py --compile [--device cuda ...]
+
+--compile (torch >= 2.4) runs each step (embedding, both layers' KV append
+and attention, the logits) as one torch.compile(fullgraph=True) graph: KV
+append and attention go through attnreg.torch_ops' custom ops
+(torch.ops.attnreg.append_kv / forward), so nothing breaks the graph; the
+checks against the reference run after the step on what it returned.
 
 Exits 0 when every step agrees with the reference (rel-L2 <= 2e-2), 1 otherwise.
 """
@@ -23,6 +30,7 @@ import time
 
 import attnreg
 from attnreg import from_bf16_bits, to_bf16_bits
+from attnreg import torch_ops
 
 try:
     import torch
@@ -178,6 +186,74 @@ class Engine:
                   + (f" (fallback {sel.fallback_rule})" if sel.fallback_applied else ""))
         self.worst = 0.0
         self.failures = 0
+        self.compiled = None
+        if args.compile:
+            self.setup_compile()
+
+    def setup_compile(self):
+        """torch.compile(fullgraph=True) of compiled_step, through the ops."""
+        if not self.ops.torch or not torch_ops.HAS_CUSTOM_OP or not hasattr(torch, "compile"):
+            raise SystemExit(f"--compile needs torch >= 2.4 with torch.compile and "
+                             f"torch.library.custom_op (torch "
+                             f"{getattr(torch, '__version__', 'missing')}; --numpy off)")
+        self.has_append = {}
+        for phase, be in self.backends.items():
+            torch_ops.register(be)  # ids before tracing: they are graph constants
+            k_cache, v_cache = self.caches[0]
+            hkv, d = k_cache.shape[2], k_cache.shape[3]
+            try:  # a zero-token append says whether the backend has one
+                be.append_kv(k_cache.new_empty((0, hkv, d)), v_cache.new_empty((0, hkv, d)),
+                             k_cache, v_cache, torch.zeros(0, dtype=torch.int64,
+                                                           device=k_cache.device))
+                self.has_append[phase] = True
+            except attnreg.UnsupportedError as e:
+                self.has_append[phase] = False
+                print(f"note: {be.name} has no KV append ({e.message}); the compiled step "
+                      f"writes the cache in torch")
+        self.compiled = torch.compile(self.compiled_step, fullgraph=True,
+                                      backend=self.args.compile_backend)
+        self.compiled_calls = 0
+
+    def compiled_step(self, phase, tokens, positions, slots, cu, sk, ends):
+        """Engine.forward's model as one graph: the tensors in, the logits and
+        each layer's (q, attention output) out, for the checks after."""
+        m = self.model
+        be = self.backends[phase]
+        x = m.emb[tokens] + m.pos[positions]
+        T = tokens.shape[0]
+        per_layer = []
+        for li, w in enumerate(m.layers):
+            h = self.ops.rmsnorm(x)
+            qs = (h @ w["wq"]).reshape(T, m.hq, m.d).to(torch.bfloat16)
+            k = (h @ w["wk"]).reshape(T, m.hkv, m.d).to(torch.bfloat16)
+            v = (h @ w["wv"]).reshape(T, m.hkv, m.d).to(torch.bfloat16)
+            k_cache, v_cache = self.caches[li]
+            if self.has_append[phase]:
+                torch_ops.append_kv(be, k, v, k_cache, v_cache, slots)
+            else:
+                k_cache.view(-1, m.hkv, m.d)[slots] = k
+                v_cache.view(-1, m.hkv, m.d)[slots] = v
+            a = torch_ops.forward(be, qs, k_cache, v_cache, self.block_table, cu, sk).float()
+            per_layer.append((qs, a))
+            x = x + a.reshape(T, m.hq * m.d) @ w["wo"]
+            x = x + self.ops.silu(self.ops.rmsnorm(x) @ w["w1"]) @ w["w2"]
+        return self.ops.rmsnorm(x[ends]) @ m.unemb, per_layer
+
+    def forward_compiled(self, phase, tokens, positions, q_lens, kv_lens, step):
+        ops = self.ops
+        seq_of = [s for s, n in enumerate(q_lens) for _ in range(n)]
+        slots = [self.bt_rows[seq_of[t]][positions[t] // PAGE] * PAGE + positions[t] % PAGE
+                 for t in range(len(tokens))]
+        logits, per_layer = self.compiled(
+            phase, ops.int64(tokens), ops.int64(positions), ops.int64(slots),
+            ops.int32(np.concatenate([[0], np.cumsum(q_lens)])), ops.int32(kv_lens),
+            ops.int64(np.cumsum(q_lens) - 1))
+        self.compiled_calls += 1
+        # each layer's cache is as its attention read it: the step wrote
+        # nothing into it after that layer's append
+        for li, (qs, got) in enumerate(per_layer):
+            self.check(phase, li, step, qs, got, q_lens, kv_lens)
+        return ops.argmax(logits)
 
     @staticmethod
     def cuda_arch():
@@ -192,17 +268,24 @@ class Engine:
         qs = ops.to_store(q)
         out = self.backends[phase].forward(qs, k_cache, v_cache, self.block_table, cu, sk)
         got = ops.from_store(out)
-        want = ops.reference(qs, k_cache, v_cache, self.bt_rows, q_lens, kv_lens,
-                             1 / math.sqrt(self.model.d))
-        rel = ops.rel_l2(got, want)
+        self.check(phase, layer, step, qs, got, q_lens, kv_lens)
+        return got
+
+    def check(self, phase, layer, step, qs, got, q_lens, kv_lens):
+        """One attention result against the reference on the same stored data."""
+        k_cache, v_cache = self.caches[layer]
+        want = self.ops.reference(qs, k_cache, v_cache, self.bt_rows, q_lens, kv_lens,
+                                  1 / math.sqrt(self.model.d))
+        rel = self.ops.rel_l2(got, want)
         self.worst = max(self.worst, rel)
         if not rel <= 2e-2:
             self.failures += 1
             print(f"  MISMATCH {phase} step {step} layer {layer}: rel-L2 {rel:.2e}")
-        return got
 
     def forward(self, phase, tokens, positions, q_lens, kv_lens, step):
         """tokens: one flat list; positions: each token's position in its sequence."""
+        if self.compiled is not None:
+            return self.forward_compiled(phase, tokens, positions, q_lens, kv_lens, step)
         ops, m = self.ops, self.model
         x = ops.embed(m.emb, tokens) + ops.embed(m.pos, positions)
         T = len(tokens)
@@ -267,6 +350,10 @@ class Engine:
               f"{self.args.device}) checked against "
               f"{self.reference_name()}: worst rel-L2 "
               f"{self.worst:.2e}, {self.failures} beyond 2e-2; {time.time() - t0:.1f} s")
+        if self.compiled is not None:
+            writes = ", ".join(f"{p} {'op' if a else 'torch'}" for p, a in self.has_append.items())
+            print(f"{self.compiled_calls} steps under torch.compile(fullgraph=True, backend="
+                  f"{self.args.compile_backend}) through torch.ops.attnreg (KV writes: {writes})")
         for be in self.backends.values():
             be.close()
         self.reg.close()
@@ -285,6 +372,11 @@ def main():
     ap.add_argument("--hidden", type=int, default=128)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--numpy", action="store_true", help="NumPy even when torch is installed")
+    ap.add_argument("--compile", action="store_true",
+                    help="run each step under torch.compile(fullgraph=True) through the "
+                         "attnreg.torch_ops custom ops (torch >= 2.4)")
+    ap.add_argument("--compile-backend", default="inductor",
+                    help="torch.compile backend for --compile [inductor]")
     args = ap.parse_args()
     if torch is not None:
         torch.manual_seed(args.seed)

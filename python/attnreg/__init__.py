@@ -985,6 +985,7 @@ class Backend(_Closable):
         # Replaced workspaces stay allocated while the backend lives: a CUDA
         # graph captured with one keeps its address.
         self._ws_retired: List[Any] = []
+        self._op_id = 0  # attnreg.torch_ops.register()'s id for the custom ops; 0 = none
 
     @_backend_call
     def close(self) -> None:
@@ -1377,7 +1378,7 @@ class PreparedBatch:
     first forward and reused by every layer's call."""
 
     __slots__ = ("backend", "_meta", "_options", "_args", "_specs", "_out_spec", "_lse_spec",
-                 "_lse", "_spec", "_address")
+                 "_lse", "_spec", "_address", "_op_id", "_stream", "__weakref__")
     backend: "Backend"
     _meta: Tuple[Any, Any, Any]
     _options: Dict[str, Any]
@@ -1388,13 +1389,17 @@ class PreparedBatch:
     _lse: Any
     _spec: Callable[[Any], Any]
     _address: Callable[[Any], int]
+    _op_id: int
+    _stream: Optional[Callable[[], int]]
 
     def __init__(self, backend: "Backend", block_table: Any, cu_seqlens_q: Any, seqused_k: Any,
                  options: Dict[str, Any]) -> None:
         self.backend = backend
+        self._op_id = 0  # attnreg.torch_ops.register()'s id for the custom ops; 0 = none
         self._meta = (block_table, cu_seqlens_q, seqused_k)  # kept alive: C holds pointers
         self._options = options
         self._args = None
+        self._stream = None
         backend._handle()  # a closed backend is refused here already
 
     def forward(self, q: Any, k_cache: Any, v_cache: Any, out: Any = None, lse: Any = None) -> Any:
@@ -1418,6 +1423,10 @@ class PreparedBatch:
                 a.lse = address(lse)
             a.q, a.k_cache, a.v_cache, a.out = (address(q), address(k_cache), address(v_cache),
                                                 address(out))
+            if self._stream is not None:
+                # torch's current stream of this call, not the first call's: a
+                # warm-up on a side stream, then a capture on the graph's
+                a.stream = self._stream()
         else:
             a, out, lse = self.backend._forward_args(q, k_cache, v_cache, *self._meta, out,
                                                      lse=lse, **self._options)
@@ -1427,12 +1436,27 @@ class PreparedBatch:
             self._args, self._specs = a, (self._spec(q), self._spec(k_cache), self._spec(v_cache))
             self._out_spec, self._lse = self._spec(out), lse
             self._lse_spec = self._spec(lse) if lse is not None else None
+            if self._options.get("stream") is None and torch_kind and q.device.type != "cpu":
+                self._stream = _current_stream_fn(q.device)
         # the handle per call: it raises once the backend is closed (never a
         # call on a freed one)
         st = _lib.attn_backend_forward(self.backend._handle(), ctypes.byref(a))
         if st != _native.OK:
             raise _error(st)
         return (out, lse) if self._lse is not None else out
+
+
+def _current_stream_fn(device: Any) -> Callable[[], int]:
+    """A function giving torch's current stream on a CUDA device as an int
+    handle (0 = the default stream), cheaply: torch's raw getter when it has
+    one (what inductor calls), else torch.cuda.current_stream()."""
+    import torch
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return functools.partial(raw, index)
+    dev = torch.device("cuda", index)
+    return lambda: int(torch.cuda.current_stream(dev).cuda_stream)
 
 
 def _alloc_args(spec: Any) -> Tuple[str, str, Any, str]:

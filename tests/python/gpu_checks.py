@@ -159,6 +159,77 @@ def check_forward_in_a_cuda_graph(name):
     return err
 
 
+def check_compiled_step_in_a_cuda_graph():
+    """A layer step through attnreg.torch_ops (KV append, through the op when
+    the backend has one, else an index_put in torch; attention through a
+    PreparedBatch over static metadata) under torch.compile(fullgraph=True),
+    captured in a CUDAGraph, replayed on new data: equal to the eager step,
+    and the new K rows are in the cache. Returns the replay's rel-L2 against
+    SDPA."""
+    from attnreg import torch_ops
+    hq, hkv, d = 32, 8, 128
+    kv_lens = [100, 37, 200]
+    gen = torch.Generator().manual_seed(3)
+    q, k, v, bt, cu, sk = batch(hq, hkv, d, 1, kv_lens, "bf16", (1.0, 1.0), gen)
+    shape = attnreg.Shape(arch=arch(), q_heads=hq, kv_heads=hkv, head_dim=d, max_q_len=1,
+                          max_kv_len=256)
+    bt_host = bt.cpu()
+    # each sequence's newest token (position kv_len - 1) is the one appended
+    slots = torch.tensor([int(bt_host[s, (n - 1) // PAGE]) * PAGE + (n - 1) % PAGE
+                          for s, n in enumerate(kv_lens)], dtype=torch.int64, device="cuda")
+    with attnreg.Registry(**conf_kwargs()) as reg, reg.create(reg.select(shape)) as be:
+        be.reserve_workspace(len(kv_lens), q.shape[0])
+        pb = be.prepare(bt, cu, sk)
+        torch_ops.register(be)
+        torch_ops.register(pb)
+        try:  # a zero-token append says whether the backend has the op
+            be.append_kv(k.new_empty((0, hkv, d)), v.new_empty((0, hkv, d)), k, v,
+                         slots[:0])
+            has_append = True
+        except attnreg.UnsupportedError:
+            has_append = False
+
+        def step(x, k_new, v_new, slot_mapping):
+            if has_append:
+                torch_ops.append_kv(be, k_new, v_new, k, v, slot_mapping)
+            else:
+                k.view(-1, hkv, d)[slot_mapping] = k_new
+                v.view(-1, hkv, d)[slot_mapping] = v_new
+            return torch_ops.forward(pb, (x * 1.0).to(torch.bfloat16), k, v) * 2
+
+        compiled = torch.compile(step, fullgraph=True)
+        xs = torch.randn(q.shape, generator=gen).cuda()
+        kn = torch.randn(len(kv_lens), hkv, d, generator=gen).to("cuda", torch.bfloat16)
+        vn = torch.randn(len(kv_lens), hkv, d, generator=gen).to("cuda", torch.bfloat16)
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):  # warm-up: compiles, first (checked) prepared call
+            for _ in range(2):
+                compiled(xs, kn, vn, slots)
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            y = compiled(xs, kn, vn, slots)
+        xs.copy_(torch.randn(q.shape, generator=gen))  # new data
+        kn.copy_(torch.randn(kn.shape, generator=gen))
+        vn.copy_(torch.randn(vn.shape, generator=gen))
+        y.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        got = y.clone()
+        assert torch.equal(k.view(-1, hkv, d)[slots], kn), "the new K rows are not in the cache"
+        want = step(xs, kn, vn, slots)  # eager, same data (the writes are idempotent)
+        torch.cuda.synchronize()
+        assert not torch.isnan(got).any(), "NaN after replay"
+        diff = float((got.float() - want.float()).abs().max())
+        assert diff <= 1e-2, f"replayed compiled step differs from eager by {diff}"
+        err = rel_l2(got.float() / 2, sdpa_reference(xs.to(torch.bfloat16), k, v, bt, 1,
+                                                     kv_lens, (1.0, 1.0)))
+        assert err <= 2e-2, f"replay rel-L2 {err:.2e}"
+        del g
+    return err
+
+
 def check_numpy_refused():
     import numpy as np
     shape = attnreg.Shape(arch=arch(), q_heads=32, kv_heads=8, head_dim=128, max_kv_len=64)
@@ -242,6 +313,10 @@ def main():
                    check_merge_states_on_device))
     checks.append(("split key range, LSE, merged on the device == whole",
                    check_split_then_merge_on_device))
+    from attnreg import torch_ops
+    if torch_ops.HAS_CUSTOM_OP:
+        checks.append(("torch.compile(fullgraph=True) step captured in a CUDA graph",
+                       check_compiled_step_in_a_cuda_graph))
     failed = 0
     for label, fn in checks:
         t0 = time.time()

@@ -525,11 +525,6 @@ int main(int argc, char **argv)
         printf("decode-mma tuning: carveout %s%%, target %s programs per CU\n", c ? c : "default",
                w ? w : "default");
     }
-    if (getenv("ATTNREG_BENCH_DMMA_BULK")) {
-        gpu_attn_tune_decode_mma_bulk(atoi(getenv("ATTNREG_BENCH_DMMA_BULK")));
-        printf("decode-mma copies: %s\n",
-               atoi(getenv("ATTNREG_BENCH_DMMA_BULK")) ? "bulk rows" : "cp.async 16 B");
-    }
     attn_device_info dev;
     dev.struct_size = sizeof dev;
     uint32_t n = 0;

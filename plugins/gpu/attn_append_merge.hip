@@ -19,10 +19,6 @@
 #include <string.h>
 
 #include "attnreg.h" /* attn_merge_args */
-#if defined(ATTN_PLATFORM_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
-#include <cuda_fp8.h>
-#define ATTN_APPEND_HW_E4M3 1
-#endif
 #include "gpu_attn.h"
 #include "gpu_attn_internal.h"
 
@@ -92,26 +88,6 @@ static __device__ __forceinline__ void store8(void *base, int64_t i, int dtype, 
     } else {
         const int nuz = dtype == ATTN_DTYPE_FP8_E4M3FNUZ;
         uint32_t w[2] = {0u, 0u};
-#ifdef ATTN_APPEND_HW_E4M3
-        /* e4m3fn on sm_89+: cvt.rn.satfinite.e4m3x2.f32, two values an
-         * instruction, which rounds and saturates as cpu-ref's encoder does
-         * (finite values and infinities: to nearest even, |x| > 448 to 448);
-         * a NaN takes the software encoder (its sign kept, as cpu-ref's). The
-         * software encoder took ~25 instructions a value: the fp8 append ran
-         * at a third of the copy rate on the H200. */
-        if (!nuz) {
-#pragma unroll
-            for (int k = 0; k < 8; k += 2) {
-                uint32_t two = __nv_cvt_float2_to_fp8x2(make_float2(x[k], x[k + 1]),
-                                                        __NV_SATFINITE, __NV_E4M3);
-                if (isnan(x[k]) || isnan(x[k + 1]))
-                    two = attn_f32_to_fp8(x[k], 0) | attn_f32_to_fp8(x[k + 1], 0) << 8;
-                w[k / 4] |= two << (8 * (k % 4));
-            }
-            *(uint2 *)((uint8_t *)base + i) = make_uint2(w[0], w[1]);
-            return;
-        }
-#endif
 #pragma unroll
         for (int k = 0; k < 8; k++)
             w[k / 4] |= attn_f32_to_fp8(x[k], nuz) << (8 * (k % 4));
@@ -124,18 +100,16 @@ static __device__ __forceinline__ void store8(void *base, int64_t i, int dtype, 
 __global__ void __launch_bounds__(128) attn_append_kernel(const attn_append_kparams p)
 {
     const int t = blockIdx.x, kv = blockIdx.y;
+    const int64_t slot = p.slots[t];
+    if (slot < 0 || slot >= p.num_slots)
+        return; /* padding (negative), or past the cache: never written */
+    const int64_t blk = slot / p.page, off = slot % p.page;
     const int d = p.d[kv], chunks = p.hkv * (d / 8);
     const bool fp8 = p.kv_dtype == ATTN_DTYPE_FP8_E4M3FN || p.kv_dtype == ATTN_DTYPE_FP8_E4M3FNUZ;
     for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
         const int h = c / (d / 8), e = (c % (d / 8)) * 8;
         float x[8];
-        /* the row's load first, then the slot's: the two latencies overlap
-         * (the slot only decides where the store goes) */
         load8_f32(p.src[kv], t * p.src_st[kv] + h * p.src_sh[kv] + e, p.src_dtype, p.vec, x);
-        const int64_t slot = p.slots[t];
-        if (slot < 0 || slot >= p.num_slots)
-            return; /* padding (negative), or past the cache: never written */
-        const int64_t blk = slot / p.page, off = slot % p.page;
         if (fp8) {
 #pragma unroll
             for (int k = 0; k < 8; k++)

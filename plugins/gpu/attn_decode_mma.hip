@@ -67,7 +67,6 @@
 #include <math.h>
 
 #include "attn_launch_plan.h"
-#include "attn_wgmma.h" /* mbarriers */
 #include "gpu_attn_internal.h"
 
 #include <atomic>
@@ -94,10 +93,6 @@
 #define DMMA_TARGET_PER_CU 6
 static std::atomic<int> dmma_carveout_tuned{0};
 static std::atomic<int> dmma_target_tuned{0};
-/* 16-bit caches: bulk row copies (1) or 16-byte cp.async (0, the default
- * until measured otherwise); gpu_attn_tune_decode_mma_bulk sets it. */
-#define DMMA_BULK_DEFAULT 0
-static std::atomic<int> dmma_bulk_tuned{-1};
 static int dmma_carveout_percent(void)
 {
     const int t = dmma_carveout_tuned.load(std::memory_order_relaxed);
@@ -182,33 +177,7 @@ static __device__ __forceinline__ void dmma_fp8x16_to_f16(uint4 x, bool nuz, uin
 }
 #endif /* ATTN_DMMA_DEVICE */
 
-#if defined(ATTN_DMMA_DEVICE) && __CUDA_ARCH__ >= 900
-#define ATTN_DMMA_BULK_DEVICE 1
-/* One bulk copy (the TMA engine, no tensor map) of `bytes` (a multiple of
- * 16) global -> shared, completing on `bar` as transaction bytes. */
-static __device__ __forceinline__ void dmma_bulk_copy(void *dst, const void *src, uint32_t bytes,
-                                                      uint64_t *bar)
-{
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], "
-                 "%2, [%3];\n" ::"r"(attn_smem_addr(dst)),
-                 "l"(src), "r"(bytes), "r"(attn_smem_addr(bar))
-                 : "memory");
-}
-/* The one arrival of `bar`'s phase, announcing `bytes` of transactions. */
-static __device__ __forceinline__ void dmma_arrive_expect(uint64_t *bar, uint32_t bytes)
-{
-    asm volatile("{\n .reg .b64 st;\n mbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n}\n" ::
-                     "r"(attn_smem_addr(bar)),
-                 "r"(bytes)
-                 : "memory");
-}
-#endif
-
-/* BULK (16-bit caches, sm_90): each K/V row of a tile is one bulk copy by
- * one lane (lanes 0-15 K rows, 16-31 V rows) completing on the stage's
- * mbarrier, instead of D / 8 cp.async of 16 bytes per row; rows outside
- * the visible range are zeroed by their lane instead. */
-template <int D, bool BF16Q, bool KV8, bool BULK = false>
+template <int D, bool BF16Q, bool KV8>
 __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams p)
 {
 #ifdef ATTN_DMMA_DEVICE
@@ -234,19 +203,6 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
     float *rowmul = (float *)(dmma_sm + plan::ROWMUL);
     uint8_t *raw0 = dmma_sm + plan::RAW;
     const bool nuz = KV8 && p.kv_dtype == ATTN_DTYPE_FP8_E4M3FNUZ;
-    static_assert(!BULK || !KV8, "bulk copies: 16-bit caches only");
-#ifdef ATTN_DMMA_BULK_DEVICE
-    /* BULK: one mbarrier per stage (static: 8 bytes each beside the plan's
-     * dynamic bytes; every tile's phase is (tile / STAGES) & 1) */
-    __shared__ uint64_t stage_bar[BULK ? STAGES : 1];
-    if (BULK && threadIdx.x == 0)
-        for (int i = 0; i < STAGES; i++)
-            attn_mbar_init(&stage_bar[i], 1);
-    if (BULK) {
-        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-        __syncwarp();
-    }
-#endif
 
     const int lane = threadIdx.x;
     const int g = lane >> 2, t = lane & 3;
@@ -328,25 +284,6 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
                 attn_cp_async16(Kr + idx * 16, kc + off, ok);
                 attn_cp_async16(Vr + idx * 16, vc + off, ok);
             }
-        } else if (BULK) {
-#ifdef ATTN_DMMA_BULK_DEVICE
-            uint8_t *row = stage0 + st * STAGE + (lane & 15) * ROWB + (lane >> 4) * DMMA_TILE * ROWB;
-            const int r = lane & 15;
-            const bool ok = full || (kb + r >= klo && kb + r < khi);
-            const unsigned nok = __popc(__ballot_sync(0xffffffffu, ok));
-            /* the stage was last written by the generic proxy (zero rows,
-             * or Q passing through): order that before the async writes */
-            asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-            if (lane == 0)
-                dmma_arrive_expect(&stage_bar[st], nok * (uint32_t)(D * 2));
-            if (ok)
-                dmma_bulk_copy(row, (lane < 16 ? kc : vc) + base + (int64_t)r * row_stride, D * 2,
-                               &stage_bar[st]);
-            else
-#pragma unroll
-                for (int c = 0; c < CH; c++)
-                    *(uint4 *)(row + c * 16) = make_uint4(0u, 0u, 0u, 0u);
-#endif
         } else {
             uint8_t *Ks = stage0 + st * STAGE;
             uint8_t *Vs = Ks + DMMA_TILE * ROWB;
@@ -498,12 +435,7 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
     const int v_off = ((lane & 7) + 8 * ((lane >> 3) & 1)) * ROWB + (lane >> 4) * 16;
 
     for (int it = 0; it < nt; it++) {
-#ifdef ATTN_DMMA_BULK_DEVICE
-        if (BULK)
-            attn_mbar_wait(&stage_bar[it % STAGES], (it / STAGES) & 1);
-        else
-#endif
-            attn_cp_async_wait(STAGES - 2);
+        attn_cp_async_wait(STAGES - 2);
         const uint8_t *Ks, *Vs;
         if constexpr (KV8) {
             /* This lane's raw chunks of tile it have landed; the raw stage of
@@ -685,12 +617,12 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
 #endif
 }
 
-template <int D, bool BF16Q, bool KV8, bool BULK>
+template <int D, bool BF16Q, bool KV8>
 static hipError_t launch_dmma_t(const attn_kparams *p, hipStream_t stream)
 {
     constexpr int smem = dmma_plan<D, KV8>::SMEM;
-    hipError_t e = attn_func_opt_in((const void *)attn_decode_mma_kernel<D, BF16Q, KV8, BULK>,
-                                    smem, dmma_carveout_percent());
+    hipError_t e = attn_func_opt_in((const void *)attn_decode_mma_kernel<D, BF16Q, KV8>, smem,
+                                    dmma_carveout_percent());
     if (e != hipSuccess)
         return e;
     /* KV heads vary fastest: the programs of one sequence start together
@@ -698,39 +630,18 @@ static hipError_t launch_dmma_t(const attn_kparams *p, hipStream_t stream)
      * of hkv x D per key) close in time, which DRAM serves better than
      * scattered rows. */
     dim3 grid(p->hkv * p->head_splits, p->num_seqs, p->nseg);
-    attn_decode_mma_kernel<D, BF16Q, KV8, BULK><<<grid, 32, smem, stream>>>(*p);
+    attn_decode_mma_kernel<D, BF16Q, KV8><<<grid, 32, smem, stream>>>(*p);
     e = hipGetLastError();
     if (e != hipSuccess || !p->partials)
         return e;
     return attn_launch_reduce(p, p->nseg, stream);
 }
 
-/* Whether the current device runs the bulk copies (sm_90 and later), asked
- * once per device: a build may hold sm_80/89 code, whose BULK kernels would
- * copy nothing. */
-static bool attn_dmma_bulk_device(void)
-{
-    static std::atomic<int> major[64];
-    int dev = 0;
-    if (hipGetDevice(&dev) != hipSuccess || dev < 0 || dev >= 64)
-        return false;
-    int m = major[dev].load(std::memory_order_relaxed);
-    if (m == 0) {
-        if (hipDeviceGetAttribute(&m, hipDeviceAttributeComputeCapabilityMajor, dev) != hipSuccess)
-            return false;
-        major[dev].store(m, std::memory_order_relaxed);
-    }
-    return m >= 9;
-}
-
 template <bool BF16Q, bool KV8>
 static hipError_t launch_dmma_d(const attn_kparams *p, hipStream_t stream)
 {
-    const int tb = dmma_bulk_tuned.load(std::memory_order_relaxed);
-    const bool bulk = !KV8 && (tb >= 0 ? tb : DMMA_BULK_DEFAULT) && attn_dmma_bulk_device();
     return attn_dispatch_head_dim(p->d, [&](auto d) {
-        return bulk ? launch_dmma_t<decltype(d)::value, BF16Q, KV8, !KV8>(p, stream)
-                    : launch_dmma_t<decltype(d)::value, BF16Q, KV8, false>(p, stream);
+        return launch_dmma_t<decltype(d)::value, BF16Q, KV8>(p, stream);
     });
 }
 
@@ -761,11 +672,6 @@ int attn_decode_mma_target_per_cu(int d, int kv8)
     const int cap = attn_decode_mma_programs_per_cu(d, kv8);
     const int want = t > 0 ? t : DMMA_TARGET_PER_CU;
     return want < cap ? want : cap;
-}
-
-extern "C" void gpu_attn_tune_decode_mma_bulk(int bulk)
-{
-    dmma_bulk_tuned.store(bulk < 0 ? -1 : bulk ? 1 : 0, std::memory_order_relaxed);
 }
 
 extern "C" void gpu_attn_tune_decode_mma(int carveout_percent, int target_per_cu)

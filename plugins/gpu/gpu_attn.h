@@ -84,9 +84,6 @@ int gpu_attn_force_mtp_variant(gpu_attn_ctx *ctx, int variant);
  * carveout holds). Process-wide; set it before
  * the forwards it should time, and size workspaces after it. */
 void gpu_attn_tune_decode_mma(int carveout_percent, int target_per_cu);
-/* Bench hook: the decode-mma kernel's 16-bit copies as one bulk copy per row (1), as
- * 16-byte cp.async (0), or the default (-1). */
-void gpu_attn_tune_decode_mma_bulk(int bulk);
 
 /* The number of key segments the rule picks for a batch (1 = 2D path). */
 int gpu_attn_plan_segments(const gpu_attn_ctx *ctx, int num_tokens, int num_seqs, int max_seqlen_q,

@@ -1297,9 +1297,6 @@ int main(int argc, char **argv)
         std::string list = std::string(",") + fam + ",";
         return list.find(std::string(",") + name + ",") != std::string::npos;
     };
-    /* the test's switch for the decode-mma copies (the library reads none) */
-    if (getenv("ATTNREG_DMMA_BULK"))
-        gpu_attn_tune_decode_mma_bulk(atoi(getenv("ATTNREG_DMMA_BULK")));
     const char *seed = getenv("ATTNREG_TEST_SEED");
     rng_state ^= seed ? strtoull(seed, NULL, 0) : 20261129ull;
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import attnreg
-from attn_reference import attention, decode
+from attnreg._reference import attention, decode
 from test_forward_cpu import paged_batch
 
 EXPECTED = (ValueError, TypeError, attnreg.Error)

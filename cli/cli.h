@@ -115,6 +115,11 @@ void cli_common_init(struct cli_common *c, unsigned accept);
  * names the flag and the bad value. Never exits. */
 int cli_parse_common_flag(struct cli_common *c, int argc, char **argv, int *i);
 
+/* 1 when arg is a SHAPE flag whose value a model's config.json fixes (heads,
+ * head sizes, lengths, window, softcap, sinks, causal): `plan` refuses those
+ * with a message saying where the value comes from. */
+int cli_is_model_shape_flag(const char *arg);
+
 /* Derives the defaults that depend on other flags; call once after parsing:
  *   - kv, compute and out dtypes not given follow --q-dtype;
  *   - --max-kv-len not given becomes max(max_q_len, 1).

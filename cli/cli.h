@@ -137,10 +137,6 @@ int cli_open_registry(const struct cli_common *c, attn_registry **reg);
 /* Help text for the flags selected by `accept`, for a command's --help. */
 void cli_help_common(FILE *out, unsigned accept);
 
-/* The command being run, for "Try 'attnreg CMD --help'" hints; main() sets it. */
-void cli_set_command_name(const char *name);
-const char *cli_command_name(void);
-
 /* 1 when arg is -h or --help. */
 int cli_is_help_flag(const char *arg);
 
@@ -192,6 +188,12 @@ struct cli_json {
  * retyping one bumps it. docs/JSON.md and docs/attnreg.schema.json describe
  * it. */
 #define CLI_JSON_SCHEMA_VERSION 1
+
+/* The command being run, for the "command" member of every JSON document
+ * and the "Try 'attnreg CMD --help'" hints; main() sets it. Kept in json.c,
+ * which needs nothing else of the CLI's. */
+void cli_set_command_name(const char *name);
+const char *cli_command_name(void);
 
 /* --json mode for the whole run (main() sets it when --json is among the
  * arguments, before the command parses them), so that errors found before or

@@ -19,18 +19,6 @@
 #include "attn_tool_error.h"
 #include "cli.h"
 
-static const char *current_command = NULL;
-
-void cli_set_command_name(const char *name)
-{
-    current_command = name;
-}
-
-const char *cli_command_name(void)
-{
-    return current_command;
-}
-
 int cli_is_help_flag(const char *arg)
 {
     return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
@@ -47,8 +35,8 @@ int cli_usage_error(const char *fmt, ...)
     attn_escape_controls(message, sizeof message, raw, 0);
     fprintf(stderr, "attnreg: %s\n", message);
     cli_json_error("USAGE", message, CLI_EXIT_USAGE);
-    if (current_command)
-        fprintf(stderr, "Try 'attnreg %s --help'.\n", current_command);
+    if (cli_command_name())
+        fprintf(stderr, "Try 'attnreg %s --help'.\n", cli_command_name());
     else
         fputs("Try 'attnreg --help'.\n", stderr);
     return CLI_EXIT_USAGE;

@@ -109,6 +109,9 @@
  *        scale: attn_model.scale and attn_plan_entry.scale (appended).
  *        attn_registry_plan checks the model's own numbers (heads, tp,
  *        layers) before its capacities.
+ *        ATTN_SHAPE_FIELD_FLAG_MAP (attn_types.h): the shape fields with the
+ *        attnreg command's flag for each; ATTN_SHAPE_FIELD_MAP is derived
+ *        from it and keeps its two-argument form.
  *   1.0  (planned; not built) attn_selection stops embedding attn_shape by
  *        value: effective_shape becomes a `const attn_shape *` owned by the
  *        registry (valid until close, like the selection's strings), so a

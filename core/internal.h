@@ -369,7 +369,7 @@ int attn_candidate_load_library(attn_candidate *c);
  * could not be run. */
 int attn_probe_in_child(attn_candidate *c, char *msg, size_t size);
 #define ATTN_PROBE_HELPER_NAME "attnreg-probe"
-/* probe.c: the helper program's main (core/probe_main.c), exported for it
+/* probe_helper.c: the helper program's main (core/probe_main.c), exported for it
  * alone; not part of the API. */
 ATTNREG_API int attn_probe_helper_main(int argc, char **argv);
 

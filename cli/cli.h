@@ -115,6 +115,11 @@ void cli_common_init(struct cli_common *c, unsigned accept);
  * names the flag and the bad value. Never exits. */
 int cli_parse_common_flag(struct cli_common *c, int argc, char **argv, int *i);
 
+/* 1 when arg is a SHAPE flag whose value a model's config.json fixes (heads,
+ * head sizes, lengths, window, softcap, sinks, causal): `plan` refuses those
+ * with a message saying where the value comes from. */
+int cli_is_model_shape_flag(const char *arg);
+
 /* Derives the defaults that depend on other flags; call once after parsing:
  *   - kv, compute and out dtypes not given follow --q-dtype;
  *   - --max-kv-len not given becomes max(max_q_len, 1).
@@ -131,10 +136,6 @@ int cli_open_registry(const struct cli_common *c, attn_registry **reg);
 
 /* Help text for the flags selected by `accept`, for a command's --help. */
 void cli_help_common(FILE *out, unsigned accept);
-
-/* The command being run, for "Try 'attnreg CMD --help'" hints; main() sets it. */
-void cli_set_command_name(const char *name);
-const char *cli_command_name(void);
 
 /* 1 when arg is -h or --help. */
 int cli_is_help_flag(const char *arg);
@@ -187,6 +188,12 @@ struct cli_json {
  * retyping one bumps it. docs/JSON.md and docs/attnreg.schema.json describe
  * it. */
 #define CLI_JSON_SCHEMA_VERSION 1
+
+/* The command being run, for the "command" member of every JSON document
+ * and the "Try 'attnreg CMD --help'" hints; main() sets it. Kept in json.c,
+ * which needs nothing else of the CLI's. */
+void cli_set_command_name(const char *name);
+const char *cli_command_name(void);
 
 /* --json mode for the whole run (main() sets it when --json is among the
  * arguments, before the command parses them), so that errors found before or

@@ -130,18 +130,6 @@ static int parse_plan_flag(struct plan_args *a, int argc, char **argv, int *i)
     return 0;
 }
 
-/* The SHAPE flags of select and explain that a model fixes. */
-static int is_model_shape_flag(const char *arg)
-{
-    static const char *const flags[] = {"--q-heads",   "--kv-heads",   "--head-dim", "--head-dim-v",
-                                        "--max-q-len", "--max-kv-len", "--window",   "--softcap",
-                                        "--sinks",     "--no-causal"};
-    for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++)
-        if (cli_flag_is(arg, flags[k]))
-            return 1;
-    return 0;
-}
-
 /* ---- text ---------------------------------------------------------------- */
 
 /* "0-2,4-6,8" into buf; the layer list is the row's last column, so it may be
@@ -500,7 +488,7 @@ int cli_cmd_plan(int argc, char **argv)
             r = parse_plan_flag(&a, argc, argv, &i);
         if (r < 0)
             return CLI_EXIT_USAGE;
-        if (r == 0 && is_model_shape_flag(argv[i]))
+        if (r == 0 && cli_is_model_shape_flag(argv[i]))
             return cli_usage_error("plan: %s is not a plan flag: the model's config.json "
                                    "(--hf-config) gives the heads, head size, layers, window, "
                                    "softcap and sinks",

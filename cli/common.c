@@ -19,18 +19,6 @@
 #include "attn_tool_error.h"
 #include "cli.h"
 
-static const char *current_command = NULL;
-
-void cli_set_command_name(const char *name)
-{
-    current_command = name;
-}
-
-const char *cli_command_name(void)
-{
-    return current_command;
-}
-
 int cli_is_help_flag(const char *arg)
 {
     return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
@@ -47,8 +35,8 @@ int cli_usage_error(const char *fmt, ...)
     attn_escape_controls(message, sizeof message, raw, 0);
     fprintf(stderr, "attnreg: %s\n", message);
     cli_json_error("USAGE", message, CLI_EXIT_USAGE);
-    if (current_command)
-        fprintf(stderr, "Try 'attnreg %s --help'.\n", current_command);
+    if (cli_command_name())
+        fprintf(stderr, "Try 'attnreg %s --help'.\n", cli_command_name());
     else
         fputs("Try 'attnreg --help'.\n", stderr);
     return CLI_EXIT_USAGE;
@@ -261,44 +249,83 @@ void cli_common_init(struct cli_common *c, unsigned accept)
     c->log_level = -1;
 }
 
-/* One integer-valued shape flag: its name, the lowest value that can mean
- * anything (lower is a usage error; zero where it is no meaningful default is
- * left for the library to call an invalid shape, with its own message), where
- * it goes, and the `given` bit it sets. */
-struct int_flag {
+/* What the command adds to each field of attn_types.h's
+ * ATTN_SHAPE_FIELD_FLAG_MAP (which gives the member and its flag): the flag
+ * set it belongs to (CLI_ACCEPT_TARGET: also for commands that take only
+ * those), the `given` bit it sets, how its value is read, whether a model's
+ * config.json fixes it (plan refuses those flags), and its --help line (the
+ * flag and the value's letter come from the map and the value kind). A
+ * field added to the map without its line here fails the build. Counts take
+ * 0 and up (zero, where it is no meaningful default, is left for the library
+ * to call an invalid shape, with its own message). */
+enum shape_value {
+    VALUE_ARCH,   /* a name */
+    VALUE_INT,    /* an int32 >= 0 */
+    VALUE_DTYPE,  /* a dtype's spelling */
+    VALUE_FLOAT,  /* the softcap */
+    VALUE_WINDOW, /* "L,R" into this field and window_right */
+    VALUE_PAIRED, /* set by the field before it (no flag of its own) */
+    VALUE_SET,    /* a switch: the field becomes 1 */
+    VALUE_CLEAR,  /* a switch: the field becomes 0 */
+};
+#define CLI_FIELD_arch                                                                             \
+    CLI_ACCEPT_TARGET, 0, VALUE_ARCH, 0, "target arch: gfx950, gfx942, sm_90, cpu, ... [cpu]"
+#define CLI_FIELD_num_q_heads CLI_ACCEPT_SHAPE, 0, VALUE_INT, 1, "query heads [1]"
+#define CLI_FIELD_num_kv_heads                                                                     \
+    CLI_ACCEPT_SHAPE, 0, VALUE_INT, 1, "KV heads; 0 = same as --q-heads (MHA) [0]"
+#define CLI_FIELD_head_dim CLI_ACCEPT_SHAPE, 0, VALUE_INT, 1, "head size of Q and K [128]"
+#define CLI_FIELD_head_dim_v CLI_ACCEPT_SHAPE, 0, VALUE_INT, 1, "head size of V; 0 = --head-dim [0]"
+#define CLI_FIELD_q_dtype CLI_ACCEPT_TARGET, CLI_GIVEN_Q_DTYPE, VALUE_DTYPE, 0, "query dtype [bf16]"
+#define CLI_FIELD_kv_dtype                                                                         \
+    CLI_ACCEPT_TARGET, CLI_GIVEN_KV_DTYPE, VALUE_DTYPE, 0, "K/V cache dtype [the --q-dtype value]"
+#define CLI_FIELD_compute_dtype                                                                    \
+    CLI_ACCEPT_TARGET, CLI_GIVEN_COMPUTE_DTYPE, VALUE_DTYPE, 0,                                    \
+        "precision of the math [the --q-dtype value]"
+#define CLI_FIELD_out_dtype                                                                        \
+    CLI_ACCEPT_TARGET, CLI_GIVEN_OUT_DTYPE, VALUE_DTYPE, 0, "output dtype [the --q-dtype value]"
+#define CLI_FIELD_page_size CLI_ACCEPT_TARGET, 0, VALUE_INT, 0, "tokens per KV-cache block [16]"
+#define CLI_FIELD_max_q_len                                                                        \
+    CLI_ACCEPT_SHAPE, CLI_GIVEN_MAX_Q_LEN, VALUE_INT, 1,                                           \
+        "longest query (new tokens) of one sequence [1]"
+#define CLI_FIELD_max_kv_len                                                                       \
+    CLI_ACCEPT_SHAPE, CLI_GIVEN_MAX_KV_LEN, VALUE_INT, 1,                                          \
+        "longest key range of one sequence [max(--max-q-len, 1)]"
+#define CLI_FIELD_causal CLI_ACCEPT_SHAPE, 0, VALUE_CLEAR, 1, "no causal masking [causal]"
+#define CLI_FIELD_window_left                                                                      \
+    CLI_ACCEPT_SHAPE, 0, VALUE_WINDOW, 1, "sliding window, -1 = unbounded [-1,-1]"
+#define CLI_FIELD_window_right CLI_ACCEPT_SHAPE, 0, VALUE_PAIRED, 1, NULL
+#define CLI_FIELD_softcap CLI_ACCEPT_SHAPE, 0, VALUE_FLOAT, 1, "logit softcap, 0 = none [0]"
+#define CLI_FIELD_has_sinks CLI_ACCEPT_SHAPE, 0, VALUE_SET, 1, "per-head sink logits are passed"
+#define CLI_FIELD_return_lse                                                                       \
+    CLI_ACCEPT_SHAPE, 0, VALUE_SET, 0, "forward also writes the log-sum-exp per row"
+
+static const struct shape_flag {
     const char *name;
-    int32_t min;
     size_t offset;
+    unsigned accept;
     unsigned given_bit;
-    unsigned accept; /* CLI_ACCEPT_TARGET: also for commands that take only those */
+    enum shape_value value;
+    int model_fixes;
+    const char *help;
+} shape_flags[] = {
+#define SHAPE_FLAG_(member, KIND, flag) {flag, offsetof(attn_shape, member), CLI_FIELD_##member},
+    ATTN_SHAPE_FIELD_FLAG_MAP(SHAPE_FLAG_)
+#undef SHAPE_FLAG_
 };
+_Static_assert(offsetof(attn_shape, window_right) == offsetof(attn_shape, window_left) + 4,
+               "VALUE_WINDOW writes window_left and the field after it");
 
-static const struct int_flag shape_int_flags[] = {
-    {"--q-heads", 0, offsetof(attn_shape, num_q_heads), 0, CLI_ACCEPT_SHAPE},
-    {"--kv-heads", 0, offsetof(attn_shape, num_kv_heads), 0, CLI_ACCEPT_SHAPE},
-    {"--head-dim", 0, offsetof(attn_shape, head_dim), 0, CLI_ACCEPT_SHAPE},
-    {"--head-dim-v", 0, offsetof(attn_shape, head_dim_v), 0, CLI_ACCEPT_SHAPE},
-    {"--page-size", 0, offsetof(attn_shape, page_size), 0, CLI_ACCEPT_TARGET},
-    {"--max-q-len", 0, offsetof(attn_shape, max_q_len), CLI_GIVEN_MAX_Q_LEN, CLI_ACCEPT_SHAPE},
-    {"--max-kv-len", 0, offsetof(attn_shape, max_kv_len), CLI_GIVEN_MAX_KV_LEN, CLI_ACCEPT_SHAPE},
-};
-
-struct dtype_flag {
-    const char *name;
-    size_t offset;
-    unsigned given_bit;
-};
-
-static const struct dtype_flag shape_dtype_flags[] = {
-    {"--q-dtype", offsetof(attn_shape, q_dtype), CLI_GIVEN_Q_DTYPE},
-    {"--kv-dtype", offsetof(attn_shape, kv_dtype), CLI_GIVEN_KV_DTYPE},
-    {"--compute-dtype", offsetof(attn_shape, compute_dtype), CLI_GIVEN_COMPUTE_DTYPE},
-    {"--out-dtype", offsetof(attn_shape, out_dtype), CLI_GIVEN_OUT_DTYPE},
-};
-
-static int32_t *shape_field(attn_shape *shape, size_t offset)
+static void *shape_member(attn_shape *shape, size_t offset)
 {
-    return (int32_t *)(void *)((char *)shape + offset);
+    return (char *)shape + offset;
+}
+
+int cli_is_model_shape_flag(const char *arg)
+{
+    for (size_t k = 0; k < sizeof shape_flags / sizeof shape_flags[0]; k++)
+        if (shape_flags[k].model_fixes && cli_flag_is(arg, shape_flags[k].name))
+            return 1;
+    return 0;
 }
 
 /* Flags without a value must not be written `--flag=value`. */
@@ -316,62 +343,43 @@ static int reject_inline_value(const char *arg, const char *name)
 static int parse_shape_flag(struct cli_common *c, int argc, char **argv, int *i)
 {
     const char *arg = argv[*i];
-    const char *value;
+    const char *value = NULL;
     const int whole_shape = (c->accept & CLI_ACCEPT_SHAPE) != 0;
 
-    if (cli_flag_is(arg, "--arch")) {
-        if (!(value = cli_flag_value(argc, argv, i, "--arch")))
-            return -1;
-        return cli_parse_arch("--arch", value, c->shape.arch) == 0 ? 1 : -1;
-    }
-    for (size_t k = 0; k < sizeof shape_int_flags / sizeof shape_int_flags[0]; k++) {
-        const struct int_flag *f = &shape_int_flags[k];
-        if (!cli_flag_is(arg, f->name) || (!whole_shape && f->accept != CLI_ACCEPT_TARGET))
+    for (size_t k = 0; k < sizeof shape_flags / sizeof shape_flags[0]; k++) {
+        const struct shape_flag *f = &shape_flags[k];
+        void *field = shape_member(&c->shape, f->offset);
+        int rc;
+        if (f->value == VALUE_PAIRED || !cli_flag_is(arg, f->name) ||
+            (!whole_shape && f->accept != CLI_ACCEPT_TARGET))
             continue;
+        if (f->value == VALUE_SET || f->value == VALUE_CLEAR) {
+            *(int32_t *)field = f->value == VALUE_SET;
+            return reject_inline_value(arg, f->name);
+        }
         if (!(value = cli_flag_value(argc, argv, i, f->name)))
             return -1;
-        if (cli_parse_int32(f->name, value, f->min, INT32_MAX, shape_field(&c->shape, f->offset)) !=
-            0)
+        switch (f->value) {
+        case VALUE_ARCH:
+            rc = cli_parse_arch(f->name, value, field);
+            break;
+        case VALUE_INT:
+            rc = cli_parse_int32(f->name, value, 0, INT32_MAX, field);
+            break;
+        case VALUE_DTYPE:
+            rc = cli_parse_dtype(f->name, value, field);
+            break;
+        case VALUE_FLOAT:
+            rc = parse_softcap(f->name, value, field);
+            break;
+        default: /* VALUE_WINDOW */
+            rc = parse_window(f->name, value, field, (int32_t *)field + 1);
+            break;
+        }
+        if (rc != 0)
             return -1;
         c->given |= f->given_bit;
         return 1;
-    }
-    for (size_t k = 0; k < sizeof shape_dtype_flags / sizeof shape_dtype_flags[0]; k++) {
-        const struct dtype_flag *f = &shape_dtype_flags[k];
-        if (!cli_flag_is(arg, f->name))
-            continue;
-        if (!(value = cli_flag_value(argc, argv, i, f->name)))
-            return -1;
-        if (cli_parse_dtype(f->name, value, shape_field(&c->shape, f->offset)) != 0)
-            return -1;
-        c->given |= f->given_bit;
-        return 1;
-    }
-    if (!whole_shape)
-        return 0;
-    if (cli_flag_is(arg, "--window")) {
-        if (!(value = cli_flag_value(argc, argv, i, "--window")))
-            return -1;
-        return parse_window("--window", value, &c->shape.window_left, &c->shape.window_right) == 0
-                   ? 1
-                   : -1;
-    }
-    if (cli_flag_is(arg, "--softcap")) {
-        if (!(value = cli_flag_value(argc, argv, i, "--softcap")))
-            return -1;
-        return parse_softcap("--softcap", value, &c->shape.softcap) == 0 ? 1 : -1;
-    }
-    if (cli_flag_is(arg, "--sinks")) {
-        c->shape.has_sinks = 1;
-        return reject_inline_value(arg, "--sinks");
-    }
-    if (cli_flag_is(arg, "--no-causal")) {
-        c->shape.causal = 0;
-        return reject_inline_value(arg, "--no-causal");
-    }
-    if (cli_flag_is(arg, "--lse")) {
-        c->shape.return_lse = 1;
-        return reject_inline_value(arg, "--lse");
     }
     return 0;
 }
@@ -517,32 +525,18 @@ int cli_open_registry(const struct cli_common *c, attn_registry **reg)
 
 /* ---- help ------------------------------------------------------------ */
 
-/* One line of the SHAPE help each, marked with the set it belongs to. */
-static const struct {
-    unsigned accept;
-    const char *text;
-} shape_help[] = {
-    {CLI_ACCEPT_TARGET,
-     "  --arch A             target arch: gfx950, gfx942, sm_90, cpu, ... [cpu]\n"},
-    {CLI_ACCEPT_SHAPE, "  --q-heads N          query heads [1]\n"},
-    {CLI_ACCEPT_SHAPE, "  --kv-heads N         KV heads; 0 = same as --q-heads (MHA) [0]\n"},
-    {CLI_ACCEPT_SHAPE, "  --head-dim N         head size of Q and K [128]\n"},
-    {CLI_ACCEPT_SHAPE, "  --head-dim-v N       head size of V; 0 = --head-dim [0]\n"},
-    {CLI_ACCEPT_TARGET, "  --q-dtype T          query dtype [bf16]\n"},
-    {CLI_ACCEPT_TARGET, "  --kv-dtype T         K/V cache dtype [the --q-dtype value]\n"},
-    {CLI_ACCEPT_TARGET, "  --compute-dtype T    precision of the math [the --q-dtype value]\n"},
-    {CLI_ACCEPT_TARGET, "  --out-dtype T        output dtype [the --q-dtype value]\n"},
-    {CLI_ACCEPT_TARGET, "  --page-size N        tokens per KV-cache block [16]\n"},
-    {CLI_ACCEPT_SHAPE, "  --max-q-len N        longest query (new tokens) of one sequence [1]\n"},
-    {CLI_ACCEPT_SHAPE,
-     "  --max-kv-len N       longest key range of one sequence [max(--max-q-len, 1)]\n"},
-    {CLI_ACCEPT_SHAPE, "  --window L,R         sliding window, -1 = unbounded [-1,-1]\n"},
-    {CLI_ACCEPT_SHAPE, "  --softcap X          logit softcap, 0 = none [0]\n"},
-    {CLI_ACCEPT_SHAPE, "  --sinks              per-head sink logits are passed\n"},
-    {CLI_ACCEPT_SHAPE, "  --lse                forward also writes the log-sum-exp per row\n"},
-    {CLI_ACCEPT_SHAPE, "  --no-causal          no causal masking [causal]\n"},
-    {CLI_ACCEPT_TARGET, "  dtypes T: f32, f16, bf16, fp8_e4m3fn, fp8_e4m3fnuz\n"},
-};
+/* One SHAPE help line: "--flag V" and the text, in ATTN_SHAPE_FIELD_FLAG_MAP's
+ * order; the switches that clear a default (--no-causal) come last. */
+static void help_shape_flag(FILE *out, const struct shape_flag *f)
+{
+    static const char *const letter[] = {
+        [VALUE_ARCH] = " A",     [VALUE_INT] = " N", [VALUE_DTYPE] = " T", [VALUE_FLOAT] = " X",
+        [VALUE_WINDOW] = " L,R", [VALUE_SET] = "",   [VALUE_CLEAR] = "",
+    };
+    char flag[64];
+    snprintf(flag, sizeof flag, "%s%s", f->name, letter[f->value]);
+    fprintf(out, "  %-20s %s\n", flag, f->help);
+}
 
 void cli_help_common(FILE *out, unsigned accept)
 {
@@ -551,9 +545,14 @@ void cli_help_common(FILE *out, unsigned accept)
         fputs(whole_shape ? "SHAPE flags (defaults in brackets):\n"
                           : "Target flags (defaults in brackets):\n",
               out);
-        for (size_t k = 0; k < sizeof shape_help / sizeof shape_help[0]; k++)
-            if (whole_shape || shape_help[k].accept == CLI_ACCEPT_TARGET)
-                fputs(shape_help[k].text, out);
+        for (int clear = 0; clear <= 1; clear++)
+            for (size_t k = 0; k < sizeof shape_flags / sizeof shape_flags[0]; k++) {
+                const struct shape_flag *f = &shape_flags[k];
+                if (f->help && (f->value == VALUE_CLEAR) == clear &&
+                    (whole_shape || f->accept == CLI_ACCEPT_TARGET))
+                    help_shape_flag(out, f);
+            }
+        fputs("  dtypes T: f32, f16, bf16, fp8_e4m3fn, fp8_e4m3fnuz\n", out);
         if (whole_shape)
             fputs("  Values are given as '--flag VALUE' or '--flag=VALUE'. A value that is not\n"
                   "  a number, a negative count or an unknown dtype is a usage error (exit 2);\n"

@@ -41,6 +41,20 @@ static void begin_value(struct cli_json *j, const char *key)
     }
 }
 
+/* The command being run (main sets it before dispatch): every document names
+ * it, and usage errors point at its --help. */
+static const char *current_command = NULL;
+
+void cli_set_command_name(const char *name)
+{
+    current_command = name;
+}
+
+const char *cli_command_name(void)
+{
+    return current_command;
+}
+
 /* --json given on the command line (main sets it before dispatch), and
  * whether a whole top-level document has been written: cli_json_error writes
  * an error document only when nothing else was, so stdout always holds

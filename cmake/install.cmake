@@ -19,7 +19,7 @@ configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/attnregConfig.cmake.in
   INSTALL_DESTINATION ${ATTNREG_CMAKE_DIR}
   PATH_VARS CMAKE_INSTALL_LIBDIR CMAKE_INSTALL_DATADIR)
 # Any 0.x from the version asked for on: the ABI is append-only (attnreg.h),
-# so a host built against 0.2 runs on 0.3.
+# so a host built against 0.2 or 0.3 runs on 0.4.
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/cmake/attnregConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/cmake/attnregConfig.cmake

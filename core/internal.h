@@ -157,21 +157,28 @@ attn_status attn_shape_normalize(const attn_shape *in, attn_shape *out);
 uint64_t attn_shape_hash(const attn_shape *shape);
 
 /* The fields (and derived properties) of a shape that conf narrowing keys
- * and fallback rules name. */
+ * and fallback rules name: X(ID, name, value), name being how messages and
+ * fallback rules write it (a dtype field's is its member name) and value its
+ * int32 value as an expression of `s` (const attn_shape *). The enum, the
+ * names and attn_shape_field_get are generated from it (shape.c). */
+#define ATTN_SHAPE_PROPERTY_MAP(X)                                                                 \
+    X(Q_DTYPE, "q_dtype", s->q_dtype)                                                              \
+    X(KV_DTYPE, "kv_dtype", s->kv_dtype)                                                           \
+    X(COMPUTE_DTYPE, "compute_dtype", s->compute_dtype)                                            \
+    X(OUT_DTYPE, "out_dtype", s->out_dtype)                                                        \
+    X(HEAD_DIM, "head_dim", s->head_dim)                                                           \
+    X(GQA_RATIO, "gqa_ratio", s->num_q_heads / attn_shape_kv_heads(s))                             \
+    X(PAGE_SIZE, "page_size", s->page_size)                                                        \
+    X(Q_LEN, "max_q_len", s->max_q_len)                                                            \
+    X(KV_LEN, "max_kv_len", s->max_kv_len)                                                         \
+    X(WINDOW, "window", s->window_left >= 0 || s->window_right >= 0)                               \
+    X(SOFTCAP, "softcap", s->softcap != 0.0f)                                                      \
+    X(SINKS, "sinks", s->has_sinks)                                                                \
+    X(NON_CAUSAL, "non-causal masking", !s->causal)
 typedef enum shape_field {
-    FIELD_Q_DTYPE,
-    FIELD_KV_DTYPE,
-    FIELD_COMPUTE_DTYPE,
-    FIELD_OUT_DTYPE,
-    FIELD_HEAD_DIM,
-    FIELD_GQA_RATIO,
-    FIELD_PAGE_SIZE,
-    FIELD_Q_LEN,
-    FIELD_KV_LEN,
-    FIELD_WINDOW,
-    FIELD_SOFTCAP,
-    FIELD_SINKS,
-    FIELD_NON_CAUSAL
+#define SHAPE_PROPERTY_ENUM_(ID, name, value) FIELD_##ID,
+    ATTN_SHAPE_PROPERTY_MAP(SHAPE_PROPERTY_ENUM_)
+#undef SHAPE_PROPERTY_ENUM_
 } shape_field;
 /* Their names in messages ("q_dtype", "max_q_len", "non-causal masking"). */
 const char *attn_field_name(shape_field field);
@@ -377,7 +384,7 @@ int attn_candidate_load_library(attn_candidate *c);
  * could not be run. */
 int attn_probe_in_child(attn_candidate *c, char *msg, size_t size);
 #define ATTN_PROBE_HELPER_NAME "attnreg-probe"
-/* probe.c: the helper program's main (core/probe_main.c), exported for it
+/* probe_helper.c: the helper program's main (core/probe_main.c), exported for it
  * alone; not part of the API. */
 ATTNREG_API int attn_probe_helper_main(int argc, char **argv);
 

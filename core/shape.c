@@ -188,32 +188,11 @@ ATTNREG_API int attn_shape_format(const attn_shape *in, char *buf, size_t size)
 const char *attn_field_name(shape_field f)
 {
     switch (f) {
-    case FIELD_Q_DTYPE:
-        return "q_dtype";
-    case FIELD_KV_DTYPE:
-        return "kv_dtype";
-    case FIELD_COMPUTE_DTYPE:
-        return "compute_dtype";
-    case FIELD_OUT_DTYPE:
-        return "out_dtype";
-    case FIELD_HEAD_DIM:
-        return "head_dim";
-    case FIELD_GQA_RATIO:
-        return "gqa_ratio";
-    case FIELD_PAGE_SIZE:
-        return "page_size";
-    case FIELD_Q_LEN:
-        return "max_q_len";
-    case FIELD_KV_LEN:
-        return "max_kv_len";
-    case FIELD_WINDOW:
-        return "window";
-    case FIELD_SOFTCAP:
-        return "softcap";
-    case FIELD_SINKS:
-        return "sinks";
-    case FIELD_NON_CAUSAL:
-        return "non-causal masking";
+#define SHAPE_PROPERTY_NAME_(ID, name, value)                                                      \
+    case FIELD_##ID:                                                                               \
+        return name;
+        ATTN_SHAPE_PROPERTY_MAP(SHAPE_PROPERTY_NAME_)
+#undef SHAPE_PROPERTY_NAME_
     }
     return "?";
 }
@@ -221,32 +200,11 @@ const char *attn_field_name(shape_field f)
 int32_t attn_shape_field_get(const attn_shape *s, shape_field f)
 {
     switch (f) {
-    case FIELD_Q_DTYPE:
-        return s->q_dtype;
-    case FIELD_KV_DTYPE:
-        return s->kv_dtype;
-    case FIELD_COMPUTE_DTYPE:
-        return s->compute_dtype;
-    case FIELD_OUT_DTYPE:
-        return s->out_dtype;
-    case FIELD_HEAD_DIM:
-        return s->head_dim;
-    case FIELD_GQA_RATIO:
-        return s->num_q_heads / attn_shape_kv_heads(s);
-    case FIELD_PAGE_SIZE:
-        return s->page_size;
-    case FIELD_Q_LEN:
-        return s->max_q_len;
-    case FIELD_KV_LEN:
-        return s->max_kv_len;
-    case FIELD_WINDOW:
-        return s->window_left >= 0 || s->window_right >= 0;
-    case FIELD_SOFTCAP:
-        return s->softcap != 0.0f;
-    case FIELD_SINKS:
-        return s->has_sinks;
-    case FIELD_NON_CAUSAL:
-        return !s->causal;
+#define SHAPE_PROPERTY_GET_(ID, name, value)                                                       \
+    case FIELD_##ID:                                                                               \
+        return value;
+        ATTN_SHAPE_PROPERTY_MAP(SHAPE_PROPERTY_GET_)
+#undef SHAPE_PROPERTY_GET_
     }
     return 0;
 }

@@ -280,26 +280,35 @@ typedef struct attn_shape {
  * spelling; BOOL: an int32_t 0 or 1; FLOAT: a float). The JSON name of a
  * field is its member name. The library checks the list against the struct;
  * its layout query, the attnreg command's JSON shape and the dtype checks of
- * attn_shape_validate are generated from it. */
-#define ATTN_SHAPE_FIELD_MAP(X)                                                                    \
-    X(arch, ARCH)                                                                                  \
-    X(num_q_heads, INT)                                                                            \
-    X(num_kv_heads, INT)                                                                           \
-    X(head_dim, INT)                                                                               \
-    X(head_dim_v, INT)                                                                             \
-    X(q_dtype, DTYPE)                                                                              \
-    X(kv_dtype, DTYPE)                                                                             \
-    X(compute_dtype, DTYPE)                                                                        \
-    X(out_dtype, DTYPE)                                                                            \
-    X(page_size, INT)                                                                              \
-    X(max_q_len, INT)                                                                              \
-    X(max_kv_len, INT)                                                                             \
-    X(causal, BOOL)                                                                                \
-    X(window_left, INT)                                                                            \
-    X(window_right, INT)                                                                           \
-    X(softcap, FLOAT)                                                                              \
-    X(has_sinks, BOOL)                                                                             \
-    X(return_lse, BOOL)
+ * attn_shape_validate are generated from it.
+ * ATTN_SHAPE_FIELD_FLAG_MAP(X) is the same list as X(member, KIND, flag),
+ * flag being the attnreg command's flag that sets the field (window_left and
+ * window_right share "--window L,R"; "--no-causal" clears causal; the BOOL
+ * others are switches that set it); the command's flag parser is generated
+ * from it. */
+#define ATTN_SHAPE_FIELD_TABLE_(X, A)                                                              \
+    A(X, arch, ARCH, "--arch")                                                                     \
+    A(X, num_q_heads, INT, "--q-heads")                                                            \
+    A(X, num_kv_heads, INT, "--kv-heads")                                                          \
+    A(X, head_dim, INT, "--head-dim")                                                              \
+    A(X, head_dim_v, INT, "--head-dim-v")                                                          \
+    A(X, q_dtype, DTYPE, "--q-dtype")                                                              \
+    A(X, kv_dtype, DTYPE, "--kv-dtype")                                                            \
+    A(X, compute_dtype, DTYPE, "--compute-dtype")                                                  \
+    A(X, out_dtype, DTYPE, "--out-dtype")                                                          \
+    A(X, page_size, INT, "--page-size")                                                            \
+    A(X, max_q_len, INT, "--max-q-len")                                                            \
+    A(X, max_kv_len, INT, "--max-kv-len")                                                          \
+    A(X, causal, BOOL, "--no-causal")                                                              \
+    A(X, window_left, INT, "--window")                                                             \
+    A(X, window_right, INT, "--window")                                                            \
+    A(X, softcap, FLOAT, "--softcap")                                                              \
+    A(X, has_sinks, BOOL, "--sinks")                                                               \
+    A(X, return_lse, BOOL, "--lse")
+#define ATTN_SHAPE_FIELD_PICK2_(X, member, KIND, flag) X(member, KIND)
+#define ATTN_SHAPE_FIELD_PICK3_(X, member, KIND, flag) X(member, KIND, flag)
+#define ATTN_SHAPE_FIELD_MAP(X) ATTN_SHAPE_FIELD_TABLE_(X, ATTN_SHAPE_FIELD_PICK2_)
+#define ATTN_SHAPE_FIELD_FLAG_MAP(X) ATTN_SHAPE_FIELD_TABLE_(X, ATTN_SHAPE_FIELD_PICK3_)
 
 /* The defaults of attn_shape_init(): arch "cpu", 1 query head, MHA, head_dim
  * 128, every dtype bf16, page 16, q and kv length 1, causal, no window, no

@@ -109,6 +109,9 @@
  *        scale: attn_model.scale and attn_plan_entry.scale (appended).
  *        attn_registry_plan checks the model's own numbers (heads, tp,
  *        layers) before its capacities.
+ *        ATTN_SHAPE_FIELD_FLAG_MAP (attn_types.h): the shape fields with the
+ *        attnreg command's flag for each; ATTN_SHAPE_FIELD_MAP is derived
+ *        from it and keeps its two-argument form.
  *   0.5  Merging on a backend's device: attn_merge_args moved from this
  *        header to attn_types.h (source compatible: this header includes
  *        it; the plugin ABI needs it) and appended `stream` (the device

@@ -264,7 +264,7 @@ START_TEST(plugin_hanging_while_loading_is_killed)
 }
 END_TEST
 
-/* ---- the probe against a host's signals and threads (issue 23) ------- */
+/* ---- the probe against a host's signals and threads ------------------ */
 
 /* A registry over one plugin INI, probing out of process, with the
  * environment read (ATTNREG_PROBE_TIMEOUT). */
@@ -417,7 +417,7 @@ static attn_registry *open_with_log_file(const char *path)
     return reg;
 }
 
-/* Issue 23: ATTNREG_LOG_FILE naming a FIFO hung every registry open (and so
+/* ATTNREG_LOG_FILE naming a FIFO once hung every registry open (and so
  * every command) waiting for a reader; now it is refused at once and the
  * log goes to stderr. Forked with an alarm: a regression fails, not hangs. */
 START_TEST(fifo_as_log_file_does_not_block)
@@ -438,7 +438,7 @@ START_TEST(fifo_as_log_file_does_not_block)
 }
 END_TEST
 
-/* Issue 23: the log file's descriptor was inherited by every program a host
+/* The log file's descriptor was once inherited by every program a host
  * execs; every descriptor the library opens is O_CLOEXEC. */
 START_TEST(log_file_is_close_on_exec)
 {
@@ -463,7 +463,7 @@ START_TEST(log_file_is_close_on_exec)
 }
 END_TEST
 
-/* Issue 23: attn_shape_format read an arch without a NUL past its 32 bytes
+/* attn_shape_format once read an arch without a NUL past its 32 bytes
  * (ASan: stack-buffer-overflow); it prints those 32 bytes and no more. */
 START_TEST(shape_format_bounds_an_unterminated_arch)
 {
@@ -581,7 +581,7 @@ START_TEST(world_writable_files_are_warned)
 }
 END_TEST
 
-/* Issue 23: a diagnostic quotes the conf file (here a value with ESC and
+/* A diagnostic quotes the conf file (here a value with ESC and
  * BEL bytes, the terminal's title and screen-clear sequences); its control
  * bytes come out as \xNN, for the CLI, the log and the host alike. */
 START_TEST(conf_diagnostics_escape_control_bytes)
@@ -860,7 +860,7 @@ START_TEST(oldest_sizes_are_accepted)
 }
 END_TEST
 
-/* Issue 23 (found in the red-team pass): a layer's type_name is the host's
+/* Found in a red-team pass: a layer's type_name is the host's
  * string, copied, sorted and printed by the plan: one without a NUL within
  * 256 bytes was read past its end. Refused as invalid, before any plugin. */
 START_TEST(plan_bounds_a_layer_type_name)

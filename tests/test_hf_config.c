@@ -401,7 +401,7 @@ END_TEST
 
 /* ---- errors ------------------------------------------------------------- */
 
-/* Issue 23: a FIFO named as the config used to block the open forever (the
+/* A FIFO named as the config used to block the open forever (the
  * reader had fopen without O_NONBLOCK); it is refused at once. The test
  * runs the read in a forked child with an alarm, so a regression fails
  * instead of hanging the suite. */
@@ -454,7 +454,7 @@ static double read_distinct_types(int n)
     return cpu;
 }
 
-/* Issue 23: 65 536 distinct layer type names were interned by linear search
+/* 65 536 distinct layer type names were interned by linear search
  * (12 s of CPU in plan --hf-config before the config was judged). Linear
  * time: 16 times the names cost about 16 times the CPU, where the search
  * cost 256 times; compared with a ratio so that valgrind's slowdown (the
@@ -467,7 +467,7 @@ START_TEST(many_layer_type_names_in_linear_time)
 }
 END_TEST
 
-/* Issue 23: what an error quotes from the file (jansson's "near '...'"
+/* What an error quotes from the file (jansson's "near '...'"
  * token, a key) reaches a terminal: its control bytes come out as \xNN. */
 START_TEST(quoted_control_bytes_escaped)
 {
@@ -641,7 +641,7 @@ START_TEST(layer_type_errors)
 }
 END_TEST
 
-/* ---- issue 21: kinds refused, other families' keys, layer_types first,
+/* ---- kinds refused, other families' keys, layer_types first,
  * the softmax scale, validation before capacities, the public API -------- */
 
 START_TEST(blocksparse_and_alibi_refused_with_the_key)

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gpu_attn_bench — kernel throughput of aiter-generic and aiter-mtp on the
- * device (issue 4, item 8).
+ * device.
  *
  * Shapes:
  *   MTP:    16 query heads : 1 KV head, D 256, page 16, bf16 Q, fp8 e4m3fn KV,
@@ -21,7 +21,7 @@
  *   - bytes = what must move at least: K and V of every visible key once, Q
  *     read, output written; GB/s = bytes / time; "of copy" = GB/s / copy GB/s.
  *
- *   prefill (issue 9): 32:8 D 128 at 512/2048/8192 tokens x batch 1/4,
+ *   prefill: 32:8 D 128 at 512/2048/8192 tokens x batch 1/4,
  *           32:8 and 16:1 D 256 at 2048 x 1/4, chunked prefill (512 new over
  *           4096 and 16384 cached, batch 4), a mixed batch (4 chunks of 512
  *           + 64 decode tokens over 4096) beside its two parts run alone;
@@ -465,7 +465,7 @@ static Result run_one(const char *family, gpu_attn_kernel kernel, int hq, int hk
                      std::vector<int>(batch, kv_len), cache_k, cache_v, cache_bytes, scalar);
 }
 
-/* The prefill families (issue 9): causal prefill, chunked prefill and a mixed
+/* The prefill families: causal prefill, chunked prefill and a mixed
  * batch, bf16 Q/KV, page 16, on the prefill kernel; a few rows again on the
  * portable scalar kernel (the version before it). */
 static void run_prefill_families(std::vector<Result> &res, uint8_t *ck, uint8_t *cv, size_t bytes)

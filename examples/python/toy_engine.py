@@ -8,7 +8,7 @@ asks the registry once for its prefill and decode backends (shape limits are
 capacities, decided before any tensor exists), runs a batch of prompts and
 then --decode-steps greedy decode steps, and checks every attention call
 against a reference on the same data: torch SDPA when torch is installed,
-else a NumPy float64 implementation.
+else the package's NumPy float64 reference (attnreg._reference).
 
     python3 examples/python/toy_engine.py                      # CPU: cpu-ref (torch or NumPy)
     python3 examples/python/toy_engine.py --device cuda \\
@@ -31,6 +31,8 @@ import time
 import attnreg
 from attnreg import from_bf16_bits, to_bf16_bits
 from attnreg import torch_ops
+from attnreg._reference import attention as reference_attention
+from attnreg._reference import decode
 
 try:
     import torch
@@ -87,45 +89,37 @@ class Ops:
         return table[self.int32(ids).long()] if self.torch else table[np.asarray(ids)]
 
     def reference(self, q, k_cache, v_cache, bt_rows, q_lens, kv_lens, scale):
-        """Attention on the same stored data, sequence by sequence:
-        torch SDPA (float32 of the bf16 values) or NumPy float64."""
+        """Attention on the same stored data: torch SDPA (float32 of the bf16
+        values, sequence by sequence) or the package's NumPy float64
+        reference (attnreg._reference)."""
+        if not self.torch:
+            cu = np.concatenate([[0], np.cumsum(q_lens)])
+            return reference_attention(decode(q, "bf16"), decode(k_cache, "bf16"),
+                                       decode(v_cache, "bf16"), np.asarray(bt_rows), cu,
+                                       kv_lens, scale)
         outs = []
         t0 = 0
         for s, (ql, kl) in enumerate(zip(q_lens, kv_lens)):
             blocks = bt_rows[s][:(kl + PAGE - 1) // PAGE]
-            if self.torch:
-                idx = torch.tensor(blocks, device=self.device).long()
-                K = k_cache[idx].reshape(-1, k_cache.shape[2], k_cache.shape[3])[:kl].float()
-                V = v_cache[idx].reshape(-1, v_cache.shape[2], v_cache.shape[3])[:kl].float()
-                qs = q[t0:t0 + ql].float()
-                g = qs.shape[1] // K.shape[1]
-                K, V = K.repeat_interleave(g, dim=1), V.repeat_interleave(g, dim=1)
-                # query i sits at position kl - ql + i: a lower-right causal mask
-                mask = (torch.arange(kl, device=self.device)[None, :] <=
-                        (kl - ql + torch.arange(ql, device=self.device))[:, None])
-                qh, kh, vh = qs.transpose(0, 1), K.transpose(0, 1), V.transpose(0, 1)
-                if hasattr(torch.nn.functional, "scaled_dot_product_attention"):
-                    o = torch.nn.functional.scaled_dot_product_attention(
-                        qh, kh, vh, attn_mask=mask, scale=scale)
-                else:  # torch < 2.0: the same math by hand
-                    sc = (qh @ kh.transpose(1, 2)) * scale
-                    o = torch.softmax(sc.masked_fill(~mask, float("-inf")), -1) @ vh
-                outs.append(o.transpose(0, 1))
-            else:
-                K = from_bf16_bits(k_cache[blocks]).reshape(-1, *k_cache.shape[2:])[:kl]
-                V = from_bf16_bits(v_cache[blocks]).reshape(-1, *v_cache.shape[2:])[:kl]
-                qs = from_bf16_bits(q[t0:t0 + ql]).astype(np.float64)
-                g = qs.shape[1] // K.shape[1]
-                K = np.repeat(K.astype(np.float64), g, axis=1)
-                V = np.repeat(V.astype(np.float64), g, axis=1)
-                sc = scale * np.einsum("qhd,khd->hqk", qs, K)
-                vis = np.arange(kl)[None, :] <= (kl - ql + np.arange(ql))[:, None]
-                sc = np.where(vis[None], sc, -np.inf)
-                p = np.exp(sc - sc.max(-1, keepdims=True))
-                p /= p.sum(-1, keepdims=True)
-                outs.append(np.einsum("hqk,khd->qhd", p, V))
+            idx = torch.tensor(blocks, device=self.device).long()
+            K = k_cache[idx].reshape(-1, k_cache.shape[2], k_cache.shape[3])[:kl].float()
+            V = v_cache[idx].reshape(-1, v_cache.shape[2], v_cache.shape[3])[:kl].float()
+            qs = q[t0:t0 + ql].float()
+            g = qs.shape[1] // K.shape[1]
+            K, V = K.repeat_interleave(g, dim=1), V.repeat_interleave(g, dim=1)
+            # query i sits at position kl - ql + i: a lower-right causal mask
+            mask = (torch.arange(kl, device=self.device)[None, :] <=
+                    (kl - ql + torch.arange(ql, device=self.device))[:, None])
+            qh, kh, vh = qs.transpose(0, 1), K.transpose(0, 1), V.transpose(0, 1)
+            if hasattr(torch.nn.functional, "scaled_dot_product_attention"):
+                o = torch.nn.functional.scaled_dot_product_attention(
+                    qh, kh, vh, attn_mask=mask, scale=scale)
+            else:  # torch < 2.0: the same math by hand
+                sc = (qh @ kh.transpose(1, 2)) * scale
+                o = torch.softmax(sc.masked_fill(~mask, float("-inf")), -1) @ vh
+            outs.append(o.transpose(0, 1))
             t0 += ql
-        return torch.cat(outs) if self.torch else np.concatenate(outs)
+        return torch.cat(outs)
 
     def rel_l2(self, got, want):
         if self.torch:

@@ -4,8 +4,10 @@
 
 Writes random paged-attention inputs with NumPy (bf16 as raw uint16 bits, as
 `attnreg run` expects), runs `attnreg run`, reads the output back and compares
-it with an independent NumPy float64 implementation of the semantics in
-BRIEF.md ("Attention semantics").
+it with the NumPy float64 reference of the semantics in BRIEF.md
+("Attention semantics") that the Python package carries (attnreg._reference,
+shared with the pytest suite and the toy engine; the package is the one on
+PYTHONPATH, else the one staged beside the CLI's build).
 
     python3 plugins/cpu-ref/npy_roundtrip.py --attnreg build/bin/attnreg [--dir DIR]
 
@@ -21,53 +23,21 @@ import tempfile
 import numpy as np
 
 
-def to_bf16_bits(x):
-    """float32 -> bf16 bits, round to nearest even."""
-    u = np.asarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    u = u + 0x7FFF + ((u >> 16) & 1)
-    return (u >> 16).astype(np.uint16)
-
-
-def from_bf16_bits(b):
-    return (b.astype(np.uint32) << 16).view(np.float32)
-
-
-def reference(q, k, v, bt, cu, sk, scale, window, sinks, causal=True):
-    """Float64 attention: gather pages, full scores, mask, softmax."""
-    tokens, hq, d = q.shape
-    page, hkv = k.shape[1], k.shape[2]
-    out = np.zeros((tokens, hq, v.shape[3]))
-    for s in range(len(sk)):
-        qs = q[cu[s]:cu[s + 1]].astype(np.float64)
-        n_q, n_k = qs.shape[0], sk[s]
-        idx = np.arange(n_k)
-        slots = bt[s][idx // page] * page + idx % page
-        keys = k.reshape(-1, hkv, d)[slots].astype(np.float64)
-        vals = v.reshape(-1, hkv, v.shape[3])[slots].astype(np.float64)
-        for h in range(hq):
-            g = h // (hq // hkv)
-            scores = scale * qs[:, h, :] @ keys[:, g, :].T
-            pos = n_k - n_q + np.arange(n_q)[:, None]
-            j = np.arange(n_k)[None, :]
-            visible = np.ones((n_q, n_k), dtype=bool)
-            if causal:
-                visible &= j <= pos
-            if window[0] >= 0:
-                visible &= j >= pos - window[0]
-            if window[1] >= 0:
-                visible &= j <= pos + window[1]
-            scores = np.where(visible, scores, -np.inf)
-            m = scores.max(axis=1, keepdims=True)
-            if sinks is not None:
-                m = np.maximum(m, sinks[h])
-            m = np.where(np.isfinite(m), m, 0.0)
-            p = np.exp(scores - m)
-            denom = p.sum(axis=1, keepdims=True)
-            if sinks is not None:
-                denom = denom + np.exp(sinks[h] - m)
-            o = np.where(denom > 0, (p @ vals[:, g, :]) / np.where(denom > 0, denom, 1), 0.0)
-            out[cu[s]:cu[s + 1], h, :] = o
-    return out
+def import_attnreg(cli):
+    """The attnreg Python package, for its bf16 helpers and its float64
+    reference: the one on sys.path, else the one the CLI's build staged
+    (<build>/python beside <build>/bin/attnreg)."""
+    try:
+        import attnreg  # noqa: F401
+    except ImportError:
+        staged = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(cli))), "python")
+        if not os.path.isdir(os.path.join(staged, "attnreg")):
+            raise SystemExit("npy_roundtrip.py needs the attnreg Python package: "
+                             "PYTHONPATH=build/python, or pip install ./python")
+        sys.path.insert(0, staged)
+    from attnreg import from_bf16_bits, to_bf16_bits
+    from attnreg._reference import attention
+    return from_bf16_bits, to_bf16_bits, attention
 
 
 def main():
@@ -76,6 +46,7 @@ def main():
     ap.add_argument("--dir", default=None)
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args()
+    from_bf16_bits, to_bf16_bits, attention = import_attnreg(args.attnreg)
     rng = np.random.default_rng(args.seed)
     hq, hkv, d, page = 8, 2, 64, 16
     q_lens, kv_lens = [3, 1, 7], [40, 100, 7]
@@ -111,8 +82,8 @@ def main():
     print(" ".join(cmd))
     subprocess.run(cmd, check=True)
     got = from_bf16_bits(np.load(out_path)).astype(np.float64)
-    want = reference(from_bf16_bits(q_bits), from_bf16_bits(k_bits), from_bf16_bits(v_bits),
-                     bt, cu, sk, 1 / np.sqrt(d), window, sinks.astype(np.float64))
+    want = attention(*(from_bf16_bits(x).astype(np.float64) for x in (q_bits, k_bits, v_bits)),
+                     bt, cu, sk, 1 / np.sqrt(d), window=window, sinks=sinks.astype(np.float64))
     err = np.abs(got - want)
     allowed = 2.0 ** -8 * np.abs(want) + 2.0 ** -16 * np.abs(from_bf16_bits(v_bits)).max()
     print("max abs error %.3e, elements beyond tolerance: %d of %d"

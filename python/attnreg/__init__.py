@@ -36,7 +36,7 @@ _lib, library_path = _native.load_library()
 _native.bind(_lib, library_path)
 _native.check_layout(_lib)
 
-#: The C library's version ("0.3.0").
+#: The C library's version ("0.4.0").
 __version__ = _native.text(_lib.attnreg_version_string())
 #: The plugin ABI version the library speaks, as (major, minor).
 plugin_abi_version = divmod(_lib.attnreg_plugin_abi_version(), 1 << 16)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 23: no binary or library of the build may carry an RPATH/RUNPATH
+# No binary or library of the build may carry an RPATH/RUNPATH
 # element that is empty or relative (not $ORIGIN-based): either one is
 # resolved against the current directory, so running the program from a
 # folder that holds, say, a libm.so.6 would load it and run its constructor.

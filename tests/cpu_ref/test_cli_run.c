@@ -364,7 +364,7 @@ static void write_text(const char *path, const void *bytes, size_t n)
     ck_assert_int_eq(fclose(f), 0);
 }
 
-/* Issue 23: cu_seqlens_q = [0, 2147483584, -2147483648, -64, T] decreases
+/* cu_seqlens_q = [0, 2147483584, -2147483648, -64, T] decreases
  * at sequence 1, but its int32 differences wrap to positive lengths, so the
  * CLI's and cpu-ref's checks passed it and cpu-ref wrote ~2^31 rows past the
  * output (SIGSEGV). Refused now, naming the sequence. */
@@ -383,7 +383,7 @@ START_TEST(test_cu_seqlens_wrap_refused)
 }
 END_TEST
 
-/* Issue 23: run --out truncated the old file and wrote in place, so a write
+/* run --out once truncated the old file and wrote in place, so a write
  * that failed half way left half a file where a good one was. A file-size
  * limit makes the write fail: the old out.npy must survive whole, and no
  * temporary file may be left beside it. */
@@ -422,7 +422,7 @@ START_TEST(test_out_replaced_atomically)
 }
 END_TEST
 
-/* Issue 23: --out naming a FIFO blocked forever in the open (no reader);
+/* --out naming a FIFO once blocked forever in the open (no reader);
  * every output must be a regular file. `timeout` turns a regression into a
  * failure instead of a hang. */
 START_TEST(test_out_fifo_refused)
@@ -440,8 +440,8 @@ START_TEST(test_out_fifo_refused)
 }
 END_TEST
 
-/* Issue 23: a .npy header is quoted in the error; its ESC bytes and
- * newlines reached the terminal raw. They come out as \xNN. */
+/* A .npy header is quoted in the error; its ESC bytes and newlines once
+ * reached the terminal raw. They come out as \xNN. */
 START_TEST(test_npy_header_controls_escaped)
 {
     attn_oracle_problem p = small_problem(2, 4, 64, 23);

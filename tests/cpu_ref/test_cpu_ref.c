@@ -1428,7 +1428,7 @@ START_TEST(test_workspace_and_argument_errors)
 }
 END_TEST
 
-/* Issue 23: cu_seqlens_q = [0, 2147483584, -2147483648, -64, T] decreases
+/* cu_seqlens_q = [0, 2147483584, -2147483648, -64, T] decreases
  * at sequence 1, but in int32 every difference wraps to a length within
  * max_seqlen_q (here the shape's capacity, INT32_MAX), so the check passed
  * and forward wrote ~2^31 rows past out. Refused, naming the sequence. */

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Issue 23: the binding against hostile arguments, threads and files. Each
-test failed (or killed the interpreter) on the binding before the issue;
-the ones that could kill it run in a child interpreter."""
+"""The binding against hostile arguments, threads and files. Each test
+failed (or killed the interpreter) on the binding before the hardening of
+0.4; the ones that could kill it run in a child interpreter."""
 import os
 import subprocess
 import sys

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-"""Issue 23: a property test of the binding's validation. Random shapes
+"""A property test of the binding's validation. Random shapes
 (integers in and far out of int32, unknown dtypes), then random tensors for
 the backend selected (dtypes of any byte order and size, views with odd
 strides, wrong dimensions) and random metadata (cu_seqlens_q, seqused_k,
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import attnreg
-from attn_reference import attention, decode
+from attnreg._reference import attention, decode
 from test_forward_cpu import paged_batch
 
 EXPECTED = (ValueError, TypeError, attnreg.Error)

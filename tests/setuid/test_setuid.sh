@@ -40,7 +40,7 @@ if grep -q "^  $user\$" <<<"$out"; then
     echo "skipped: the setuid bit did not take effect here"; echo "$out"; exit 77
 fi
 [ -e "$marker" ] && { echo "FAIL: marker written (ATTNREG_CONF_PATH)"; fail=1; }
-# Issue 23: check probes every plugin out of process; the probe's helper must
+# check probes every plugin out of process; the probe's helper must
 # work in a privileged run too (it found libattnreg through $ORIGIN, which
 # the dynamic loader ignores in a secure exec: every plugin "called exit(127)").
 grep -qE "^  OK +cpu-ref " <<<"$out" ||
@@ -53,11 +53,11 @@ grep -q "refused in a privileged" <<<"$out" || { echo "FAIL: no refusal shown"; 
 [ "$rc" = 1 ] || { echo "FAIL: check exited $rc, not 1"; fail=1; }
 echo "$out"
 
-# 4. Issue 23: a setuid copy owned by another user than root (daemon) runs
+# 4. A setuid copy owned by another user than root (daemon) runs
 # the out-of-process probe's helper (attnreg check probes every plugin) with
 # daemon's rights: nobody's LD_PRELOAD must not run in it (the helper gets no
 # environment in a privileged run; the kernel's secure exec is a second
-# guard, so this case holds on the tree before issue 23 too).
+# guard, so this case holds without the first one too).
 if id daemon >/dev/null 2>&1; then
     cp "$cli" "$work/attnreg-daemon"
     chown daemon "$work/attnreg-daemon"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 23: a setuid-root attnreg run by an unprivileged user opens, creates
+# A setuid-root attnreg run by an unprivileged user opens, creates
 # and replaces the files named on its command line with that user's rights,
 # never root's. As root (CI): a setuid-root copy of the CLI is run as
 # `nobody`, which

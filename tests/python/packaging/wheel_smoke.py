@@ -4,8 +4,8 @@ CPython it installs the wheel into (from outside the repository, without
 PYTHONPATH or ATTNREG_LIBRARY): the bundled library, plugins, conf and
 dependencies load; cpu-ref is selected and constructed; a config.json is
 planned (through the bundled jansson); with NumPy, one cpu-ref forward
-matches a float64 softmax. Prints one line per check, exits non-zero on the
-first failure."""
+matches the package's float64 reference (attnreg._reference). Prints one
+line per check, exits non-zero on the first failure."""
 import math
 import os
 import sys
@@ -46,14 +46,13 @@ with attnreg.Registry(use_env=False) as reg:
         k = rng.standard_normal((4, 16, 2, 64)).astype(np.float32)
         v = rng.standard_normal((4, 16, 2, 64)).astype(np.float32)
         fshape = attnreg.Shape(q_heads=4, kv_heads=2, head_dim=64, q_dtype="f32", max_kv_len=64)
+        from attnreg._reference import attention
+        bt = np.array([[0, 1, 2, 3]], dtype=np.int32)
+        cu, sk = np.array([0, 1], dtype=np.int32), np.array([50], dtype=np.int32)
         with reg.create(reg.select(fshape)) as bf:
-            out = bf.forward(q, k, v, np.array([[0, 1, 2, 3]], dtype=np.int32),
-                             np.array([0, 1], dtype=np.int32), np.array([50], dtype=np.int32))
-        K = k.reshape(64, 2, 64)[:50].repeat(2, axis=1).astype(np.float64)
-        V = v.reshape(64, 2, 64)[:50].repeat(2, axis=1).astype(np.float64)
-        s = np.einsum("hd,khd->hk", q[0].astype(np.float64), K) / math.sqrt(64)
-        p = np.exp(s - s.max(-1, keepdims=True))
-        want = np.einsum("hk,khd->hd", p / p.sum(-1, keepdims=True), V)
-        err = float(np.abs(out[0] - want).max())
+            out = bf.forward(q, k, v, bt, cu, sk)
+        want = attention(q.astype(np.float64), k.astype(np.float64), v.astype(np.float64),
+                         bt, cu, sk, 1 / math.sqrt(64))
+        err = float(np.abs(out - want).max())
         assert err < 1e-4, err
         print(f"forward: cpu-ref f32 matches float64 (max abs error {err:.2e})")

@@ -1,12 +1,23 @@
 # SPDX-License-Identifier: Apache-2.0
-"""NumPy float64 reference of the attention semantics (BRIEF.md), and the
-raw-bit encodings of bf16 and fp8 that NumPy lacks. Used by the pytest suite."""
+"""The NumPy float64 reference of the attention semantics every backend
+computes (BRIEF.md, "Attention semantics"), and the decoding of the raw
+encodings NumPy lacks (bf16 bits, fp8 codes) into float64.
+
+Private: the one Python reference, shared by the pytest suite
+(tests/python), the toy engine (examples/python/toy_engine.py), the
+`attnreg run` round trip (plugins/cpu-ref/npy_roundtrip.py) and the wheel's
+smoke test. The C counterpart is the oracle in tools/oracle/. Needs numpy."""
+from typing import Any, Dict, Optional, Sequence, Tuple, Union
+
 import numpy as np
 
-from attnreg import from_bf16_bits
+from . import from_bf16_bits
+
+__all__ = ["FP8_VALUES", "decode", "attention"]
 
 
-def _fp8_table(fnuz):
+def _fp8_table(fnuz: bool) -> Any:
+    """The float64 value of each of the 256 fp8 e4m3 codes (NaN codes NaN)."""
     vals = np.zeros(256)
     bias = 8 if fnuz else 7
     for code in range(256):
@@ -23,20 +34,14 @@ def _fp8_table(fnuz):
     return vals
 
 
-FP8_VALUES = {"fp8_e4m3fn": _fp8_table(False), "fp8_e4m3fnuz": _fp8_table(True)}
+#: fp8 dtype name -> float64 array of the 256 codes' values.
+FP8_VALUES: Dict[str, Any] = {"fp8_e4m3fn": _fp8_table(False),
+                              "fp8_e4m3fnuz": _fp8_table(True)}
 
 
-def random_fp8_codes(rng, shape):
-    """Codes of magnitude < 4 (never NaN), random sign."""
-    codes = rng.integers(0, 0x48, size=shape).astype(np.uint8)
-    sign = (rng.random(shape) < 0.5).astype(np.uint8) << 7
-    codes = codes | sign
-    codes[codes == 0x80] = 0  # fnuz NaN; also -0 in fn
-    return codes
-
-
-def decode(arr, dtype):
-    """Stored values (numpy raw encodings) -> float64."""
+def decode(arr: Any, dtype: str) -> Any:
+    """Stored values (NumPy raw encodings: bf16 as uint16 bits, fp8 as uint8
+    codes) -> float64."""
     if dtype == "bf16":
         return from_bf16_bits(arr).astype(np.float64)
     if dtype in FP8_VALUES:
@@ -44,11 +49,16 @@ def decode(arr, dtype):
     return np.asarray(arr, dtype=np.float64)
 
 
-def attention(q, k, v, bt, cu, sk, scale, causal=True, window=(-1, -1), softcap=0.0,
-              sinks=None, return_lse=False):
-    """q [T, Hq, D], k [blocks, page, Hkv, D], v [blocks, page, Hkv, Dv] float64.
-    With return_lse, (out, lse): lse [T, Hq] = ln of each row's softmax
-    denominator (the sink included), -inf for an empty one."""
+def attention(q: Any, k: Any, v: Any, bt: Any, cu: Any, sk: Any, scale: float,
+              causal: bool = True, window: Sequence[int] = (-1, -1), softcap: float = 0.0,
+              sinks: Optional[Any] = None,
+              return_lse: bool = False) -> Union[Any, Tuple[Any, Any]]:
+    """q [T, Hq, D], k [blocks, page, Hkv, D], v [blocks, page, Hkv, Dv]
+    float64; bt the block table, cu cu_seqlens_q, sk seqused_k. Query i of a
+    sequence sits at key position seqused_k - q_len + i; window (L, R) as
+    FlashAttention's window_size (-1 unbounded). With return_lse,
+    (out, lse): lse [T, Hq] = ln of each row's softmax denominator (the sink
+    included), -inf for an empty one."""
     tokens, hq, d = q.shape
     page, hkv, dv = k.shape[1], k.shape[2], v.shape[3]
     out = np.zeros((tokens, hq, dv))

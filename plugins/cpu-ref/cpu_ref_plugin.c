@@ -29,6 +29,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "attn_append_check.h"
 #include "attn_batch_check.h"
 #include "attn_dtype_conv.h"
 #include "attn_merge_cpu.h"
@@ -766,18 +767,11 @@ static attn_status cpu_ref_append_kv(void *backend, const attn_append_args *a, c
     if (!b || !a || a->struct_size < offsetof(attn_append_args, stream) + sizeof(void *))
         FAIL(ATTN_ERR_INVALID_ARGUMENT, "cpu-ref: append args missing or older than 0.4");
     const attn_shape *s = &b->shape;
-    const int32_t src = a->src_dtype ? a->src_dtype : s->q_dtype;
-    if (!is_float_dtype(src))
-        FAIL(ATTN_ERR_INVALID_ARGUMENT,
-             "cpu-ref: append src_dtype %s: new K/V rows are f32, f16 "
-             "or bf16",
-             attn_dtype_spelling(src));
+    int32_t src;
+    attn_status st = attn_append_check("cpu-ref", s, a, &src, err, err_size);
+    if (st != ATTN_OK)
+        return st;
     const int fp8 = attn_conv_dtype_is_fp8(s->kv_dtype);
-    if (fp8 && (!isfinite(a->k_scale) || !isfinite(a->v_scale) || a->k_scale == 0.0f ||
-                a->v_scale == 0.0f))
-        FAIL(ATTN_ERR_INVALID_ARGUMENT,
-             "cpu-ref: k_scale (%g) and v_scale (%g) must be finite and non-zero for a %s cache",
-             (double)a->k_scale, (double)a->v_scale, attn_dtype_spelling(s->kv_dtype));
     if (a->num_tokens > 0 && (!a->k || !a->v || !a->slot_mapping || !a->k_cache || !a->v_cache))
         FAIL(ATTN_ERR_INVALID_ARGUMENT,
              "cpu-ref: append needs k, v, slot_mapping, k_cache and v_cache");

@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "attn_append_check.h"
 #include "attnreg.h" /* attn_merge_args */
 #include "gpu_attn.h"
 #include "gpu_attn_internal.h"
@@ -120,11 +121,8 @@ __global__ void __launch_bounds__(128) attn_append_kernel(const attn_append_kpar
     }
 }
 
-static int elem_bytes(int dtype)
-{
-    return dtype == ATTN_DTYPE_F32 ? 4 : attn_plan_kv_bytes(dtype);
-}
-
+/* The counts, pointers and strides were checked by the host
+ * (attn_backend_append_kv); what depends on the shape by attn_append_check. */
 extern "C" attn_status gpu_attn_append_kv(gpu_attn_ctx *ctx, const attn_append_args *a, char *err,
                                           size_t err_size)
 {
@@ -133,33 +131,14 @@ extern "C" attn_status gpu_attn_append_kv(gpu_attn_ctx *ctx, const attn_append_a
         return ATTN_ERR_INVALID_ARGUMENT;
     }
     const attn_shape *s = gpu_attn_shape(ctx);
-    const int src = a->src_dtype ? a->src_dtype : s->q_dtype;
-    if (src != ATTN_DTYPE_F32 && src != ATTN_DTYPE_F16 && src != ATTN_DTYPE_BF16) {
-        attn_set_err(err, err_size, "append: src_dtype %s: new K/V rows are f32, f16 or bf16",
-                   attn_dtype_spelling(src));
-        return ATTN_ERR_INVALID_ARGUMENT;
-    }
-    const int kvd = s->kv_dtype;
-    const bool fp8 = kvd == ATTN_DTYPE_FP8_E4M3FN || kvd == ATTN_DTYPE_FP8_E4M3FNUZ;
-    if (fp8 && (!isfinite(a->k_scale) || !isfinite(a->v_scale) || a->k_scale == 0.f ||
-                a->v_scale == 0.f)) {
-        attn_set_err(err, err_size,
-                   "append: k_scale (%g) and v_scale (%g) must be finite and non-zero for a %s "
-                   "cache",
-                   (double)a->k_scale, (double)a->v_scale, attn_dtype_spelling(kvd));
-        return ATTN_ERR_INVALID_ARGUMENT;
-    }
-    if (a->num_tokens < 0 || a->num_blocks < 0) {
-        attn_set_err(err, err_size, "append: num_tokens (%d) and num_blocks (%d) must be >= 0",
-                   (int)a->num_tokens, (int)a->num_blocks);
-        return ATTN_ERR_INVALID_ARGUMENT;
-    }
+    int32_t src;
+    attn_status st = attn_append_check(ATTN_PLATFORM_NAME, s, a, &src, err, err_size);
+    if (st != ATTN_OK)
+        return st;
     if (a->num_tokens == 0)
-        return ATTN_OK;
-    if (!a->k || !a->v || !a->slot_mapping || !a->k_cache || !a->v_cache) {
-        attn_set_err(err, err_size, "append: needs k, v, slot_mapping, k_cache and v_cache");
-        return ATTN_ERR_INVALID_ARGUMENT;
-    }
+        return ATTN_OK; /* no grid of zero blocks */
+    const int kvd = s->kv_dtype;
+    const bool fp8 = attn_dtype_is_fp8(kvd);
     attn_append_kparams p;
     memset(&p, 0, sizeof p);
     const int64_t hkv = attn_shape_kv_heads(s), page = s->page_size;
@@ -175,16 +154,10 @@ extern "C" attn_status gpu_attn_append_kv(gpu_attn_ctx *ctx, const attn_append_a
                                   a->v_cache_stride_token, a->v_cache_stride_head}};
     const void *rows[2] = {a->k, a->v};
     void *caches[2] = {a->k_cache, a->v_cache};
-    const int sb = elem_bytes(src), cb = elem_bytes(kvd);
+    const int64_t sb = (int64_t)attn_dtype_size(src), cb = (int64_t)attn_dtype_size(kvd);
     int vec = 1;
     for (int kv = 0; kv < 2; kv++) {
         const int64_t d = dims[kv];
-        for (int i = 0; i < 5; i++)
-            if (given[kv][i] < 0) {
-                attn_set_err(err, err_size, "append: %s strides must be >= 0 (0 = contiguous)",
-                           kv ? "v" : "k");
-                return ATTN_ERR_INVALID_ARGUMENT;
-            }
         p.src[kv] = rows[kv];
         p.src_st[kv] = given[kv][0] ? given[kv][0] : hkv * d;
         p.src_sh[kv] = given[kv][1] ? given[kv][1] : d;
@@ -241,7 +214,8 @@ typedef struct attn_merge_kparams {
  * as attn_merge_states on the host (expf, logf). */
 __global__ void __launch_bounds__(128) attn_merge_kernel(const attn_merge_kparams p)
 {
-    extern __shared__ float wts[]; /* [heads][2]: the weights of a and b */
+    /* [heads][2]: the weights of a and b, then [heads]: the merged lse */
+    extern __shared__ float wts[];
     const int64_t t = blockIdx.x;
     for (int h = threadIdx.x; h < p.heads; h += blockDim.x) {
         const int64_t at = t * p.lt + h * p.lh;
@@ -274,6 +248,8 @@ __global__ void __launch_bounds__(128) attn_merge_kernel(const attn_merge_kparam
     }
 }
 
+/* The arguments were checked by the host (attn_merge_check, as
+ * attn_merge_states checks them); here only what the GPU adds. */
 extern "C" attn_status gpu_attn_merge_states(gpu_attn_ctx *ctx, const struct attn_merge_args *m,
                                              void *stream, char *err, size_t err_size)
 {
@@ -282,29 +258,8 @@ extern "C" attn_status gpu_attn_merge_states(gpu_attn_ctx *ctx, const struct att
         attn_set_err(err, err_size, "merge_states: NULL args");
         return ATTN_ERR_INVALID_ARGUMENT;
     }
-    if (m->num_tokens < 0 || m->num_heads < 1 || m->head_dim < 1) {
-        attn_set_err(err, err_size,
-                   "merge_states: num_tokens (%d) must be >= 0, num_heads (%d) and head_dim "
-                   "(%d) >= 1",
-                   (int)m->num_tokens, (int)m->num_heads, (int)m->head_dim);
-        return ATTN_ERR_INVALID_ARGUMENT;
-    }
-    if (m->dtype != ATTN_DTYPE_F32 && m->dtype != ATTN_DTYPE_F16 && m->dtype != ATTN_DTYPE_BF16) {
-        attn_set_err(err, err_size, "merge_states: dtype %s: the states are f32, f16 or bf16",
-                   attn_dtype_spelling(m->dtype));
-        return ATTN_ERR_INVALID_ARGUMENT;
-    }
     if (m->num_tokens == 0)
-        return ATTN_OK;
-    if (!m->a || !m->b || !m->out || !m->lse_a || !m->lse_b) {
-        attn_set_err(err, err_size, "merge_states: a, lse_a, b, lse_b and out must not be NULL");
-        return ATTN_ERR_INVALID_ARGUMENT;
-    }
-    if (m->stride_token < 0 || m->stride_head < 0 || m->lse_stride_token < 0 ||
-        m->lse_stride_head < 0) {
-        attn_set_err(err, err_size, "merge_states: strides must be >= 0 (0 = contiguous)");
-        return ATTN_ERR_INVALID_ARGUMENT;
-    }
+        return ATTN_OK; /* no grid of zero blocks */
     if (m->head_dim % 8) {
         attn_set_err(err, err_size, "merge_states: head_dim %d: multiples of 8 only on the GPU",
                    (int)m->head_dim);
@@ -325,7 +280,7 @@ extern "C" attn_status gpu_attn_merge_states(gpu_attn_ctx *ctx, const struct att
     p.heads = m->num_heads;
     p.dim = m->head_dim;
     p.dtype = m->dtype;
-    const int eb = elem_bytes(m->dtype);
+    const int64_t eb = (int64_t)attn_dtype_size(m->dtype);
     p.vec = (uintptr_t)m->a % 16 == 0 && (uintptr_t)m->b % 16 == 0 && (uintptr_t)m->out % 16 == 0 &&
             (p.st * eb) % 16 == 0 && (p.sh * eb) % 16 == 0;
     const size_t smem = (size_t)m->num_heads * 3 * sizeof(float);

@@ -760,7 +760,7 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
     if (a->num_seqs == 0 || a->num_tokens == 0)
         return ATTN_OK;
     if (!a->q || !a->k_cache || !a->v_cache || !a->block_table || !a->cu_seqlens_q ||
-        !a->seqused_k || !a->out || (s->has_sinks && !a->sinks)) {
+        !a->seqused_k || !a->out || (s->has_sinks && !a->sinks) || (s->return_lse && !a->lse)) {
         attn_set_err(err, err_size, "a required tensor pointer is NULL");
         return ATTN_ERR_INVALID_ARGUMENT;
     }
@@ -828,10 +828,6 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
     if (lay != ATTN_OK)
         return lay;
     if (s->return_lse) {
-        if (!a->lse) {
-            attn_set_err(err, err_size, "the shape has return_lse but args.lse is NULL");
-            return ATTN_ERR_INVALID_ARGUMENT;
-        }
         p.lse = a->lse;
         p.lse_stride_token = a->lse_stride_token ? a->lse_stride_token : s->num_q_heads;
         p.lse_stride_head = a->lse_stride_head ? a->lse_stride_head : 1;
@@ -972,14 +968,15 @@ ATTN_HIDDEN attn_status attn_gpu_append_kv(void *backend, const attn_append_args
 {
     return gpu_attn_append_kv((gpu_attn_ctx *)backend, args, err, err_size);
 }
-/* The host checked the arguments and passes its struct; a 0.4 host's has no
- * stream (the default stream then). */
+/* The host checked the arguments and passes its full-size struct (as
+ * cpu-ref's entry, anything older than 0.5 is refused). */
 ATTN_HIDDEN attn_status attn_gpu_merge_states(void *backend, const attn_merge_args *args,
                                               char *err, size_t err_size)
 {
-    void *stream = args && args->struct_size >= offsetof(attn_merge_args, stream) + sizeof(void *)
-                       ? args->stream
-                       : NULL;
-    return gpu_attn_merge_states((gpu_attn_ctx *)backend, args, stream, err, err_size);
+    if (!args || args->struct_size < offsetof(attn_merge_args, stream) + sizeof(void *)) {
+        attn_set_err(err, err_size, "merge_states: args missing or older than 0.5");
+        return ATTN_ERR_INVALID_ARGUMENT;
+    }
+    return gpu_attn_merge_states((gpu_attn_ctx *)backend, args, args->stream, err, err_size);
 }
 }

@@ -25,7 +25,9 @@ done
 sh "$helper" "$out/devicelibs" >/dev/null
 
 status=0
-for src in gpu_attn attn_generic attn_decode_mma attn_mtp attn_prefill attn_append_merge; do
+# The kernel library's sources: the CMake list's (ATTN_GPU_SOURCES).
+srcs=$(sed -n '/^set(ATTN_GPU_SOURCES/,/)/p' "$here/CMakeLists.txt" | grep -o '[a-z_]*\.hip' | sed 's/\.hip$//')
+for src in $srcs; do
   echo "amd-compile-check: $src.hip for gfx942, gfx950"
   # -fgpu-rdc is not needed: every kernel is launched from its own file.
   if ! clang++-22 -x hip -std=c++17 -O3 \

@@ -583,14 +583,7 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
         const int head = kvh * p.group + hg;
         const float M = half ? m1 : m0, Ls = half ? l1 : l0;
         if (!p.partials) {
-            float f = 1.f, denom = Ls;
-            if (p.sinks) {
-                const float sk = p.sinks[head] * ATTN_LOG2E;
-                const float mx = fmaxf(M, sk);
-                f = exp2f(M - mx);
-                denom = Ls * f + exp2f(sk - mx);
-            }
-            const float inv = denom > 0.f ? f * p.v_scale / denom : 0.f;
+            const float inv = attn_row_inverse(M, Ls, p.sinks, head, p.v_scale);
             const int64_t ob = (int64_t)token * p.out_stride_token + (int64_t)head * p.out_stride_head;
 #pragma unroll
             for (int j = 0; j < NT; j++) {
@@ -686,7 +679,7 @@ hipError_t attn_launch_decode_mma(const attn_kparams *p, hipStream_t stream)
 {
 #if defined(ATTN_PLATFORM_CUDA)
     const bool bf16 = p->q_dtype == ATTN_DTYPE_BF16;
-    if (p->kv_dtype == ATTN_DTYPE_FP8_E4M3FN || p->kv_dtype == ATTN_DTYPE_FP8_E4M3FNUZ) {
+    if (attn_dtype_is_fp8(p->kv_dtype)) {
         /* Both e4m3 formats are read as e4m3fn; an e4m3fnuz code is worth
          * half that reading (exponent bias 8, not 7): the descales absorb
          * it exactly (the kernel fixes the codes the formats read apart). */

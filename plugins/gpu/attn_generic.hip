@@ -364,15 +364,7 @@ __global__ void __launch_bounds__(GEN_WARPS * 32)
         float lsum = warp_sum32(l[i]);
         int token = q0 + row_tok[i], head = row_head[i];
         if (!p.partials) {
-            float mm = m[i], denom = lsum;
-            float f = 1.f;
-            if (p.sinks) {
-                float sk = p.sinks[head] * ATTN_LOG2E;
-                float mx = fmaxf(mm, sk);
-                f = exp2f(mm - mx);
-                denom = lsum * f + exp2f(sk - mx);
-            }
-            float inv = denom > 0.f ? f * p.v_scale / denom : 0.f;
+            const float inv = attn_row_inverse(m[i], lsum, p.sinks, head, p.v_scale);
             int64_t ob = (int64_t)token * p.out_stride_token + (int64_t)head * p.out_stride_head;
 #pragma unroll
             for (int c = 0; c < DCH; c++) {
@@ -906,14 +898,7 @@ __global__ void __launch_bounds__(DEC_WARPS * 32, DEC_MIN_BLOCKS(D, GT))
             }
         }
         if (!p.partials) {
-            float f = 1.f, denom = Ls;
-            if (p.sinks) {
-                const float sk = p.sinks[head] * ATTN_LOG2E;
-                const float mx = fmaxf(M, sk);
-                f = exp2f(M - mx);
-                denom = Ls * f + exp2f(sk - mx);
-            }
-            const float inv = denom > 0.f ? f * p.v_scale / denom : 0.f;
+            const float inv = attn_row_inverse(M, Ls, p.sinks, head, p.v_scale);
             const int64_t ob =
                 (int64_t)token * p.out_stride_token + (int64_t)head * p.out_stride_head;
             attn_store_elem(p.out, ob + dd, p.out_dtype, A * inv);

@@ -630,17 +630,9 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
     const int head0 = kvh * p.group + hg0, head1 = kvh * p.group + hg1;
     const int token0 = q0 + t0 + tok0, token1 = q0 + t0 + tok1;
     if (!p.partials) {
-        /* Normalise: the sink joins the denominator (log2 units), v_descale
-         * scales the values. A row without visible keys writes zeros. */
-        auto inverse = [&](float m, float l, int head) {
-            const float sk = p.sinks ? p.sinks[head] * ATTN_LOG2E : -INFINITY;
-            const float M = fmaxf(m, sk), mu = M == -INFINITY ? 0.f : M;
-            const float f = exp2f(m - mu);
-            const float den = l * f + (p.sinks ? exp2f(sk - mu) : 0.f);
-            return den > 0.f ? f * p.v_scale / den : 0.f;
-        };
-        const float inv0 = ok0 ? inverse(m0, l0, head0) : 0.f;
-        const float inv1 = ok1 ? inverse(m1, l1, head1) : 0.f;
+        /* A row without visible keys writes zeros. */
+        const float inv0 = ok0 ? attn_row_inverse(m0, l0, p.sinks, head0, p.v_scale) : 0.f;
+        const float inv1 = ok1 ? attn_row_inverse(m1, l1, p.sinks, head1, p.v_scale) : 0.f;
         const int64_t ob0 = (int64_t)token0 * p.out_stride_token + (int64_t)head0 * p.out_stride_head;
         const int64_t ob1 = (int64_t)token1 * p.out_stride_token + (int64_t)head1 * p.out_stride_head;
 #pragma unroll
@@ -719,7 +711,7 @@ hipError_t attn_launch_prefill(const attn_kparams *p, hipStream_t stream)
 {
 #if defined(ATTN_PLATFORM_CUDA)
     const bool softcap = p->softcap > 0.f;
-    if (p->kv_dtype == ATTN_DTYPE_FP8_E4M3FN || p->kv_dtype == ATTN_DTYPE_FP8_E4M3FNUZ) {
+    if (attn_dtype_is_fp8(p->kv_dtype)) {
         /* The kernel decodes both e4m3 formats with the e4m3fn instruction;
          * an e4m3fnuz code is worth half its e4m3fn reading (exponent bias 8,
          * not 7), which the descales absorb exactly (the codes the formats

@@ -18,7 +18,10 @@ cd "$root"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv 2>&1 | tee "$out/build.log"
 t0=$(date +%s)
 pids=()
-for f in gpu_attn attn_generic attn_decode_mma attn_mtp attn_prefill attn_append_merge; do
+# The kernel library's sources: the CMake list's (ATTN_GPU_SOURCES).
+srcs=$(sed -n '/^set(ATTN_GPU_SOURCES/,/)/p' plugins/gpu/CMakeLists.txt | grep -o '[a-z_]*\.hip' | sed 's/\.hip$//')
+objs=$(for f in $srcs; do printf '%s ' $b/$f.o; done)
+for f in $srcs; do
   $NVCC -x cu $FL -Xptxas -v -c plugins/gpu/$f.hip -o $b/$f.o > $b/$f.log 2>&1 &
   pids+=($!)
 done
@@ -37,8 +40,8 @@ fail=0
 for p in "${pids[@]}"; do wait $p || fail=1; done
 cat $b/*.log | grep -E "error|warning|registers|spill|failed" >> "$out/build.log"
 [ $fail -eq 0 ] || { echo "BUILD FAILED"; cat $b/*.log | tail -40; exit 1; }
-$NVCC -gencode arch=compute_90a,code=sm_90a -cudart static $b/gpu_attn.o $b/attn_generic.o $b/attn_decode_mma.o $b/attn_mtp.o $b/attn_prefill.o $b/test.o -o $b/gpu_attn_test -ldl || exit 1
-$NVCC -gencode arch=compute_90a,code=sm_90a -cudart static $b/gpu_attn.o $b/attn_generic.o $b/attn_decode_mma.o $b/attn_mtp.o $b/attn_prefill.o $b/bench.o -o $b/gpu_attn_bench || exit 1
+$NVCC -gencode arch=compute_90a,code=sm_90a -cudart static $objs $b/test.o -o $b/gpu_attn_test -ldl || exit 1
+$NVCC -gencode arch=compute_90a,code=sm_90a -cudart static $objs $b/bench.o -o $b/gpu_attn_bench || exit 1
 echo "build: $(( $(date +%s) - t0 )) s" | tee -a "$out/build.log"
 grep -E "registers|spill" "$out/build.log" | head -20
 # Instruction mix of the kernels (static SASS opcode counts), for tuning.

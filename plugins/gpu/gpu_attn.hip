@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * gpu_attn.hip — host side of the GPU kernels: device probe, contexts,
- * workspace sizing, the 2D/3D and segment-count rules, argument checks and
- * launches. Also defines the hooks the two plugins call when they are built
- * with ATTNREG_HAVE_GPU_KERNELS.
+ * workspace sizing, argument checks, the K/V layout and the forward call,
+ * which runs a batch on the family its plugin kernel's table chooses
+ * (attn_families.h: the families' tiling, segment rules and launches live
+ * in attn_families.hip). Also defines the entry points the two plugins call
+ * when they are built with ATTNREG_HAVE_GPU_KERNELS.
  */
 #include <stdarg.h>
 #include <stdint.h>
@@ -16,9 +18,8 @@
 #ifndef ATTNREG_HAVE_GPU_KERNELS
 #define ATTNREG_HAVE_GPU_KERNELS 1 /* this file is the kernel library: its entry points */
 #endif
+#include "attn_families.h"
 #include "attn_gpu_entry.h"
-#include "gpu_attn.h"
-#include "gpu_attn_internal.h"
 
 /* ---- the archs this binary holds -------------------------------------
  * ATTNREG_GPU_ARCH_LIST is a comma-separated list of bare names from the
@@ -102,23 +103,6 @@ hipError_t attn_func_opt_in(const void *func, int smem_bytes, int carveout_perce
     return hipSuccess;
 }
 
-struct gpu_attn_ctx {
-    gpu_attn_kernel kernel;
-    attn_shape shape;
-    int device;
-    int cus;
-    int forced_nseg;
-    int mtp_wgmma; /* attn_kparams.mtp_wgmma */
-    int mtp_wgmma_capable; /* the build and the device have the wgmma variant */
-    int prefill;   /* batches with q_len > 1 run the prefill kernel (attn_prefill.hip) */
-    /* The launch plan of the shape on the device's arch: the same function
-     * (attn_launch_plan.h) the plugin's predicate accepted the shape with. */
-    attn_launch_plan plan;
-    int decode_mma;     /* one-token batches run the matrix-unit decode kernel */
-    int generic_stages; /* the portable generic kernel's stages */
-    int generic_raw;    /* ... and whether it reads K/V raw (the plan's generic-raw) */
-};
-
 /* What this build holds beyond the portable kernels (the plans' features,
  * attn_plan_build_features). */
 extern "C" __attribute__((visibility("hidden"))) int attn_gpu_kernels_have_wgmma(void)
@@ -138,24 +122,6 @@ void attn_set_err(char *err, size_t n, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(err, n, fmt, ap);
     va_end(ap);
-}
-
-static int is_fp8(int32_t dt)
-{
-    return dt == ATTN_DTYPE_FP8_E4M3FN || dt == ATTN_DTYPE_FP8_E4M3FNUZ;
-}
-
-static int next_pow2(int x)
-{
-    int p = 1;
-    while (p < x)
-        p <<= 1;
-    return p;
-}
-
-static int ceil_div(int a, int b)
-{
-    return (a + b - 1) / b;
 }
 
 extern "C" const char *const *gpu_attn_built_archs(void)
@@ -211,11 +177,13 @@ extern "C" attn_status gpu_attn_probe(attn_device_info *devices, uint32_t capaci
     return ATTN_OK;
 }
 
-/* What the kernels themselves can run; the plugins' predicates are the
- * user-facing truth and may be narrower. */
-static attn_status check_shape(gpu_attn_kernel kernel, const attn_shape *s, char *err, size_t n)
+/* What every kernel needs of a shape; each plugin kernel's table checks the
+ * rest (attn_families.hip). The plugins' predicates are the user-facing
+ * truth and may be narrower. */
+static attn_status check_shape(const attn_kernel_ops *ops, const attn_shape *s, char *err,
+                               size_t n)
 {
-    int hkv = attn_shape_kv_heads(s), dv = attn_shape_head_dim_v(s);
+    int hkv = attn_shape_kv_heads(s);
     if (s->num_q_heads <= 0 || hkv <= 0 || s->num_q_heads % hkv != 0) {
         attn_set_err(err, n, "requires num_heads (%d) to be a multiple of num_kv_heads (%d)",
                 (int)s->num_q_heads, (int)hkv);
@@ -228,7 +196,7 @@ static attn_status check_shape(gpu_attn_kernel kernel, const attn_shape *s, char
     int qok = s->q_dtype == ATTN_DTYPE_BF16 || s->q_dtype == ATTN_DTYPE_F16 ||
               s->q_dtype == ATTN_DTYPE_F32;
     int kvok = s->kv_dtype == ATTN_DTYPE_BF16 || s->kv_dtype == ATTN_DTYPE_F16 ||
-               s->kv_dtype == ATTN_DTYPE_F32 || is_fp8(s->kv_dtype);
+               s->kv_dtype == ATTN_DTYPE_F32 || attn_dtype_is_fp8(s->kv_dtype);
     int ook = s->out_dtype == ATTN_DTYPE_BF16 || s->out_dtype == ATTN_DTYPE_F16 ||
               s->out_dtype == ATTN_DTYPE_F32;
     if (!qok || !kvok || !ook) {
@@ -237,25 +205,7 @@ static attn_status check_shape(gpu_attn_kernel kernel, const attn_shape *s, char
                 (int)s->q_dtype, (int)s->kv_dtype, (int)s->out_dtype);
         return ATTN_ERR_CREATE_FAILED;
     }
-    if (kernel == GPU_ATTN_KERNEL_GENERIC) {
-        if (!attn_generic_supports(s->head_dim, dv, s->kv_dtype)) {
-            attn_set_err(err, n, "head_dim %d / head_dim_v %d / kv %d: the generic kernel is built for "
-                            "head_dim = head_dim_v in {%s} and a 16-bit or fp8 KV cache",
-                    (int)s->head_dim, (int)dv, (int)s->kv_dtype, ATTN_GPU_HEAD_DIMS_TEXT);
-            return ATTN_ERR_CREATE_FAILED;
-        }
-    } else {
-        if (s->num_q_heads / hkv != ATTN_MTP_GROUP || s->head_dim != ATTN_MTP_D ||
-            dv != ATTN_MTP_D || s->page_size != ATTN_MTP_PAGE ||
-            s->kv_dtype != ATTN_DTYPE_FP8_E4M3FN || s->max_q_len < 1 ||
-            s->max_q_len > ATTN_MTP_MAX_Q_LEN) {
-            attn_set_err(err, n, "the MTP kernel needs %d query heads per KV head, head_dim %d, page "
-                            "%d, fp8_e4m3fn KV and 1-%d query tokens",
-                    ATTN_MTP_GROUP, ATTN_MTP_D, ATTN_MTP_PAGE, ATTN_MTP_MAX_Q_LEN);
-            return ATTN_ERR_CREATE_FAILED;
-        }
-    }
-    return ATTN_OK;
+    return ops->check_shape(s, err, n);
 }
 
 extern "C" attn_status gpu_attn_create(gpu_attn_kernel kernel, const attn_shape *shape,
@@ -266,7 +216,12 @@ extern "C" attn_status gpu_attn_create(gpu_attn_kernel kernel, const attn_shape 
         return ATTN_ERR_INVALID_ARGUMENT;
     }
     *out = NULL;
-    attn_status st = check_shape(kernel, shape, err, err_size);
+    const attn_kernel_ops *ops = attn_kernel_ops_of(kernel);
+    if (!ops) {
+        attn_set_err(err, err_size, "no GPU kernel %d", (int)kernel);
+        return ATTN_ERR_INVALID_ARGUMENT;
+    }
+    attn_status st = check_shape(ops, shape, err, err_size);
     if (st != ATTN_OK)
         return st;
     int ndev = 0;
@@ -301,14 +256,8 @@ extern "C" attn_status gpu_attn_create(gpu_attn_kernel kernel, const attn_shape 
                 prop.name);
         return ATTN_ERR_ARCH_NOT_IN_BINARY;
     }
-#if defined(ATTN_PLATFORM_CUDA)
-    /* The MTP kernel's CUDA path needs the e4m3 -> f16 conversion instruction
-     * of sm_89 and later. */
-    if (kernel == GPU_ATTN_KERNEL_MTP && prop.major * 10 + prop.minor < 89) {
-        attn_set_err(err, err_size, "the MTP kernel needs sm_89 or later (device %d is %s)", dev, arch);
-        return ATTN_ERR_CREATE_FAILED;
-    }
-#endif
+    if (ops->check_device && (st = ops->check_device(&prop, dev, arch, err, err_size)) != ATTN_OK)
+        return st;
     const attn_arch_limits *limits = attn_gpu_limits_of(arch);
     if (!limits) {
         attn_set_err(err, err_size, "no launch limits are known for %s (device %d, %s)", arch, dev,
@@ -318,11 +267,7 @@ extern "C" attn_status gpu_attn_create(gpu_attn_kernel kernel, const attn_shape 
     attn_launch_plan plan;
     char why[ATTN_VERDICT_MESSAGE_MAX];
     plan.struct_size = sizeof plan;
-    const int fits = kernel == GPU_ATTN_KERNEL_MTP
-                         ? attn_plan_mtp(shape, limits, build_features(), &plan, why, sizeof why)
-                         : attn_plan_generic(shape, limits, build_features(), &plan, why,
-                                             sizeof why);
-    if (!fits) {
+    if (!ops->plan(shape, limits, build_features(), &plan, why, sizeof why)) {
         attn_set_err(err, err_size, "%s", why);
         return ATTN_ERR_CREATE_FAILED;
     }
@@ -344,31 +289,14 @@ extern "C" attn_status gpu_attn_create(gpu_attn_kernel kernel, const attn_shape 
             }
         }
     }
+    c->ops = ops;
     c->kernel = kernel;
     memcpy(&c->shape, shape, sizeof c->shape < shape->struct_size ? sizeof c->shape
                                                                   : shape->struct_size);
     c->shape.struct_size = sizeof c->shape;
     c->device = dev;
     c->cus = prop.multiProcessorCount > 0 ? prop.multiProcessorCount : 1;
-    /* The MTP kernel's warpgroup (wgmma) variant runs where the build has
-     * sm_90a code and the device is sm_90, for batches with 3-4 query tokens
-     * per sequence: its 64 rows are all used there, and on the H200 it is
-     * 1.25x faster than the mma.sync variant, which stays faster at q_len
-     * <= 2 (32 rows; bench/RESULTS.md). gpu_attn_force_mtp_variant (the
-     * plugin's [params] mtp_variant, the bench's and the tests' switch)
-     * picks one variant for every q_len. The library reads no environment
-     * here: a host's skip_env covers its plugins too. */
-    if (kernel == GPU_ATTN_KERNEL_MTP && attn_mtp_has_wgmma() && prop.major == 9 &&
-        prop.minor == 0)
-        c->mtp_wgmma = 2;
-    c->mtp_wgmma_capable = c->mtp_wgmma != 0;
-    /* The prefill kernel is wgmma code: the plan takes it where the build has
-     * sm_90a code (its features) for the shapes it takes; the device must be
-     * sm_90 itself, not only named so. */
-    const int multi = attn_plan_find(&plan, ATTN_ROLE_MULTI);
-    c->prefill = kernel == GPU_ATTN_KERNEL_GENERIC && prop.major == 9 && prop.minor == 0 &&
-                 multi >= 0 &&
-                 attn_plan_kernel_of(&plan.kernels[multi]) == ATTN_PLAN_KERNEL_PREFILL_WGMMA;
+    ops->configure(c, &prop);
     *out = c;
     return ATTN_OK;
 }
@@ -394,7 +322,7 @@ extern "C" int gpu_attn_force_generic(gpu_attn_ctx *ctx, int stages, int raw_kv)
 {
     if (!ctx || ctx->generic_stages == 0 || stages < 1 || stages > ATTN_GEN_MAX_STAGES)
         return 0;
-    const int rows = ctx->kernel == GPU_ATTN_KERNEL_MTP ? 16 : 4;
+    const int rows = ctx->ops->generic_rows;
     const attn_shape *s = &ctx->shape;
     raw_kv = raw_kv && rows == 4 && attn_plan_generic_raw_built(s->head_dim);
     if (attn_plan_generic_variant_bytes(s->head_dim, attn_shape_head_dim_v(s),
@@ -422,197 +350,20 @@ extern "C" int gpu_attn_compute_units(const gpu_attn_ctx *ctx)
     return ctx ? ctx->cus : 0;
 }
 
-/* Tiling of the generic kernel: a program has 16 rows; it takes all query
- * heads of a KV head when they fit (and as many tokens as fill 16 rows),
- * else 16 heads of one token. */
-static void generic_tiling(int group, int *block_q, int *hpt, int *hsplit)
-{
-    *hpt = group < 16 ? group : 16;
-    *block_q = 16 / *hpt;
-    *hsplit = ceil_div(group, *hpt);
-}
-
-/* The split every segment rule shares: `work` programs without a split,
- * `target` programs wanted. Split the key range into the power of two of
- * segments that brings the grid to the target, at most ATTN_MAX_SEGMENTS
- * and never below `min_keys` keys a segment (rounded down to a power of two
- * when that bound is not one); 1 when the work already reaches the target. */
-static int split_segments(long work, long target, int maxk, int min_keys)
-{
-    if (work <= 0 || work >= target)
-        return 1;
-    int n = next_pow2((int)((target + work - 1) / work));
-    int cap = ceil_div(maxk > 0 ? maxk : 1, min_keys);
-    if (n > cap)
-        n = next_pow2(cap) > cap ? next_pow2(cap) / 2 : cap;
-    if (n > ATTN_MAX_SEGMENTS)
-        n = ATTN_MAX_SEGMENTS;
-    return n < 1 ? 1 : n;
-}
-
-/* Programs of a 2D grid of query tiles (block_q tokens each) x KV heads x
- * head splits: each sequence gets ceil(q_len / block_q) tiles, bounded by
- * the grid's own bound T / block_q + S. */
-static long grid_work(const gpu_attn_ctx *c, int T, int S, int maxq, int block_q, int hsplit)
-{
-    long tiles = (long)S * ceil_div(maxq > 0 ? maxq : 1, block_q);
-    long bound = (long)T / block_q + S;
-    if (tiles > bound)
-        tiles = bound;
-    return tiles * attn_shape_kv_heads(&c->shape) * hsplit;
-}
-
-/* Tiling of the prefill kernel: a program has 128 rows; all query heads of a
- * KV head when they fit (and as many tokens as fill the rows), else 128
- * heads of one token. */
-static void prefill_tiling(int group, int *block_q, int *hpt, int *hsplit)
-{
-    *hpt = group < 128 ? group : 128;
-    *block_q = 128 / *hpt;
-    *hsplit = ceil_div(group, *hpt);
-}
-
-/* Segment rule of the prefill kernel. Its programs hold a whole SM each (one
- * per SM), and a program's time grows with its keys, so the grid needs about
- * one program per SM. When the unsplit grid has fewer than half as many
- * programs as SMs, the key range is split into the power of two of segments
- * that brings it to one per SM, at most 64 and never below four tiles of keys
- * a segment (the partials and the reduce would cost more than the keys). */
-static int prefill_nseg(const gpu_attn_ctx *c, int T, int S, int maxq, int maxk)
-{
-    int group = c->shape.num_q_heads / attn_shape_kv_heads(&c->shape);
-    int bq, hpt, hs;
-    prefill_tiling(group, &bq, &hpt, &hs);
-    long work = grid_work(c, T, S, maxq, bq, hs);
-    if (2 * work > c->cus)
-        return 1;
-    const int k = attn_plan_find(&c->plan, ATTN_ROLE_MULTI);
-    if (k < 0)
-        return 1;
-    return split_segments(work, c->cus, maxk, 4 * c->plan.kernels[k].keys);
-}
-
-/* Whether this shape's decode batches run on the matrix-unit decode kernel
- * (attn_decode_mma.hip): the launch plan's choice (attn_plan_decode_mma_takes:
- * NVIDIA, a bf16/f16 Q over a cache of its type or of fp8, D == Dv, pages of
- * a multiple of 16). */
-static int decode_uses_mma(const gpu_attn_ctx *c)
-{
-    return c->decode_mma;
-}
-
-/* Segment rule of the matrix-unit decode kernel. Its programs are single
- * warps that each stream their own tiles, and a warp spends most of a tile
- * waiting out its own instruction latencies, so what matters is that every
- * multiprocessor holds many at once; beyond that more segments only add
- * partials and per-program start-up (measured: 2 and 4 waves were slower
- * than 1 at every batch of 8 or more, and aiming at 6 of the 8 programs
- * a CU holds beat aiming at all of them: the grid then ends in fewer,
- * longer programs).
- * Split the key range until the grid reaches DMMA target programs per CU
- * (attn_decode_mma_target_per_cu), in powers of two, at most 64, and never
- * below 64 keys (4 tiles) a segment, where the partial and the reduce would
- * cost more than the keys. */
-static int decode_mma_nseg(const gpu_attn_ctx *c, int S, int maxk)
-{
-    int hkv = attn_shape_kv_heads(&c->shape);
-    int group = c->shape.num_q_heads / hkv;
-    long work = (long)S * hkv * ceil_div(group, 16);
-    long target = (long)attn_decode_mma_target_per_cu(c->shape.head_dim,
-                                                      is_fp8(c->shape.kv_dtype)) *
-                  c->cus;
-    return split_segments(work, target, maxk, 64);
-}
-
-/* Segment rule of the decode path (max_seqlen_q == 1): the matrix-unit
- * kernel's rule above when that kernel runs; else the scalar decode kernel's
- * (attn_generic.hip).
- * Its programs are short and its grid is one wave or less at batch 64 (512
- * programs for 32:8 heads), and a partly filled last wave leaves whole
- * multiprocessors waiting on one program's memory latency. So the key range
- * is split until the grid has about 16 programs per compute unit (several
- * waves, so the last one is a small fraction of the time), in powers of two,
- * at most 64, and never below 128 keys (32 per warp) a segment: a partial is
- * hq x (D + 2) floats per token, small against the K/V bytes of 128 keys. */
-static int decode_nseg(const gpu_attn_ctx *c, int S, int maxk)
-{
-    if (c->forced_nseg)
-        return c->forced_nseg;
-    if (decode_uses_mma(c))
-        return decode_mma_nseg(c, S, maxk);
-    int hkv = attn_shape_kv_heads(&c->shape);
-    int group = c->shape.num_q_heads / hkv;
-    int hs = ceil_div(group, attn_decode_heads_per_program(group, c->shape.head_dim));
-    long work = (long)S * hkv * hs;
-    long target = 16L * c->cus;
-    return split_segments(work, target, maxk, 128);
-}
-
-/* Segment rule of the generic kernel. The 2D grid has about `work` programs
- * (query tiles x KV heads x head splits). When that fills the GPU twice over
- * (two programs per compute unit) the 2D path runs. Otherwise the key range
- * is split into the power of two of segments that brings the grid to about
- * two programs per compute unit, at most 64, and never below 256 keys (8
- * tiles) per segment, where the reduce would cost more than it saves. */
-/* (prefill: the batch runs on the prefill kernel) */
-static int generic_nseg(const gpu_attn_ctx *c, int T, int S, int maxq, int maxk, int prefill)
-{
-    if (maxq == 1)
-        return decode_nseg(c, S, maxk);
-    if (c->forced_nseg)
-        return c->forced_nseg;
-    if (prefill)
-        return prefill_nseg(c, T, S, maxq, maxk);
-    int group = c->shape.num_q_heads / attn_shape_kv_heads(&c->shape);
-    int bq, hpt, hs;
-    generic_tiling(group, &bq, &hpt, &hs);
-    long work = grid_work(c, T, S, maxq, bq, hs);
-    long target = 2L * c->cus;
-    return split_segments(work, target, maxk, 256);
-}
-
-/* Segment rule of the MTP kernel, the upstream reference rule verbatim:
- *   num_2d = (T/2 + S) * Hkv; p = ceil(2 * CUs / num_2d);
- *   NSEG = min(64, next_pow2(min(min(64, ceil(K/32)),
- *                                max(8, p, min(ceil(K/1024), 8p))))) */
-static int mtp_nseg(const gpu_attn_ctx *c, int T, int S, int maxk)
-{
-    if (c->forced_nseg)
-        return c->forced_nseg;
-    if (maxk <= 0)
-        return 1;
-    long num_2d = ((long)T / 2 + S) * attn_shape_kv_heads(&c->shape);
-    if (num_2d < 1)
-        num_2d = 1;
-    int p = (int)((2L * c->cus + num_2d - 1) / num_2d);
-    int a = ceil_div(maxk, 32);
-    if (a > 64)
-        a = 64;
-    int b = ceil_div(maxk, 1024);
-    if (b > 8 * p)
-        b = 8 * p;
-    int x = 8;
-    if (p > x)
-        x = p;
-    if (b > x)
-        x = b;
-    int n = next_pow2(a < x ? a : x);
-    return n > 64 ? 64 : n;
-}
-
 extern "C" const attn_shape *gpu_attn_shape(const gpu_attn_ctx *ctx)
 {
     return ctx ? &ctx->shape : NULL;
 }
 
+/* The family and segment count of a batch, as a forward would plan it (the
+ * prefill kernel assumed able to take it: a positive score scale). */
 extern "C" int gpu_attn_plan_segments(const gpu_attn_ctx *ctx, int num_tokens, int num_seqs,
                                       int max_seqlen_q, int max_seqlen_k)
 {
     if (!ctx)
         return 0;
-    if (ctx->kernel == GPU_ATTN_KERNEL_MTP)
-        return mtp_nseg(ctx, num_tokens, num_seqs, max_seqlen_k);
-    return generic_nseg(ctx, num_tokens, num_seqs, max_seqlen_q, max_seqlen_k, ctx->prefill);
+    const attn_batch_dims b = {num_tokens, num_seqs, max_seqlen_q, max_seqlen_k};
+    return attn_family_segments(ctx, ctx->ops->family(ctx, &b, 1), &b);
 }
 
 static size_t partial_bytes(const gpu_attn_ctx *c, int T, int nseg)
@@ -633,25 +384,30 @@ extern "C" attn_status gpu_attn_workspace_size(const gpu_attn_ctx *ctx,
     int maxk = ctx->shape.max_kv_len;
     size_t worst = 0;
     for (int T = 1; T <= limits->max_num_tokens; T++) {
-        int S = ceil_div(T, maxq);
+        int S = (T + maxq - 1) / maxq;
         if (limits->max_num_seqs > 0 && S > limits->max_num_seqs)
             break; /* more tokens than the sequences can hold */
-        int n = gpu_attn_plan_segments(ctx, T, S, maxq, maxk);
-        /* A batch of T one-token sequences takes the generic kernel's decode
-         * path, whose segment rule differs: size for it too. */
-        if (ctx->kernel == GPU_ATTN_KERNEL_GENERIC && maxq > 1 &&
-            (limits->max_num_seqs <= 0 || T <= limits->max_num_seqs)) {
-            int nd = gpu_attn_plan_segments(ctx, T, T, 1, maxk);
+        const attn_batch_dims b = {T, S, maxq, maxk};
+        const attn_family_ops *f = ctx->ops->family(ctx, &b, 1);
+        const int n = attn_family_segments(ctx, f, &b);
+        /* A batch of T one-token sequences may run on another family (the
+         * generic kernel's decode path), whose segment rule differs: size
+         * for it too. */
+        const attn_batch_dims one = {T, T, 1, maxk};
+        const attn_family_ops *fd = ctx->ops->family(ctx, &one, 1);
+        if (maxq > 1 && fd != f && (limits->max_num_seqs <= 0 || T <= limits->max_num_seqs)) {
+            const int nd = attn_family_segments(ctx, fd, &one);
             if (nd > 1 && partial_bytes(ctx, T, nd) > worst)
                 worst = partial_bytes(ctx, T, nd);
         }
-        /* One segment writes the output itself, unless the log-sum-exp is
-         * wanted: the reduce kernel writes it, from the partials. */
-        if (ctx->kernel == GPU_ATTN_KERNEL_GENERIC && n <= 1 && !ctx->shape.return_lse)
+        /* One segment writes the output itself, unless the family always
+         * writes partials or the log-sum-exp is wanted: the reduce kernel
+         * writes it, from the partials. */
+        if (!f->always_partials && n <= 1 && !ctx->shape.return_lse)
             continue;
-        size_t b = partial_bytes(ctx, T, n);
-        if (b > worst)
-            worst = b;
+        size_t bytes_T = partial_bytes(ctx, T, n);
+        if (bytes_T > worst)
+            worst = bytes_T;
     }
     *bytes = worst;
     return ATTN_OK;
@@ -663,15 +419,6 @@ static int segments_that_fit(const gpu_attn_ctx *ctx, int T, int nseg, size_t by
     while (nseg > 1 && partial_bytes(ctx, T, nseg) > bytes)
         nseg /= 2;
     return nseg;
-}
-
-/* Decode tiling: one program per (sequence, KV head, head group, segment);
- * the matrix-unit kernel takes up to 16 heads a program. */
-static void decode_tiling(const gpu_attn_ctx *ctx, attn_kparams *p)
-{
-    p->block_q = 1;
-    p->heads_per_tile = decode_uses_mma(ctx) ? 16 : attn_decode_heads_per_program(p->group, p->d);
-    p->head_splits = ceil_div(p->group, p->heads_per_tile);
 }
 
 /* The segment count of a launch and where its partials go in the workspace
@@ -727,17 +474,6 @@ static attn_status resolve_kv_layout(const attn_shape *s, const attn_forward_arg
     p->kv_stride_head = k[2] * eb;
     p->kv_block_slots = (int32_t)(k[0] / k[1]);
     return ATTN_OK;
-}
-
-/* The decode launch: the matrix-unit kernel where the shape takes it and the
- * batch fits its grid (sequences in y, at most 65535), else the scalar decode
- * kernel with the same segments. */
-static hipError_t launch_decode(const gpu_attn_ctx *ctx, const attn_kparams *p,
-                                hipStream_t stream)
-{
-    if (decode_uses_mma(ctx) && p->num_seqs <= 65535)
-        return attn_launch_decode_mma(p, stream);
-    return attn_launch_decode(p, stream);
 }
 
 extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_args *a, char *err,
@@ -807,12 +543,12 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
     /* cpu-ref's semantics: FP8 compute quantises Q to e4m3(q / q_descale)
      * and folds q_descale into the score scale; descales of an FP8 cache
      * apply only to an FP8 cache. */
-    int fp8_compute = is_fp8(s->compute_dtype);
+    int fp8_compute = attn_dtype_is_fp8(s->compute_dtype);
     p.q_quant = fp8_compute ? s->compute_dtype : 0;
     p.q_descale = a->q_descale != 0.f ? a->q_descale : 1.f;
-    p.score_scale = a->scale * (is_fp8(s->kv_dtype) ? a->k_descale : 1.f) *
+    p.score_scale = a->scale * (attn_dtype_is_fp8(s->kv_dtype) ? a->k_descale : 1.f) *
                     (fp8_compute ? p.q_descale : 1.f);
-    p.v_scale = is_fp8(s->kv_dtype) ? a->v_descale : 1.f;
+    p.v_scale = attn_dtype_is_fp8(s->kv_dtype) ? a->v_descale : 1.f;
     p.causal = s->causal;
     p.window_left = s->window_left;
     p.window_right = s->window_right;
@@ -833,41 +569,30 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
         p.lse_stride_head = a->lse_stride_head ? a->lse_stride_head : 1;
     }
 
-    /* The prefill kernel takes the context's multi-token batches; it folds
-     * the score scale into its exponent (max of raw scores), which needs a
-     * positive scale: any other runs on the portable kernel. */
-    const int use_prefill = ctx->prefill && a->max_seqlen_q > 1 && p.score_scale > 0.f;
+    if (ctx->ops->check_batch) {
+        attn_status bs = ctx->ops->check_batch(ctx, a, err, err_size);
+        if (bs != ATTN_OK)
+            return bs;
+    }
+    /* The family that runs the batch. The prefill kernel folds the score
+     * scale into its exponent (max of raw scores), which needs a positive
+     * scale: any other runs on the portable kernel. */
+    const attn_batch_dims dims = {a->num_tokens, a->num_seqs, a->max_seqlen_q, a->max_seqlen_k};
+    const attn_family_ops *fam = ctx->ops->family(ctx, &dims, p.score_scale > 0.f);
     /* A batch that may hold sequences of one query token beside longer ones
      * (chunked prefill with decodes: fewer tokens than every sequence at the
      * longest) is split over two kernels: the prefill kernel takes the
      * chunks and writes their outputs itself (nseg 1), and the decode kernel
      * takes the one-token sequences with the workspace for its segments. A
      * 128-row program would spend most of its rows on a single token. */
-    const int mixed = use_prefill && !p.lse && a->num_seqs > 1 &&
+    const int mixed = fam == &attn_family_prefill && !p.lse && a->num_seqs > 1 &&
                       (long)a->num_tokens < (long)a->num_seqs * a->max_seqlen_q;
-    int nseg;
-    if (ctx->kernel == GPU_ATTN_KERNEL_MTP) {
-        if (a->max_seqlen_q > ATTN_MTP_MAX_Q_LEN) {
-            attn_set_err(err, err_size, "the MTP kernel takes at most %d query tokens per sequence",
-                    ATTN_MTP_MAX_Q_LEN);
-            return ATTN_ERR_INVALID_ARGUMENT;
-        }
-        nseg = mtp_nseg(ctx, a->num_tokens, a->num_seqs, a->max_seqlen_k);
-    } else {
-        nseg = mixed ? 1
-                     : generic_nseg(ctx, a->num_tokens, a->num_seqs, a->max_seqlen_q,
-                                    a->max_seqlen_k, use_prefill);
-        if (a->max_seqlen_q == 1)
-            decode_tiling(ctx, &p);
-        else if (use_prefill)
-            prefill_tiling(p.group, &p.block_q, &p.heads_per_tile, &p.head_splits);
-        else
-            generic_tiling(p.group, &p.block_q, &p.heads_per_tile, &p.head_splits);
-    }
+    int nseg = mixed ? 1 : attn_family_segments(ctx, fam, &dims);
+    fam->tiling(ctx, &p);
     /* A workspace sized for smaller limits than this batch: use fewer
      * segments rather than write past it. */
     nseg = segments_that_fit(ctx, a->num_tokens, nseg, a->workspace_size);
-    if ((ctx->kernel == GPU_ATTN_KERNEL_MTP || nseg > 1 || p.lse) &&
+    if ((fam->always_partials || nseg > 1 || p.lse) &&
         (!a->workspace || partial_bytes(ctx, a->num_tokens, nseg) > a->workspace_size)) {
         attn_set_err(err, err_size, "workspace of %zu bytes is smaller than the %zu this batch needs",
                 a->workspace_size, partial_bytes(ctx, a->num_tokens, nseg));
@@ -876,26 +601,20 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
     set_segments(&p, a, nseg);
 
     hipStream_t stream = (hipStream_t)a->stream;
-    hipError_t e;
-    if (ctx->kernel == GPU_ATTN_KERNEL_MTP) {
-        e = attn_launch_mtp(&p, a->max_seqlen_q, nseg, stream);
-    } else if (a->max_seqlen_q == 1) {
-        e = launch_decode(ctx, &p, stream);
-    } else if (use_prefill) {
-        p.batch_part = mixed ? ATTN_PART_MULTI : ATTN_PART_ALL;
-        e = attn_launch_prefill(&p, stream);
-        if (e == hipSuccess && mixed) {
-            attn_kparams d = p;
-            d.batch_part = ATTN_PART_SINGLE;
-            decode_tiling(ctx, &d);
-            const int nd = segments_that_fit(ctx, a->num_tokens,
-                                             decode_nseg(ctx, a->num_seqs, a->max_seqlen_k),
-                                             a->workspace ? a->workspace_size : 0);
-            set_segments(&d, a, nd);
-            e = launch_decode(ctx, &d, stream);
-        }
-    } else {
-        e = attn_launch_generic(&p, a->max_seqlen_q, stream, 4);
+    p.batch_part = mixed ? ATTN_PART_MULTI : ATTN_PART_ALL;
+    hipError_t e = fam->launch(ctx, &p, &dims, stream);
+    if (e == hipSuccess && mixed) {
+        /* The one-token sequences: the decode family of the same batch with
+         * q_len 1, its own segments in the same workspace. */
+        const attn_batch_dims one = {a->num_tokens, a->num_seqs, 1, a->max_seqlen_k};
+        const attn_family_ops *dec = ctx->ops->family(ctx, &one, 0);
+        attn_kparams d = p;
+        d.batch_part = ATTN_PART_SINGLE;
+        dec->tiling(ctx, &d);
+        const int nd = segments_that_fit(ctx, a->num_tokens, attn_family_segments(ctx, dec, &one),
+                                         a->workspace ? a->workspace_size : 0);
+        set_segments(&d, a, nd);
+        e = dec->launch(ctx, &d, &one, stream);
     }
     if (e != hipSuccess) {
         attn_set_err(err, err_size, "%s: kernel launch failed: %s", ATTN_PLATFORM_NAME,

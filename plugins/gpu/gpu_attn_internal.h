@@ -80,6 +80,21 @@ enum { ATTN_PART_ALL = 0, ATTN_PART_SINGLE = 1, ATTN_PART_MULTI = 2 };
 
 #if defined(__CUDACC__) || defined(__HIP__)
 
+/* The factor a row's unnormalised output is multiplied by when a program
+ * writes it directly (one segment): v_descale over the softmax denominator
+ * (l at the running max m, log2 units), with the row's sink joining the
+ * denominator (sinks: one logit per query head, natural-log units); 0 for a
+ * row without visible keys. The reduce kernel does the same over segments. */
+__device__ __forceinline__ float attn_row_inverse(float m, float l, const float *sinks, int head,
+                                                  float v_scale)
+{
+    const float sk = sinks ? sinks[head] * ATTN_LOG2E : -INFINITY;
+    const float M = fmaxf(m, sk), mu = M == -INFINITY ? 0.f : M;
+    const float f = exp2f(m - mu);
+    const float den = l * f + (sinks ? exp2f(sk - mu) : 0.f);
+    return den > 0.f ? f * v_scale / den : 0.f;
+}
+
 __device__ __forceinline__ float attn_bf16_to_f32(uint32_t bits16)
 {
     return __uint_as_float(bits16 << 16);

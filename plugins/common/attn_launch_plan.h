@@ -124,7 +124,9 @@ ATTN_PLAN_FN int attn_plan_decode_heads(int group, int d)
  * converted in turn into one f16 K and V tile, and the 16 Q rows' score
  * multipliers (a bf16 Q row enters the f16 matrix units scaled by a power of
  * two). The raw tiles are half the bytes, so the fp8 program keeps more of
- * them in flight for about the same shared memory. */
+ * them in flight for about the same shared memory; read straight into the
+ * fragments (attn_plan_decode_mma_fp8_direct) they need no f16 tile, and a
+ * multiprocessor holds more programs. */
 #define ATTN_DMMA_TILE 16
 #define ATTN_DMMA_STAGES 3
 #define ATTN_DMMA_FP8_STAGES 4
@@ -137,9 +139,19 @@ ATTN_PLAN_FN int attn_plan_decode_mma_stages(int kv8)
 {
     return kv8 ? ATTN_DMMA_FP8_STAGES : ATTN_DMMA_STAGES;
 }
+/* fp8 caches whose head size is a multiple of 32 are read straight from the
+ * raw stages into the matrix units' fragments (no f16 tile): their raw rows
+ * are padded by 16 bytes, so that the fragments' 4-byte reads of 8 rows fall
+ * in distinct banks. Other fp8 head sizes (80) convert through the f16 tile. */
+ATTN_PLAN_FN int attn_plan_decode_mma_fp8_direct(int d)
+{
+    return d % 32 == 0;
+}
 ATTN_PLAN_FN int attn_plan_decode_mma_bytes(int d, int kv8)
 {
     const int row = d * 2 + 16, q = d <= ATTN_DMMA_QREG_MAX_D ? 0 : ATTN_DMMA_TILE * row;
+    if (kv8 && attn_plan_decode_mma_fp8_direct(d))
+        return q + ATTN_DMMA_ROWMUL_BYTES + ATTN_DMMA_FP8_STAGES * 2 * ATTN_DMMA_TILE * (d + 16);
     return kv8 ? q + 2 * ATTN_DMMA_TILE * row + ATTN_DMMA_ROWMUL_BYTES +
                      ATTN_DMMA_FP8_STAGES * 2 * ATTN_DMMA_TILE * d
                : q + ATTN_DMMA_STAGES * 2 * ATTN_DMMA_TILE * row;

@@ -49,9 +49,25 @@
  *
  * fp8 caches (KV8). Decode reads each K/V byte once, so an fp8 cache should
  * take half the time of a 16-bit one; on the scalar kernel it took 2.6-4.4x
- * longer (0.17-0.52 TB/s), issue-bound on per-element conversions. Here the
- * raw fp8 tiles (D bytes a row, half the copies) stream through
- * ATTN_DMMA_FP8_STAGES stages; each lane converts exactly the 16-byte chunks
+ * longer (0.17-0.52 TB/s), issue-bound on per-element conversions.
+ *
+ * D a multiple of 32 (DIRECT, attn_plan_decode_mma_fp8_direct): the raw
+ * tiles stream through ATTN_DMMA_FP8_STAGES stages, rows padded to D + 16
+ * bytes, and the mma fragments are read from them directly, 4 bytes a lane,
+ * converted in registers (cvt e4m3x2 -> f16x2, exact). K: lane (g, t) of
+ * n-tile j reads bytes 4t..4t+3 of chunk kk of key 8j + g, and takes them as
+ * the chunk's elements 2t, 2t+1, 2t+8, 2t+9 (b0, b1 of m16n8k16); Q's
+ * columns are stored in that order, which leaves Q K^T unchanged. V: lane
+ * (g, t) reads the words at column 32G + 4g of keys 2t, 2t+1, 2t+8, 2t+9
+ * and byte-permutes them into the B fragments of output n-tiles 4G..4G+3,
+ * whose column n is then 32G + 4n + i: the output is stored in that order.
+ * With the padding the 32 lanes' reads fall in 32 distinct banks. There is
+ * no f16 tile, no shared-memory round trip and no warp barrier between the
+ * copies and the mma, so a program needs 18.5 KB at D 128 (the f16 tile path
+ * 25 KB) and its tile's chain of latencies is shorter.
+ *
+ * D 80 (not DIRECT): the raw fp8 tiles (D bytes a row, half the copies)
+ * stream through ATTN_DMMA_FP8_STAGES stages; each lane converts exactly the 16-byte chunks
  * it copied (cvt e4m3x2 -> f16x2, exact), once per tile, into one f16 K/V
  * tile, so no lane waits for another's copies and the raw ring needs no
  * barrier; three __syncwarp fence the f16 tile (K written, then read by
@@ -114,9 +130,16 @@ struct dmma_plan {
      * the f16 tile, first written after Q is read). Else Q's own rows. */
     static constexpr bool QREG = D <= ATTN_DMMA_QREG_MAX_D;
     static constexpr int Q_BYTES = QREG ? 0 : DMMA_TILE * ROW;
-    static constexpr int ROWMUL = Q_BYTES + 2 * DMMA_TILE * ROW; /* KV8: after Q, K, V */
-    static constexpr int RAW = ROWMUL + ATTN_DMMA_ROWMUL_BYTES;  /* KV8: the raw stages */
-    static constexpr int RAW_STAGE = 2 * DMMA_TILE * D;          /* raw K rows, then V */
+    /* KV8: the raw tiles read straight into the fragments (no f16 tile),
+     * their rows padded by 16 bytes (attn_plan_decode_mma_fp8_direct). */
+    static constexpr bool DIRECT = KV8 && attn_plan_decode_mma_fp8_direct(D);
+    static constexpr int RROW = DIRECT ? D + 16 : D; /* KV8: bytes a raw row takes */
+    /* KV8: after Q and (not DIRECT) the f16 K and V tile */
+    static constexpr int ROWMUL = Q_BYTES + (DIRECT ? 0 : 2 * DMMA_TILE * ROW);
+    static constexpr int RAW = ROWMUL + ATTN_DMMA_ROWMUL_BYTES; /* KV8: the raw stages */
+    static constexpr int RAW_STAGE = 2 * DMMA_TILE * RROW;      /* raw K rows, then V */
+    static_assert(!DIRECT || !QREG || RAW_STAGE >= DMMA_TILE * ROW,
+                  "Q passes through the last raw stage");
     static_assert(KV8 ? SMEM == RAW + STAGES * RAW_STAGE
                       : SMEM == Q_BYTES + STAGES * 2 * DMMA_TILE * ROW,
                   "Q and the stages");
@@ -175,9 +198,40 @@ static __device__ __forceinline__ void dmma_fp8x16_to_f16(uint4 x, bool nuz, uin
     }
 #endif
 }
+
+/* Two e4m3 codes (the low 16 bits of x) -> an f16 pair (the first code in
+ * the low half), exact; nuz: the codes attn_fp8_nuz_fix fixes, fixed the
+ * same way (every code then worth twice its fnuz value). */
+static __device__ __forceinline__ uint32_t dmma_fp8x2_to_f16x2(uint32_t x, bool nuz)
+{
+    uint32_t y;
+#if __CUDA_ARCH__ >= 890
+    asm("{\n .reg .b16 a, b;\n mov.b32 {a, b}, %1;\n cvt.rn.f16x2.e4m3x2 %0, a;\n}\n"
+        : "=r"(y)
+        : "r"(x));
+#else
+    y = attn_f32_to_f16_bits(attn_fp8_to_f32(x & 0xFFu, 0)) |
+        (attn_f32_to_f16_bits(attn_fp8_to_f32((x >> 8) & 0xFFu, 0)) << 16);
+#endif
+    if (nuz) {
+#pragma unroll
+        for (int e = 0; e < 2; e++) {
+            const uint32_t code = (x >> (8 * e)) & 0xFFu;
+            if (code == 0x7Fu || code == 0xFFu || code == 0x80u) {
+                const uint32_t h = attn_f32_to_f16_bits(2.f * attn_fp8_to_f32(code, 1));
+                y = e ? (y & 0xFFFFu) | (h << 16) : (y & 0xFFFF0000u) | h;
+            }
+        }
+    }
+    return y;
+}
 #endif /* ATTN_DMMA_DEVICE */
 
-template <int D, bool BF16Q, bool KV8>
+/* NUZ: an e4m3fnuz cache (a template argument, not a runtime test: the fix
+ * of its special codes sits in every conversion of the fragments' loop, and
+ * a branch there keeps the compiler from interleaving loads, conversions and
+ * mma). */
+template <int D, bool BF16Q, bool KV8, bool NUZ>
 __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams p)
 {
 #ifdef ATTN_DMMA_DEVICE
@@ -199,10 +253,18 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
     extern __shared__ __align__(16) uint8_t dmma_sm[];
     /* 16-bit cache: the stages; fp8: the one f16 K/V tile */
     uint8_t *stage0 = dmma_sm + plan::Q_BYTES;
-    uint8_t *Qs = !plan::QREG ? dmma_sm : KV8 ? stage0 : stage0 + (STAGES - 1) * STAGE;
     float *rowmul = (float *)(dmma_sm + plan::ROWMUL);
     uint8_t *raw0 = dmma_sm + plan::RAW;
-    const bool nuz = KV8 && p.kv_dtype == ATTN_DTYPE_FP8_E4M3FNUZ;
+    /* Q's rows: their own (D > 128), else a stage the first copies leave
+     * free (fp8: the f16 tile, first written after Q is read; fp8 read
+     * directly: the last raw stage) */
+    uint8_t *Qs = !plan::QREG       ? dmma_sm
+                  : plan::DIRECT    ? raw0 + (STAGES - 1) * plan::RAW_STAGE
+                  : KV8             ? stage0
+                                    : stage0 + (STAGES - 1) * STAGE;
+    constexpr bool DIRECT = plan::DIRECT;
+    constexpr int RROW = plan::RROW;
+    constexpr bool nuz = KV8 && NUZ;
 
     const int lane = threadIdx.x;
     const int g = lane >> 2, t = lane & 3;
@@ -270,9 +332,10 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
         const int64_t base =
             (int64_t)blk * p.kv_stride_block + inpage * row_stride + kvh * p.kv_stride_head;
         if constexpr (KV8) {
-            /* raw rows of D bytes, packed: lane-chunk idx lands at idx * 16 */
+            /* raw rows of D bytes: packed (lane-chunk idx lands at idx * 16),
+             * or (DIRECT) rows of RROW bytes */
             uint8_t *Kr = raw0 + st * plan::RAW_STAGE;
-            uint8_t *Vr = Kr + DMMA_TILE * D;
+            uint8_t *Vr = Kr + DMMA_TILE * RROW;
 #pragma unroll
             for (int i = 0; i < RLOADS; i++) {
                 const unsigned idx = (unsigned)lane + 32u * i;
@@ -281,8 +344,9 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
                 const unsigned r = idx / RCH, c = idx % RCH;
                 const bool ok = full || (kb + (int)r >= klo && kb + (int)r < khi);
                 const int64_t off = base + (int64_t)r * row_stride + c * 16;
-                attn_cp_async16(Kr + idx * 16, kc + off, ok);
-                attn_cp_async16(Vr + idx * 16, vc + off, ok);
+                const unsigned dst = DIRECT ? r * RROW + c * 16 : idx * 16;
+                attn_cp_async16(Kr + dst, kc + off, ok);
+                attn_cp_async16(Vr + dst, vc + off, ok);
             }
         } else {
             uint8_t *Ks = stage0 + st * STAGE;
@@ -367,7 +431,23 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
         int sh = 0;
         for (int c = half; c < CH; c += 2) {
             uint32_t w[4];
-            read8(c, w);
+            if constexpr (DIRECT) {
+                /* The K fragments read a lane's 4 raw bytes 4t..4t+3 of a
+                 * 16-element chunk as the chunk's elements 2t, 2t+1, 2t+8,
+                 * 2t+9: Q's columns are stored in that order too (the dot
+                 * product does not care which order the pairs come in).
+                 * Logical chunk c: elements {0,1,4,5,8,9,12,13} (even c) or
+                 * {2,3,6,7,10,11,14,15} (odd c) of physical chunks c & ~1 and
+                 * (c & ~1) + 1, two elements a word. */
+                uint32_t a[4], b[4];
+                read8(c & ~1, a);
+                read8((c & ~1) + 1, b);
+                const bool odd = c & 1;
+                w[0] = odd ? a[1] : a[0], w[1] = odd ? a[3] : a[2];
+                w[2] = odd ? b[1] : b[0], w[3] = odd ? b[3] : b[2];
+            } else {
+                read8(c, w);
+            }
             if (BF16Q) {
                 float v[8];
 #pragma unroll
@@ -437,7 +517,14 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
     for (int it = 0; it < nt; it++) {
         attn_cp_async_wait(STAGES - 2);
         const uint8_t *Ks, *Vs;
-        if constexpr (KV8) {
+        if constexpr (DIRECT) {
+            __syncwarp(); /* tile `it` visible to every lane; stage it-1 free */
+            if (it + STAGES - 1 < nt)
+                load_tile(t_lo + it + STAGES - 1, (it + STAGES - 1) % STAGES,
+                          window_blk(it + STAGES - 1));
+            attn_cp_async_commit();
+            Ks = raw0 + (it % STAGES) * plan::RAW_STAGE;
+        } else if constexpr (KV8) {
             /* This lane's raw chunks of tile it have landed; the raw stage of
              * it - 1 is free (this lane converted its own chunks of it). */
             if (it + STAGES - 1 < nt)
@@ -456,7 +543,7 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
             attn_cp_async_commit();
             Ks = stage0 + (it % STAGES) * STAGE;
         }
-        Vs = Ks + DMMA_TILE * ROWB;
+        Vs = Ks + DMMA_TILE * (DIRECT ? RROW : ROWB);
 
         /* S = Q K^T: two n8 tiles (keys 0-7, 8-15), each accumulated in two
          * chains (even and odd k16 chunks) so that dependent mma wait half
@@ -477,15 +564,27 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
             } else {
                 attn_ldsm_x4(attn_smem_addr(Qs + a_off + kk * 32), a);
             }
-            attn_ldsm_x4(attn_smem_addr(Ks + k_off + kk * 32), b);
-            attn_mma16816<BF16>(kk & 1 ? sx[0] : sc[0], a, b[0], b[1]);
-            attn_mma16816<BF16>(kk & 1 ? sx[1] : sc[1], a, b[2], b[3]);
+            if constexpr (DIRECT) {
+                /* B of keys 8j + g: the raw bytes 4t..4t+3 of chunk kk (Q's
+                 * columns are in the matching order) */
+#pragma unroll
+                for (int j = 0; j < 2; j++) {
+                    const uint32_t w =
+                        *(const uint32_t *)(Ks + (8 * j + g) * RROW + kk * 16 + 4 * t);
+                    attn_mma16816<BF16>(kk & 1 ? sx[j] : sc[j], a, dmma_fp8x2_to_f16x2(w, nuz),
+                                        dmma_fp8x2_to_f16x2(w >> 16, nuz));
+                }
+            } else {
+                attn_ldsm_x4(attn_smem_addr(Ks + k_off + kk * 32), b);
+                attn_mma16816<BF16>(kk & 1 ? sx[0] : sc[0], a, b[0], b[1]);
+                attn_mma16816<BF16>(kk & 1 ? sx[1] : sc[1], a, b[2], b[3]);
+            }
         }
         /* fp8: V of this tile is converted while the Q K^T mma are in flight
          * (nothing here reads their results), then published for P V. A
          * warp's tile is a chain of latencies, and this takes the V half of
          * the conversion off it. */
-        if constexpr (KV8) {
+        if constexpr (KV8 && !DIRECT) {
             convert_part(it % STAGES, 1);
             __syncwarp();
         }
@@ -556,14 +655,37 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
         dmma_split<BF16>(sc[0][2], sc[0][3], ph[1], pl[1]);
         dmma_split<BF16>(sc[1][0], sc[1][1], ph[2], pl[2]);
         dmma_split<BF16>(sc[1][2], sc[1][3], ph[3], pl[3]);
+        if constexpr (DIRECT) {
+            /* B of P V for output n-tile 4G + i: V at keys 2t, 2t+1, 2t+8,
+             * 2t+9 and column 32G + 4g + i (the output columns are stored
+             * in that order): byte i of the 4-byte reads of those rows at
+             * 32G + 4g, two keys a pair. */
 #pragma unroll
-        for (int n2 = 0; n2 < NT / 2; n2++) {
-            uint32_t b[4];
-            attn_ldsm_x4_trans(attn_smem_addr(Vs + v_off + n2 * 32), b);
-            attn_mma16816<BF16>(o[2 * n2], ph, b[0], b[1]);
-            attn_mma16816<BF16>(o[2 * n2], pl, b[0], b[1]);
-            attn_mma16816<BF16>(o[2 * n2 + 1], ph, b[2], b[3]);
-            attn_mma16816<BF16>(o[2 * n2 + 1], pl, b[2], b[3]);
+            for (int G = 0; G < NT / 4; G++) {
+                const uint8_t *vb = Vs + 32 * G + 4 * g;
+                const uint32_t w0 = *(const uint32_t *)(vb + (2 * t) * RROW);
+                const uint32_t w1 = *(const uint32_t *)(vb + (2 * t + 1) * RROW);
+                const uint32_t w2 = *(const uint32_t *)(vb + (2 * t + 8) * RROW);
+                const uint32_t w3 = *(const uint32_t *)(vb + (2 * t + 9) * RROW);
+#pragma unroll
+                for (int i = 0; i < 4; i++) {
+                    const uint32_t sel = (uint32_t)i | ((uint32_t)(4 + i) << 4);
+                    const uint32_t b0 = dmma_fp8x2_to_f16x2(__byte_perm(w0, w1, sel), nuz);
+                    const uint32_t b1 = dmma_fp8x2_to_f16x2(__byte_perm(w2, w3, sel), nuz);
+                    attn_mma16816<BF16>(o[4 * G + i], ph, b0, b1);
+                    attn_mma16816<BF16>(o[4 * G + i], pl, b0, b1);
+                }
+            }
+        } else {
+#pragma unroll
+            for (int n2 = 0; n2 < NT / 2; n2++) {
+                uint32_t b[4];
+                attn_ldsm_x4_trans(attn_smem_addr(Vs + v_off + n2 * 32), b);
+                attn_mma16816<BF16>(o[2 * n2], ph, b[0], b[1]);
+                attn_mma16816<BF16>(o[2 * n2], pl, b[0], b[1]);
+                attn_mma16816<BF16>(o[2 * n2 + 1], ph, b[2], b[3]);
+                attn_mma16816<BF16>(o[2 * n2 + 1], pl, b[2], b[3]);
+            }
         }
     }
     attn_cp_async_wait(0);
@@ -575,6 +697,12 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
     l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
 
     const int token = q0;
+    /* The output columns of o[j][2 half] and o[j][2 half + 1]: 8j + 2t and
+     * the next; fp8 read directly: 32 (j / 4) + 8t + j % 4 and 4 further
+     * (the P V fragments' column order). */
+    auto out_col = [&](int j, int e) -> int {
+        return DIRECT ? 32 * (j >> 2) + 8 * t + (j & 3) + 4 * e : 8 * j + 2 * t + e;
+    };
 #pragma unroll
     for (int half = 0; half < 2; half++) {
         const int hg = hsplit * DMMA_TILE + g + 8 * half;
@@ -587,8 +715,8 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
             const int64_t ob = (int64_t)token * p.out_stride_token + (int64_t)head * p.out_stride_head;
 #pragma unroll
             for (int j = 0; j < NT; j++) {
-                attn_store_elem(p.out, ob + 8 * j + 2 * t, p.out_dtype, o[j][2 * half] * inv);
-                attn_store_elem(p.out, ob + 8 * j + 2 * t + 1, p.out_dtype,
+                attn_store_elem(p.out, ob + out_col(j, 0), p.out_dtype, o[j][2 * half] * inv);
+                attn_store_elem(p.out, ob + out_col(j, 1), p.out_dtype,
                                 o[j][2 * half + 1] * inv);
             }
         } else {
@@ -599,9 +727,15 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
             }
             if (Ls > 0.f) {
 #pragma unroll
-                for (int j = 0; j < NT; j++)
-                    *(float2 *)(p.ws_acc + wi * D + 8 * j + 2 * t) =
-                        make_float2(o[j][2 * half], o[j][2 * half + 1]);
+                for (int j = 0; j < NT; j++) {
+                    if constexpr (DIRECT) {
+                        p.ws_acc[wi * D + out_col(j, 0)] = o[j][2 * half];
+                        p.ws_acc[wi * D + out_col(j, 1)] = o[j][2 * half + 1];
+                    } else {
+                        *(float2 *)(p.ws_acc + wi * D + 8 * j + 2 * t) =
+                            make_float2(o[j][2 * half], o[j][2 * half + 1]);
+                    }
+                }
             }
         }
     }
@@ -610,11 +744,11 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
 #endif
 }
 
-template <int D, bool BF16Q, bool KV8>
+template <int D, bool BF16Q, bool KV8, bool NUZ>
 static hipError_t launch_dmma_t(const attn_kparams *p, hipStream_t stream)
 {
     constexpr int smem = dmma_plan<D, KV8>::SMEM;
-    hipError_t e = attn_func_opt_in((const void *)attn_decode_mma_kernel<D, BF16Q, KV8>, smem,
+    hipError_t e = attn_func_opt_in((const void *)attn_decode_mma_kernel<D, BF16Q, KV8, NUZ>, smem,
                                     dmma_carveout_percent());
     if (e != hipSuccess)
         return e;
@@ -623,18 +757,18 @@ static hipError_t launch_dmma_t(const attn_kparams *p, hipStream_t stream)
      * of hkv x D per key) close in time, which DRAM serves better than
      * scattered rows. */
     dim3 grid(p->hkv * p->head_splits, p->num_seqs, p->nseg);
-    attn_decode_mma_kernel<D, BF16Q, KV8><<<grid, 32, smem, stream>>>(*p);
+    attn_decode_mma_kernel<D, BF16Q, KV8, NUZ><<<grid, 32, smem, stream>>>(*p);
     e = hipGetLastError();
     if (e != hipSuccess || !p->partials)
         return e;
     return attn_launch_reduce(p, p->nseg, stream);
 }
 
-template <bool BF16Q, bool KV8>
+template <bool BF16Q, bool KV8, bool NUZ = false>
 static hipError_t launch_dmma_d(const attn_kparams *p, hipStream_t stream)
 {
     return attn_dispatch_head_dim(p->d, [&](auto d) {
-        return launch_dmma_t<decltype(d)::value, BF16Q, KV8>(p, stream);
+        return launch_dmma_t<decltype(d)::value, BF16Q, KV8, NUZ>(p, stream);
     });
 }
 
@@ -688,6 +822,9 @@ hipError_t attn_launch_decode_mma(const attn_kparams *p, hipStream_t stream)
             q.score_scale *= 0.5f;
             q.v_scale *= 0.5f;
         }
+        if (p->kv_dtype == ATTN_DTYPE_FP8_E4M3FNUZ)
+            return bf16 ? launch_dmma_d<true, true, true>(&q, stream)
+                        : launch_dmma_d<false, true, true>(&q, stream);
         return bf16 ? launch_dmma_d<true, true>(&q, stream) : launch_dmma_d<false, true>(&q, stream);
     }
     return bf16 ? launch_dmma_d<true, false>(p, stream) : launch_dmma_d<false, false>(p, stream);

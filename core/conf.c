@@ -226,18 +226,19 @@ static int parse_int(const char *s, int32_t *out)
 
 static int parse_bool(const char *s, int32_t *out)
 {
-    static const char *const yes[] = {"true", "yes", "on", "1"};
-    static const char *const no[] = {"false", "no", "off", "0"};
-    for (size_t i = 0; i < 4; i++) {
-        if (strcasecmp(s, yes[i]) == 0) {
-            *out = 1;
+    static const struct {
+        const char *word;
+        int32_t value;
+    } words[] = {
+#define CONF_BOOL_ROW_(word, value) {word, value},
+        ATTN_CONF_BOOL_MAP(CONF_BOOL_ROW_)
+#undef CONF_BOOL_ROW_
+    };
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (strcasecmp(s, words[i].word) == 0) {
+            *out = words[i].value;
             return 1;
         }
-        if (strcasecmp(s, no[i]) == 0) {
-            *out = 0;
-            return 1;
-        }
-    }
     return 0;
 }
 

@@ -226,6 +226,17 @@ void attn_shape_field_set(attn_shape *s, shape_field field, int32_t value);
     X(FIELD, "field")                                                                              \
     X(FROM, "from")                                                                                \
     X(TO, "to")
+/* The words of a boolean value (enabled, allow_*), in any case: X(word,
+ * value). */
+#define ATTN_CONF_BOOL_MAP(X)                                                                      \
+    X("true", 1)                                                                                   \
+    X("false", 0)                                                                                  \
+    X("yes", 1)                                                                                    \
+    X("no", 0)                                                                                     \
+    X("on", 1)                                                                                     \
+    X("off", 0)                                                                                    \
+    X("1", 1)                                                                                      \
+    X("0", 0)
 /* The shape properties a fallback rule's `field` may name (by
  * attn_field_name): X(FIELD, member), the dtype fields, which
  * attn_shape_field_set writes. */

@@ -29,14 +29,17 @@ A list is marked where it is written, invisibly:
   roff      .\\" attnreg-list: NAME [part]   (a line of its own)
   markdown  <!-- attnreg-list: NAME [part] -->
 
-followed by the list: a .TP list (roff, to the next .SH, .SS, .RE, .PP or
-.\\" attnreg-end) or a table (markdown), whose items are the first word of each entry's head (its
-flags, for flag lists); or a line of text (roff: the next text line;
-markdown: up to <!-- attnreg-end --> on the same line, else the paragraph),
-whose items are the words between its commas, bars, "and" and "or". An
-exit-codes entry also names its statuses (ATTN_...): exactly those that
-exit with its code. Several markers may show one list; with `part`, each
-shows some of it and together they show all of it.
+and what follows is the list. A roff .TP list (to the next .SH, .SS, .RE,
+.PP or .\\" attnreg-end) or a markdown table: the items are the first word
+of each entry's head (its flags, for flag lists), and a flag table's
+`commands` column names the commands that read each flag (or says all).
+Else a text: roff's next text line, markdown's text from the marker to
+<!-- attnreg-end --> or to the end of the paragraph; the items are the
+first words between its commas and bars ("and" and "or" dropped), or all
+its words when it has none. An exit-codes entry also names its statuses
+(ATTN_...): exactly those that exit with its code. Several markers may show
+one list; with `part`, each shows some of it and together they show all of
+it.
 """
 
 import argparse
@@ -170,8 +173,9 @@ class Block:
 
     def __init__(self, path, line, name, part):
         self.path, self.line, self.name, self.part = path, line, name, part
-        self.entries = []  # (line, head, body)
+        self.entries = []  # (line, head, body, markdown cells or None)
         self.entry = False
+        self.header = None  # a markdown table's header cells
 
 
 def roff_blocks(path, lines):
@@ -191,14 +195,14 @@ def roff_blocks(path, lines):
                 if re.match(r"\.(SH|SS|RE|PP|LP|P)\b", text) or ROFF_END_RE.match(text):
                     break
                 if text.startswith(".TP") and j + 1 < len(lines):
-                    b.entries.append([j + 2, roff_text(lines[j + 1]), ""])
+                    b.entries.append([j + 2, roff_text(lines[j + 1]), "", None])
                     j += 2
                     continue
                 if b.entries and not text.startswith('.\\"'):
                     b.entries[-1][2] += " " + roff_text(text)
                 j += 1
         elif j < len(lines):
-            b.entries.append([j + 1, roff_text(lines[j]), ""])
+            b.entries.append([j + 1, roff_text(lines[j]), "", None])
         blocks.append(b)
     return blocks
 
@@ -211,31 +215,45 @@ def md_blocks(path, lines):
             continue
         b = Block(path, i + 1, m.group(1), bool(m.group(2)))
         rest = m.group(3)
-        end = MD_END_RE.search(rest)
-        if end:
-            b.entries.append([i + 1, md_text(rest[:end.start()]), ""])
-        elif i + 1 < len(lines) and lines[i + 1].lstrip().startswith("|"):
+        if not rest.strip() and i + 1 < len(lines) and lines[i + 1].lstrip().startswith("|"):
             b.entry = True
             j = i + 1
             rows = []
             while j < len(lines) and lines[j].lstrip().startswith("|"):
-                rows.append((j + 1, lines[j]))
+                rows.append((j + 1, [c.strip() for c in lines[j].strip().strip("|").split("|")]))
                 j += 1
-            for n, row in rows[1:]:
-                cells = [c.strip() for c in row.strip().strip("|").split("|")]
+            b.header = [md_text(c) for c in rows[0][1]]
+            for n, cells in rows[1:]:
                 if all(re.fullmatch(r":?-+:?", c) for c in cells):
                     continue
-                b.entries.append([n, md_text(cells[0]), md_text(" ".join(cells[1:]))])
+                cells = [md_text(c) for c in cells]
+                b.entries.append([n, cells[0], " ".join(cells[1:]), cells])
         else:
-            text, j = "", i + 1
-            while j < len(lines) and lines[j].strip() and not MD_END_RE.search(lines[j]):
-                text += " " + lines[j]
+            # The text after the marker, on to <!-- attnreg-end --> or to
+            # the end of the paragraph.
+            text, j = rest, i
+            while not MD_END_RE.search(text):
                 j += 1
-            if j < len(lines) and MD_END_RE.search(lines[j]):
-                text += " " + lines[j][:MD_END_RE.search(lines[j]).start()]
-            b.entries.append([i + 2, md_text(text), ""])
+                if j >= len(lines) or not lines[j].strip():
+                    break
+                text += " " + lines[j]
+            end = MD_END_RE.search(text)
+            b.entries.append([i + 1, md_text(text[:end.start()] if end else text), "", None])
         blocks.append(b)
     return blocks
+
+
+def check_commands_column(problems, lists, rel, b):
+    """A flag table's `commands` column: the commands that read each flag
+    ("all": every one)."""
+    commands = items(lists, "commands")
+    for line, head, body, cells in b.entries:
+        flags = FLAG_RE.findall(head)
+        if not flags or len(cells) < 2:
+            continue
+        named = commands if cells[1].strip() == "all" else words_of(cells[1], True)
+        readers = [c for c in commands if flags[0] in items(lists, "flags:" + c)]
+        problems.compare(f"{rel}:{line}", f"the commands that read {flags[0]}", named, readers)
 
 
 def check_blocks(problems, lists, rel, blocks):
@@ -247,7 +265,7 @@ def check_blocks(problems, lists, rel, blocks):
             continue
         expected = items(lists, b.name)
         found = []
-        for line, head, body in b.entries:
+        for line, head, body, cells in b.entries:
             if "flags" in b.name:
                 found += FLAG_RE.findall(head)
             elif b.name == "exit-codes" and not b.entry:
@@ -256,12 +274,14 @@ def check_blocks(problems, lists, rel, blocks):
                 found += words_of(head, b.entry)
         if b.name == "exit-codes" and b.entry:
             statuses = {row[0]: row[2:] for row in lists["exit-codes"]}
-            for line, head, body in b.entries:
+            for line, head, body, cells in b.entries:
                 code = head.split()[0] if head.split() else ""
                 if code in statuses:
                     problems.compare(f"{rel}:{line}", f"exit code {code}'s statuses",
                                      STATUS_RE.findall(head + " " + body), statuses[code])
         problems.compare(where, b.name, found, expected, part=b.part)
+        if "flags" in b.name and b.header and len(b.header) > 1 and b.header[1] == "commands":
+            check_commands_column(problems, lists, rel, b)
         if b.part:
             shown[b.name] += found
         else:
@@ -399,27 +419,27 @@ def check_completion(problems, lists, source, attnreg, bash):
                      "--backend and --arch to")
     expect_words = {"dtype": items(lists, "dtypes"), "level": items(lists, "log-levels"),
                     "backend": backends, "arch": archs, "text": []}
-    queries = [(["attnreg", ""], "the words after attnreg", items(lists, "main-words"), None),
-               (["attnreg", "help", ""], "attnreg help", items(lists, "commands"), None)]
+    # (words, what, what it must offer): a list of words, "file" or "dir"
+    # (the files or folders there), or ("as", CMD) for what `attnreg CMD`
+    # offers (a switch takes no value, so the flags follow it again).
+    queries = [(["attnreg", ""], "the words after attnreg", items(lists, "main-words")),
+               (["attnreg", "help", ""], "attnreg help", items(lists, "commands"))]
     for cmd in items(lists, "commands"):
         flags = lists.get("flags:" + cmd, [])
-        names = [f for f, _ in flags]
-        queries.append((["attnreg", cmd, ""], f"attnreg {cmd}'s flags", names, None))
+        queries.append((["attnreg", cmd, ""], f"attnreg {cmd}'s flags", [f for f, _ in flags]))
         for flag, kind in flags:
-            what = f"attnreg {cmd} {flag}'s values ({kind})"
             words = ["attnreg", cmd, flag, ""]
             if kind == "none":
-                queries.append((words, f"attnreg {cmd} after the switch {flag}", names, None))
-            elif kind in ("file", "dir"):
-                queries.append((words, what, None, kind))
+                queries.append((words, f"attnreg {cmd} after the switch {flag}", ("as", cmd)))
             else:
-                queries.append((words, what, expect_words[kind], None))
+                queries.append((words, f"attnreg {cmd} {flag}'s values ({kind})",
+                                kind if kind in ("file", "dir") else expect_words[kind]))
 
     script = ['set +e', 'source "$1"',
               'q() { COMP_WORDS=("$@"); COMP_CWORD=$((${#COMP_WORDS[@]} - 1)); COMPREPLY=();'
               ' _attnreg attnreg "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}";'
               ' echo "@@"; printf "%s\\n" "${COMPREPLY[@]}"; }']
-    for words, _, _, _ in queries:
+    for words, _, _ in queries:
         script.append("q " + " ".join("'" + w + "'" for w in words))
     env = dict(os.environ)
     env["PATH"] = os.path.dirname(os.path.abspath(attnreg)) + os.pathsep + env.get("PATH", "")
@@ -432,20 +452,22 @@ def check_completion(problems, lists, source, attnreg, bash):
     if out.returncode != 0 or out.stderr:
         problems.add(rel, f"bash: exit {out.returncode}: {out.stderr.strip()}")
         return
-    replies = out.stdout.split("@@\n")[1:]
+    replies = [[w for w in r.split("\n") if w] for r in out.stdout.split("@@\n")[1:]]
     if len(replies) != len(queries):
         problems.add(rel, f"{len(replies)} answers to {len(queries)} questions")
         return
-    for (words, what, expected, files), reply in zip(queries, replies):
-        got = [w for w in reply.split("\n") if w]
-        if files:
-            want, other = ("probe-dir", "probe-file.npy") if files == "dir" else (
+    after = {words[1]: got for (words, _, _), got in zip(queries, replies) if len(words) == 3}
+    for (words, what, want), got in zip(queries, replies):
+        if isinstance(want, tuple):
+            problems.compare(rel, what, got, after[want[1]])
+        elif want in ("file", "dir"):
+            shown, hidden = ("probe-dir", "probe-file.npy") if want == "dir" else (
                 "probe-file.npy", None)
-            if want not in got or (other and other in got):
-                problems.add(rel, f"{what}: offers {got or 'nothing'}, not the {files}s "
-                             f"there ({want})")
-            continue
-        problems.compare(rel, what, got, expected)
+            if shown not in got or (hidden and hidden in got):
+                problems.add(rel, f"{what}: offers {', '.join(got) or 'nothing'}, not the "
+                             f"{want}s there ({shown})")
+        else:
+            problems.compare(rel, what, got, want)
 
 
 def main():

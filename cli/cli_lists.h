@@ -7,7 +7,9 @@
  * parsers, the SHAPE --help lines and the exit codes' names and --help lines
  * are generated from them; tests/lists prints them (with attn_types.h's
  * dtypes, log levels and statuses and the conf keys of core/internal.h) and
- * holds the completion script, the man pages and the docs to them. Macros,
+ * holds the copies outside the code to them: a flag or command added here is
+ * also written into scripts/attnreg.bash-completion, attnreg(1) and
+ * cli/README.md, and `ctest -L lists` names each place that lacks it. Macros,
  * enums and one table row type only, so that a program of its own can
  * include it without the rest of the CLI.
  */

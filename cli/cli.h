@@ -15,13 +15,14 @@
  * Writing a command that takes a SHAPE (see cmd_select.c for the smallest one):
  *
  *   struct cli_common c;
- *   cli_common_init(&c, CLI_ACCEPT_SHAPE | CLI_ACCEPT_CONF | CLI_ACCEPT_SELECT | CLI_ACCEPT_LOG);
+ *   cli_common_init(&c, CLI_ACCEPT_OF_mine); // its CLI_COMMAND_MAP line's sets
  *   for (int i = 1; i < argc; i++) {
  *       if (cli_is_help_flag(argv[i])) { cli_help_mine(stdout); return CLI_EXIT_OK; }
  *       int r = cli_parse_common_flag(&c, argc, argv, &i);
  *       if (r < 0) return CLI_EXIT_USAGE;   // the message is already printed
  *       if (r > 0) continue;                // a common flag and its value were consumed
- *       ... the command's own flags, else: return cli_usage_error("...", argv[i]);
+ *       ... its own flags (CLI_MINE_FLAG_MAP, found by cli_flag_index), else:
+ *       return cli_usage_error("...", argv[i]);
  *   }
  *   cli_common_finish(&c);                  // derives the defaults that depend on other flags
  *   attn_registry *reg;
@@ -30,8 +31,9 @@
  *   ...
  *   attn_registry_close(reg);
  *
- * A new command: its cli_cmd_<name> / cli_help_<name> declared below, a row
- * in main.c's table, its cmd_<name>.c in cli/CMakeLists.txt.
+ * A new command: a line in cli_lists.h's CLI_COMMAND_MAP (main.c's table is
+ * generated from it), its cli_cmd_<name> / cli_help_<name> declared below,
+ * its cmd_<name>.c in cli/CMakeLists.txt.
  */
 #ifndef ATTNREG_CLI_H
 #define ATTNREG_CLI_H
@@ -40,51 +42,20 @@
 #include <stdio.h>
 
 #include "attnreg.h"
+#include "cli_lists.h"
 
-/* Exit codes. Stable: scripts test them, and `attnreg --help` and
- * cli/README.md document them. */
+/* Exit codes: cli_lists.h's CLI_EXIT_MAP. Stable: scripts test them, and
+ * `attnreg --help`, attnreg(1) and cli/README.md document them. */
 enum cli_exit {
-    CLI_EXIT_OK = 0,
-    CLI_EXIT_PROBLEMS = 1,         /* `check` found a conf error or a plugin that fails to load */
-    CLI_EXIT_USAGE = 2,            /* unknown flag, bad value, missing argument */
-    CLI_EXIT_INVALID_SHAPE = 3,    /* the shape is invalid (no backend could ever run it) */
-    CLI_EXIT_UNSUPPORTED = 4,      /* valid shape, no enabled backend accepts it */
-    CLI_EXIT_BACKEND_REJECTED = 5, /* the forced --backend rejects the shape or does not exist */
-    CLI_EXIT_CONF = 6,             /* the registry could not be opened (conf folder, conf error) */
-    CLI_EXIT_BACKEND = 7,          /* create/forward failed: no device, no kernels, runtime error */
-    CLI_EXIT_MISMATCH = 8,         /* `verify`: results differ from the oracle beyond tolerance */
-    CLI_EXIT_IO = 9,               /* an input file could not be read or an output written */
-    CLI_EXIT_INTERNAL = 10         /* out of memory or an unexpected library status */
+#define CLI_EXIT_ENUM_(NAME, code, meaning) CLI_EXIT_##NAME = code,
+    CLI_EXIT_MAP(CLI_EXIT_ENUM_)
+#undef CLI_EXIT_ENUM_
 };
 
 /* Maps a library status to the exit code a command reports for it. */
 int cli_exit_from_status(attn_status status);
 /* The exit code's name: OK, PROBLEMS, USAGE, INVALID_SHAPE, ..., INTERNAL. */
 const char *cli_exit_name(int exit_code);
-
-/* Which flags a command accepts; cli_parse_common_flag treats the others as
- * "not ours" (returns 0), so the command reports them as unknown. */
-enum cli_accept {
-    CLI_ACCEPT_SHAPE = 1u << 0,  /* --arch --q-heads ... --no-causal (includes TARGET) */
-    CLI_ACCEPT_CONF = 1u << 1,   /* --conf DIR (repeatable), --conf-only */
-    CLI_ACCEPT_SELECT = 1u << 2, /* --backend NAME, --strict, --runnable */
-    CLI_ACCEPT_JSON = 1u << 3,   /* --json */
-    CLI_ACCEPT_LOG = 1u << 4,    /* --log LEVEL */
-    /* Only the shape flags a model leaves to the engine: --arch, the four
-     * dtypes, --page-size (for `plan`, where the model gives the rest). */
-    CLI_ACCEPT_TARGET = 1u << 5
-};
-
-/* Bits of cli_common.given: which shape fields were set on the command line,
- * so cli_common_finish only derives the ones the user left out. */
-enum cli_given {
-    CLI_GIVEN_Q_DTYPE = 1u << 0,
-    CLI_GIVEN_KV_DTYPE = 1u << 1,
-    CLI_GIVEN_COMPUTE_DTYPE = 1u << 2,
-    CLI_GIVEN_OUT_DTYPE = 1u << 3,
-    CLI_GIVEN_MAX_Q_LEN = 1u << 4,
-    CLI_GIVEN_MAX_KV_LEN = 1u << 5
-};
 
 #define CLI_MAX_CONF_PATHS 32
 
@@ -159,8 +130,20 @@ int cli_parse_arch(const char *flag, const char *value, char out[ATTN_ARCH_MAX])
  * error when the value is missing. `name` is the flag without "=value". */
 const char *cli_flag_value(int argc, char **argv, int *i, const char *name);
 
+/* The same for a value that must not be empty: NULL after a usage error
+ * "NAME: empty WHAT" when it is. */
+const char *cli_flag_text(int argc, char **argv, int *i, const char *name, const char *what);
+
 /* 1 when argv[*i] is `name` or `name=...`. */
 int cli_flag_is(const char *arg, const char *name);
+
+/* The index of the flag arg names (cli_flag_is) in names[0..count), a
+ * command's CLI_..._FLAG_MAP(CLI_FLAG_NAME_); -1 when none. */
+int cli_flag_index(const char *arg, const char *const *names, size_t count);
+
+/* For a switch (a flag without a value) that arg names: 1, or -1 after a
+ * usage error when it is written `--flag=value`. */
+int cli_switch_flag(const char *arg, const char *name);
 
 /* ---- JSON output (hand-written; see json.c for why) ---------------------- */
 

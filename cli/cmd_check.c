@@ -9,8 +9,6 @@
 
 #include "cli.h"
 
-#define CHECK_ACCEPT (CLI_ACCEPT_CONF | CLI_ACCEPT_JSON | CLI_ACCEPT_LOG)
-
 void cli_help_check(FILE *out)
 {
     fputs("Usage: attnreg check [OPTIONS]\n"
@@ -28,7 +26,7 @@ void cli_help_check(FILE *out)
           "warning, not a failure).\n"
           "\n",
           out);
-    cli_help_common(out, CHECK_ACCEPT);
+    cli_help_common(out, CLI_ACCEPT_OF_check);
     fputs("\n"
           "Exit codes: 0 no problem; 1 a conf diagnostic, a plugin that fails to load, or\n"
           "no plugin declared at all;\n"
@@ -106,7 +104,7 @@ int cli_cmd_check(int argc, char **argv)
     struct cli_json j;
     int rc;
 
-    cli_common_init(&c, CHECK_ACCEPT);
+    cli_common_init(&c, CLI_ACCEPT_OF_check);
     for (int i = 1; i < argc; i++) {
         int r;
         if (cli_is_help_flag(argv[i])) {

@@ -6,8 +6,6 @@
  */
 #include "cli.h"
 
-#define DEVICES_ACCEPT (CLI_ACCEPT_CONF | CLI_ACCEPT_JSON | CLI_ACCEPT_LOG)
-
 /* More devices than any one host has; extra ones are counted, not listed. */
 #define MAX_DEVICES 64
 
@@ -20,7 +18,7 @@ void cli_help_devices(FILE *out)
           "message (no GPU, no driver), or why the plugin does not load.\n"
           "\n",
           out);
-    cli_help_common(out, DEVICES_ACCEPT);
+    cli_help_common(out, CLI_ACCEPT_OF_devices);
     fputs("\n"
           "Exit codes: 0 listed (also when no plugin has a device); 2 usage error;\n"
           "6 the registry could not be opened.\n",
@@ -35,7 +33,7 @@ int cli_cmd_devices(int argc, char **argv)
     struct cli_json j;
     int rc;
 
-    cli_common_init(&c, DEVICES_ACCEPT);
+    cli_common_init(&c, CLI_ACCEPT_OF_devices);
     for (int i = 1; i < argc; i++) {
         int r;
         if (cli_is_help_flag(argv[i])) {

@@ -8,9 +8,6 @@
 
 #include "cli.h"
 
-#define EXPLAIN_ACCEPT                                                                             \
-    (CLI_ACCEPT_SHAPE | CLI_ACCEPT_CONF | CLI_ACCEPT_SELECT | CLI_ACCEPT_JSON | CLI_ACCEPT_LOG)
-
 void cli_help_explain(FILE *out)
 {
     fputs("Usage: attnreg explain SHAPE [OPTIONS]\n"
@@ -23,7 +20,7 @@ void cli_help_explain(FILE *out)
           "Candidates after the winner are evaluated too.\n"
           "\n",
           out);
-    cli_help_common(out, EXPLAIN_ACCEPT);
+    cli_help_common(out, CLI_ACCEPT_OF_explain);
     fputs("\n"
           "Exit codes (as select): 0 selected; 2 usage error; 3 invalid shape;\n"
           "4 unsupported; 5 forced backend rejects the shape or does not exist;\n"
@@ -159,7 +156,7 @@ int cli_cmd_explain(int argc, char **argv)
     attn_status status;
     int rc;
 
-    cli_common_init(&c, EXPLAIN_ACCEPT);
+    cli_common_init(&c, CLI_ACCEPT_OF_explain);
     for (int i = 1; i < argc; i++) {
         int r;
         if (cli_is_help_flag(argv[i])) {

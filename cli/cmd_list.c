@@ -8,8 +8,6 @@
 
 #include "cli.h"
 
-#define LIST_ACCEPT (CLI_ACCEPT_CONF | CLI_ACCEPT_JSON | CLI_ACCEPT_LOG)
-
 void cli_help_list(FILE *out)
 {
     fputs("Usage: attnreg list [--arch A] [OPTIONS]\n"
@@ -21,11 +19,16 @@ void cli_help_list(FILE *out)
           "  --arch A             only plugins whose INI lists arch A\n"
           "\n",
           out);
-    cli_help_common(out, LIST_ACCEPT);
+    cli_help_common(out, CLI_ACCEPT_OF_list);
     fputs("\n"
           "Exit codes: 0 listed (also when nothing matches); 2 usage error; 6 conf error.\n",
           out);
 }
+
+/* cli_lists.h's CLI_LIST_FLAG_MAP. */
+enum list_flag { CLI_LIST_FLAG_MAP(CLI_FLAG_ID_) };
+static const char *const list_flags[] = {CLI_LIST_FLAG_MAP(CLI_FLAG_NAME_)};
+#define NUM_LIST_FLAGS (sizeof list_flags / sizeof list_flags[0])
 
 static int column_width(const char *text, int current)
 {
@@ -41,18 +44,25 @@ int cli_cmd_list(int argc, char **argv)
     size_t count;
     int rc;
 
-    cli_common_init(&c, LIST_ACCEPT);
+    cli_common_init(&c, CLI_ACCEPT_OF_list);
     for (int i = 1; i < argc; i++) {
         int r;
         if (cli_is_help_flag(argv[i])) {
             cli_help_list(stdout);
             return CLI_EXIT_OK;
         }
-        if (cli_flag_is(argv[i], "--arch")) {
-            char checked[ATTN_ARCH_MAX];
-            if (!(arch = cli_flag_value(argc, argv, &i, "--arch")) ||
-                cli_parse_arch("--arch", arch, checked) != 0)
-                return CLI_EXIT_USAGE;
+        const int k = cli_flag_index(argv[i], list_flags, NUM_LIST_FLAGS);
+        if (k >= 0) {
+            const char *flag = list_flags[k];
+            switch ((enum list_flag)k) {
+            case CLI_FLAG_ARCH: {
+                char checked[ATTN_ARCH_MAX];
+                if (!(arch = cli_flag_value(argc, argv, &i, flag)) ||
+                    cli_parse_arch(flag, arch, checked) != 0)
+                    return CLI_EXIT_USAGE;
+                break;
+            }
+            }
             continue;
         }
         r = cli_parse_common_flag(&c, argc, argv, &i);

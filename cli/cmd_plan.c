@@ -14,9 +14,6 @@
 
 #include "cli.h"
 
-#define PLAN_ACCEPT                                                                                \
-    (CLI_ACCEPT_TARGET | CLI_ACCEPT_CONF | CLI_ACCEPT_SELECT | CLI_ACCEPT_JSON | CLI_ACCEPT_LOG)
-
 void cli_help_plan(FILE *out)
 {
     fputs("Usage: attnreg plan --hf-config FILE [OPTIONS]\n"
@@ -50,7 +47,7 @@ void cli_help_plan(FILE *out)
           "  Phases: prefill (q = the chunk), decode (q = 1), verify (q = K + 1).\n"
           "\n",
           out);
-    cli_help_common(out, PLAN_ACCEPT);
+    cli_help_common(out, CLI_ACCEPT_OF_plan);
     fputs("\n"
           "What is read from config.json (libattnreg's reader, attn_hf_config_read):\n"
           "num_attention_heads (or n_head, n_heads, num_heads), num_key_value_heads (or\n"
@@ -94,40 +91,42 @@ struct plan_args {
     int32_t spec_tokens;
 };
 
-/* --tp, --max-model-len, --max-prefill-tokens, --spec-tokens: 1 consumed,
- * 0 not ours, -1 usage error. Zero passes through so that the library calls
- * it an invalid model (exit 3), as a zero count is for select. */
+/* cli_lists.h's CLI_PLAN_FLAG_MAP. */
+enum plan_flag { CLI_PLAN_FLAG_MAP(CLI_FLAG_ID_) };
+static const char *const plan_flags[] = {CLI_PLAN_FLAG_MAP(CLI_FLAG_NAME_)};
+
+/* The plan flags: 1 consumed, 0 not ours, -1 usage error. Zero counts pass
+ * through so that the library calls them an invalid model (exit 3), as a
+ * zero count is for select. */
 static int parse_plan_flag(struct plan_args *a, int argc, char **argv, int *i)
 {
-    static const struct {
-        const char *name;
-        size_t offset;
-    } ints[] = {
-        {"--tp", offsetof(struct plan_args, tp)},
-        {"--max-model-len", offsetof(struct plan_args, max_model_len)},
-        {"--max-prefill-tokens", offsetof(struct plan_args, max_prefill_tokens)},
-        {"--spec-tokens", offsetof(struct plan_args, spec_tokens)},
-    };
-    const char *value;
-    if (cli_flag_is(argv[*i], "--hf-config")) {
-        if (!(value = cli_flag_value(argc, argv, i, "--hf-config")))
-            return -1;
-        if (!*value) {
-            cli_usage_error("--hf-config: empty file name");
-            return -1;
-        }
+    const int k = cli_flag_index(argv[*i], plan_flags, sizeof plan_flags / sizeof plan_flags[0]);
+    if (k < 0)
+        return 0;
+    const char *flag = plan_flags[k];
+    const char *value = k == CLI_FLAG_HF_CONFIG ? cli_flag_text(argc, argv, i, flag, "file name")
+                                                : cli_flag_value(argc, argv, i, flag);
+    int32_t *count = &a->tp;
+    if (!value)
+        return -1;
+    switch ((enum plan_flag)k) {
+    case CLI_FLAG_HF_CONFIG:
         a->config = value;
         return 1;
+    case CLI_FLAG_TP:
+        count = &a->tp;
+        break;
+    case CLI_FLAG_MAX_MODEL_LEN:
+        count = &a->max_model_len;
+        break;
+    case CLI_FLAG_MAX_PREFILL_TOKENS:
+        count = &a->max_prefill_tokens;
+        break;
+    case CLI_FLAG_SPEC_TOKENS:
+        count = &a->spec_tokens;
+        break;
     }
-    for (size_t k = 0; k < sizeof ints / sizeof ints[0]; k++) {
-        if (!cli_flag_is(argv[*i], ints[k].name))
-            continue;
-        if (!(value = cli_flag_value(argc, argv, i, ints[k].name)))
-            return -1;
-        int32_t *field = (int32_t *)(void *)((char *)a + ints[k].offset);
-        return cli_parse_int32(ints[k].name, value, 0, INT32_MAX, field) == 0 ? 1 : -1;
-    }
-    return 0;
+    return cli_parse_int32(flag, value, 0, INT32_MAX, count) == 0 ? 1 : -1;
 }
 
 /* ---- text ---------------------------------------------------------------- */
@@ -477,7 +476,7 @@ int cli_cmd_plan(int argc, char **argv)
     struct cli_common c;
     struct plan_args a = {NULL, 1, -1, 0, 0};
 
-    cli_common_init(&c, PLAN_ACCEPT);
+    cli_common_init(&c, CLI_ACCEPT_OF_plan);
     for (int i = 1; i < argc; i++) {
         if (cli_is_help_flag(argv[i])) {
             cli_help_plan(stdout);

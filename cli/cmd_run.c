@@ -19,9 +19,6 @@
 #include "npy.h"
 #include "run_support.h"
 
-#define RUN_ACCEPT                                                                                 \
-    (CLI_ACCEPT_SHAPE | CLI_ACCEPT_CONF | CLI_ACCEPT_SELECT | CLI_ACCEPT_JSON | CLI_ACCEPT_LOG)
-
 void cli_help_run(FILE *out)
 {
     fputs("Usage: attnreg run SHAPE --q Q.npy --k-cache K.npy --v-cache V.npy\n"
@@ -53,7 +50,7 @@ void cli_help_run(FILE *out)
           "caches and fp8 compute). --max-q-len and --max-kv-len default to the data's.\n"
           "\n",
           out);
-    cli_help_common(out, RUN_ACCEPT);
+    cli_help_common(out, CLI_ACCEPT_OF_run);
     fputs("\n"
           "Exit codes: 0 written; 2 usage error or inconsistent arrays; 3 invalid shape;\n"
           "4 unsupported; 5 forced backend rejects the shape; 6 conf error; 7 backend\n"
@@ -65,6 +62,10 @@ void cli_help_run(FILE *out)
           "      --cu-seqlens-q cu.npy --seqused-k sk.npy --out out.npy\n",
           out);
 }
+
+/* cli_lists.h's CLI_RUN_FLAG_MAP. */
+enum run_flag { CLI_RUN_FLAG_MAP(CLI_FLAG_ID_) };
+static const char *const run_flags[] = {CLI_RUN_FLAG_MAP(CLI_FLAG_NAME_)};
 
 typedef struct run_files {
     const char *q, *k, *v, *block_table, *cu_seqlens_q, *seqused_k, *sinks, *out;
@@ -144,7 +145,7 @@ int cli_cmd_run(int argc, char **argv)
     float scale = 0, q_descale = 1, k_descale = 1, v_descale = 1;
     int have_scale = 0;
 
-    cli_common_init(&c, RUN_ACCEPT);
+    cli_common_init(&c, CLI_ACCEPT_OF_run);
     for (int i = 1; i < argc; i++) {
         if (cli_is_help_flag(argv[i])) {
             cli_help_run(stdout);
@@ -155,45 +156,62 @@ int cli_cmd_run(int argc, char **argv)
             return CLI_EXIT_USAGE;
         if (r > 0)
             continue;
+        const int k = cli_flag_index(argv[i], run_flags, sizeof run_flags / sizeof run_flags[0]);
+        if (k < 0)
+            return cli_usage_error("run: unknown argument '%s'", argv[i]);
+        const char *flag = run_flags[k];
         const char **file = NULL;
         float *number = NULL;
-        const char *name = argv[i];
-        if (cli_flag_is(name, "--q"))
+        switch ((enum run_flag)k) {
+        case CLI_FLAG_Q:
             file = &f.q;
-        else if (cli_flag_is(name, "--k-cache"))
+            break;
+        case CLI_FLAG_K_CACHE:
             file = &f.k;
-        else if (cli_flag_is(name, "--v-cache"))
+            break;
+        case CLI_FLAG_V_CACHE:
             file = &f.v;
-        else if (cli_flag_is(name, "--block-table"))
+            break;
+        case CLI_FLAG_BLOCK_TABLE:
             file = &f.block_table;
-        else if (cli_flag_is(name, "--cu-seqlens-q"))
+            break;
+        case CLI_FLAG_CU_SEQLENS_Q:
             file = &f.cu_seqlens_q;
-        else if (cli_flag_is(name, "--seqused-k"))
+            break;
+        case CLI_FLAG_SEQUSED_K:
             file = &f.seqused_k;
-        else if (cli_flag_is(name, "--sinks-file"))
+            break;
+        case CLI_FLAG_SINKS_FILE:
             file = &f.sinks;
-        else if (cli_flag_is(name, "--out"))
+            break;
+        case CLI_FLAG_OUT:
             file = &f.out;
-        else if (cli_flag_is(name, "--lse-out"))
+            break;
+        case CLI_FLAG_LSE_OUT:
             file = &f.lse_out;
-        else if (cli_flag_is(name, "--new-k"))
+            break;
+        case CLI_FLAG_NEW_K:
             file = &f.new_k;
-        else if (cli_flag_is(name, "--new-v"))
+            break;
+        case CLI_FLAG_NEW_V:
             file = &f.new_v;
-        else if (cli_flag_is(name, "--slot-mapping"))
+            break;
+        case CLI_FLAG_SLOT_MAPPING:
             file = &f.slot_mapping;
-        else if (cli_flag_is(name, "--scale"))
+            break;
+        case CLI_FLAG_SCALE:
             number = &scale;
-        else if (cli_flag_is(name, "--q-descale"))
+            break;
+        case CLI_FLAG_Q_DESCALE:
             number = &q_descale;
-        else if (cli_flag_is(name, "--k-descale"))
+            break;
+        case CLI_FLAG_K_DESCALE:
             number = &k_descale;
-        else if (cli_flag_is(name, "--v-descale"))
+            break;
+        case CLI_FLAG_V_DESCALE:
             number = &v_descale;
-        else
-            return cli_usage_error("run: unknown argument '%s'", name);
-        char flag[32];
-        snprintf(flag, sizeof flag, "%.*s", (int)strcspn(name, "="), name);
+            break;
+        }
         const char *value = cli_flag_value(argc, argv, &i, flag);
         if (!value)
             return CLI_EXIT_USAGE;

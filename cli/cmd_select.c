@@ -4,9 +4,6 @@
  */
 #include "cli.h"
 
-#define SELECT_ACCEPT                                                                              \
-    (CLI_ACCEPT_SHAPE | CLI_ACCEPT_CONF | CLI_ACCEPT_SELECT | CLI_ACCEPT_JSON | CLI_ACCEPT_LOG)
-
 void cli_help_select(FILE *out)
 {
     fputs("Usage: attnreg select SHAPE [OPTIONS]\n"
@@ -17,7 +14,7 @@ void cli_help_select(FILE *out)
           "goes to stderr.\n"
           "\n",
           out);
-    cli_help_common(out, SELECT_ACCEPT);
+    cli_help_common(out, CLI_ACCEPT_OF_select);
     fputs("\n"
           "Exit codes: 0 selected; 2 usage error; 3 invalid shape; 4 unsupported;\n"
           "5 forced backend rejects the shape or does not exist; 6 conf error; 10 internal.\n"
@@ -36,7 +33,7 @@ int cli_cmd_select(int argc, char **argv)
     attn_status status;
     int rc;
 
-    cli_common_init(&c, SELECT_ACCEPT);
+    cli_common_init(&c, CLI_ACCEPT_OF_select);
     for (int i = 1; i < argc; i++) {
         int r;
         if (cli_is_help_flag(argv[i])) {

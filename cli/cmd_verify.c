@@ -21,9 +21,6 @@
 #include "oracle.h"
 #include "run_support.h"
 
-#define VERIFY_ACCEPT                                                                              \
-    (CLI_ACCEPT_SHAPE | CLI_ACCEPT_CONF | CLI_ACCEPT_SELECT | CLI_ACCEPT_JSON | CLI_ACCEPT_LOG)
-
 void cli_help_verify(FILE *out)
 {
     fputs("Usage: attnreg verify SHAPE [--seqs N] [--seed S] [--strided] [OPTIONS]\n"
@@ -36,7 +33,7 @@ void cli_help_verify(FILE *out)
           "dtypes (docs/TOLERANCES.md). --strided passes q and out as padded views.\n"
           "\n",
           out);
-    cli_help_common(out, VERIFY_ACCEPT);
+    cli_help_common(out, CLI_ACCEPT_OF_verify);
     fputs("\n"
           "Exit codes: 0 PASS; 8 FAIL (beyond tolerance); 2 usage error; 3 invalid shape;\n"
           "4 unsupported; 5 forced backend rejects the shape; 6 conf error; 7 backend\n"
@@ -49,6 +46,10 @@ void cli_help_verify(FILE *out)
           out);
 }
 
+/* cli_lists.h's CLI_VERIFY_FLAG_MAP. */
+enum verify_flag { CLI_VERIFY_FLAG_MAP(CLI_FLAG_ID_) };
+static const char *const verify_flags[] = {CLI_VERIFY_FLAG_MAP(CLI_FLAG_NAME_)};
+
 int cli_cmd_verify(int argc, char **argv)
 {
     struct cli_common c;
@@ -56,7 +57,7 @@ int cli_cmd_verify(int argc, char **argv)
     unsigned long long seed = 1;
     int strided = 0;
 
-    cli_common_init(&c, VERIFY_ACCEPT);
+    cli_common_init(&c, CLI_ACCEPT_OF_verify);
     for (int i = 1; i < argc; i++) {
         if (cli_is_help_flag(argv[i])) {
             cli_help_verify(stdout);
@@ -67,22 +68,30 @@ int cli_cmd_verify(int argc, char **argv)
             return CLI_EXIT_USAGE;
         if (r > 0)
             continue;
-        if (cli_flag_is(argv[i], "--seqs")) {
-            const char *value = cli_flag_value(argc, argv, &i, "--seqs");
-            if (!value || cli_parse_int32("--seqs", value, 1, 1 << 20, &seqs) != 0)
+        const int k =
+            cli_flag_index(argv[i], verify_flags, sizeof verify_flags / sizeof verify_flags[0]);
+        if (k < 0)
+            return cli_usage_error("verify: unknown argument '%s'", argv[i]);
+        const char *flag = verify_flags[k], *value;
+        char *end;
+        switch ((enum verify_flag)k) {
+        case CLI_FLAG_SEQS:
+            value = cli_flag_value(argc, argv, &i, flag);
+            if (!value || cli_parse_int32(flag, value, 1, 1 << 20, &seqs) != 0)
                 return CLI_EXIT_USAGE;
-        } else if (cli_flag_is(argv[i], "--seed")) {
-            const char *value = cli_flag_value(argc, argv, &i, "--seed");
-            char *end;
-            if (!value)
+            break;
+        case CLI_FLAG_SEED:
+            if (!(value = cli_flag_value(argc, argv, &i, flag)))
                 return CLI_EXIT_USAGE;
             seed = strtoull(value, &end, 0);
             if (!*value || *end)
-                return cli_usage_error("--seed: '%s' is not a number", value);
-        } else if (strcmp(argv[i], "--strided") == 0) {
+                return cli_usage_error("%s: '%s' is not a number", flag, value);
+            break;
+        case CLI_FLAG_STRIDED:
             strided = 1;
-        } else {
-            return cli_usage_error("verify: unknown argument '%s'", argv[i]);
+            if (cli_switch_flag(argv[i], flag) < 0)
+                return CLI_EXIT_USAGE;
+            break;
         }
     }
     cli_common_finish(&c);

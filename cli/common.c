@@ -21,7 +21,7 @@
 
 int cli_is_help_flag(const char *arg)
 {
-    return strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0;
+    return strcmp(arg, "-h") == 0 || strcmp(arg, CLI_HELP_FLAG) == 0;
 }
 
 int cli_usage_error(const char *fmt, ...)
@@ -58,11 +58,55 @@ int cli_exit_from_status(attn_status status)
 
 const char *cli_exit_name(int exit_code)
 {
+    switch (exit_code) {
+#define EXIT_NAME_(NAME, code, meaning)                                                            \
+    case code:                                                                                     \
+        return #NAME;
+        CLI_EXIT_MAP(EXIT_NAME_)
+#undef EXIT_NAME_
+    }
+    return "INTERNAL";
+}
+
+/* "a, b, c or d" (sep ", ", last " or ") into out, from a list's names; the
+ * messages and --help lines that name every dtype or log level build theirs
+ * from attn_types.h's lists with it. */
+static const char *join_names(char *out, size_t cap, const char *const *names, size_t count,
+                              const char *sep, const char *last)
+{
+    size_t used = 0;
+    out[0] = '\0';
+    for (size_t k = 0; k < count && used < cap; k++) {
+        const char *before = k == 0 ? "" : k + 1 == count ? last : sep;
+        int n = snprintf(out + used, cap - used, "%s%s", before, names[k]);
+        if (n < 0)
+            break;
+        used += (size_t)n;
+    }
+    return out;
+}
+
+/* The dtypes a user can name (attn_types.h's ATTN_DTYPE_MAP but INVALID). */
+static const char *dtype_names(char *out, size_t cap, const char *last)
+{
     static const char *const names[] = {
-        "OK",      "PROBLEMS", "USAGE", "INVALID_SHAPE", "UNSUPPORTED", "BACKEND_REJECTED", "CONF",
-        "BACKEND", "MISMATCH", "IO",    "INTERNAL"};
-    return exit_code >= 0 && exit_code < (int)(sizeof names / sizeof names[0]) ? names[exit_code]
-                                                                               : "INTERNAL";
+#define DTYPE_NAME_(NAME, value, spelling, bytes, fp8) spelling,
+        ATTN_DTYPE_MAP(DTYPE_NAME_)
+#undef DTYPE_NAME_
+    };
+    _Static_assert(ATTN_DTYPE_INVALID == 0, "names[0] is INVALID's");
+    return join_names(out, cap, names + 1, sizeof names / sizeof names[0] - 1, ", ", last);
+}
+
+/* The log levels (attn_types.h's ATTN_LOG_LEVEL_MAP). */
+static const char *level_names(char *out, size_t cap, const char *last)
+{
+    static const char *const names[] = {
+#define LEVEL_NAME_(NAME, value, name) name,
+        ATTN_LOG_LEVEL_MAP(LEVEL_NAME_)
+#undef LEVEL_NAME_
+    };
+    return join_names(out, cap, names, sizeof names / sizeof names[0], ", ", last);
 }
 
 int cli_report_failure(attn_status status, const char *message)
@@ -92,6 +136,14 @@ int cli_flag_is(const char *arg, const char *name)
     return strncmp(arg, name, n) == 0 && (arg[n] == '\0' || arg[n] == '=');
 }
 
+int cli_flag_index(const char *arg, const char *const *names, size_t count)
+{
+    for (size_t k = 0; k < count; k++)
+        if (cli_flag_is(arg, names[k]))
+            return (int)k;
+    return -1;
+}
+
 const char *cli_flag_value(int argc, char **argv, int *i, const char *name)
 {
     const char *eq = strchr(argv[*i], '=');
@@ -103,6 +155,16 @@ const char *cli_flag_value(int argc, char **argv, int *i, const char *name)
     }
     (*i)++;
     return argv[*i];
+}
+
+const char *cli_flag_text(int argc, char **argv, int *i, const char *name, const char *what)
+{
+    const char *value = cli_flag_value(argc, argv, i, name);
+    if (value && !*value) {
+        cli_usage_error("%s: empty %s", name, what);
+        return NULL;
+    }
+    return value;
 }
 
 int cli_parse_int32(const char *flag, const char *value, int32_t min, int32_t max, int32_t *out)
@@ -138,9 +200,9 @@ int cli_parse_dtype(const char *flag, const char *value, int32_t *out)
 {
     attn_dtype dtype = attn_dtype_from_name(value);
     if (dtype == ATTN_DTYPE_INVALID) {
-        cli_usage_error("%s: unknown dtype '%s' (expected f32, f16, bf16, fp8_e4m3fn or "
-                        "fp8_e4m3fnuz)",
-                        flag, value);
+        char names[256];
+        cli_usage_error("%s: unknown dtype '%s' (expected %s)", flag, value,
+                        dtype_names(names, sizeof names, " or "));
         return -1;
     }
     *out = (int32_t)dtype;
@@ -225,19 +287,20 @@ bad:
 static int parse_log_level(const char *flag, const char *value, int *out)
 {
     /* The names of attn_types.h's ATTN_LOG_LEVEL_MAP, and "warning". */
-#define LEVEL_NAME_(NAME, level, name)                                                             \
+#define LEVEL_IS_(NAME, level, name)                                                               \
     if (strcmp(value, name) == 0) {                                                                \
         *out = level;                                                                              \
         return 0;                                                                                  \
     }
-    ATTN_LOG_LEVEL_MAP(LEVEL_NAME_)
-#undef LEVEL_NAME_
+    ATTN_LOG_LEVEL_MAP(LEVEL_IS_)
+#undef LEVEL_IS_
     if (strcmp(value, "warning") == 0) {
         *out = ATTN_LOG_WARN;
         return 0;
     }
-    cli_usage_error("%s: unknown level '%s' (expected debug, info, warn, error or off)", flag,
-                    value);
+    char names[256];
+    cli_usage_error("%s: unknown level '%s' (expected %s)", flag, value,
+                    level_names(names, sizeof names, " or "));
     return -1;
 }
 
@@ -249,71 +312,11 @@ void cli_common_init(struct cli_common *c, unsigned accept)
     c->log_level = -1;
 }
 
-/* What the command adds to each field of attn_types.h's
- * ATTN_SHAPE_FIELD_FLAG_MAP (which gives the member and its flag): the flag
- * set it belongs to (CLI_ACCEPT_TARGET: also for commands that take only
- * those), the `given` bit it sets, how its value is read, whether a model's
- * config.json fixes it (plan refuses those flags), and its --help line (the
- * flag and the value's letter come from the map and the value kind). A
- * field added to the map without its line here fails the build. Counts take
- * 0 and up (zero, where it is no meaningful default, is left for the library
- * to call an invalid shape, with its own message). */
-enum shape_value {
-    VALUE_ARCH,   /* a name */
-    VALUE_INT,    /* an int32 >= 0 */
-    VALUE_DTYPE,  /* a dtype's spelling */
-    VALUE_FLOAT,  /* the softcap */
-    VALUE_WINDOW, /* "L,R" into this field and window_right */
-    VALUE_PAIRED, /* set by the field before it (no flag of its own) */
-    VALUE_SET,    /* a switch: the field becomes 1 */
-    VALUE_CLEAR,  /* a switch: the field becomes 0 */
-};
-#define CLI_FIELD_arch                                                                             \
-    CLI_ACCEPT_TARGET, 0, VALUE_ARCH, 0, "target arch: gfx950, gfx942, sm_90, cpu, ... [cpu]"
-#define CLI_FIELD_num_q_heads CLI_ACCEPT_SHAPE, 0, VALUE_INT, 1, "query heads [1]"
-#define CLI_FIELD_num_kv_heads                                                                     \
-    CLI_ACCEPT_SHAPE, 0, VALUE_INT, 1, "KV heads; 0 = same as --q-heads (MHA) [0]"
-#define CLI_FIELD_head_dim CLI_ACCEPT_SHAPE, 0, VALUE_INT, 1, "head size of Q and K [128]"
-#define CLI_FIELD_head_dim_v CLI_ACCEPT_SHAPE, 0, VALUE_INT, 1, "head size of V; 0 = --head-dim [0]"
-#define CLI_FIELD_q_dtype CLI_ACCEPT_TARGET, CLI_GIVEN_Q_DTYPE, VALUE_DTYPE, 0, "query dtype [bf16]"
-#define CLI_FIELD_kv_dtype                                                                         \
-    CLI_ACCEPT_TARGET, CLI_GIVEN_KV_DTYPE, VALUE_DTYPE, 0, "K/V cache dtype [the --q-dtype value]"
-#define CLI_FIELD_compute_dtype                                                                    \
-    CLI_ACCEPT_TARGET, CLI_GIVEN_COMPUTE_DTYPE, VALUE_DTYPE, 0,                                    \
-        "precision of the math [the --q-dtype value]"
-#define CLI_FIELD_out_dtype                                                                        \
-    CLI_ACCEPT_TARGET, CLI_GIVEN_OUT_DTYPE, VALUE_DTYPE, 0, "output dtype [the --q-dtype value]"
-#define CLI_FIELD_page_size CLI_ACCEPT_TARGET, 0, VALUE_INT, 0, "tokens per KV-cache block [16]"
-#define CLI_FIELD_max_q_len                                                                        \
-    CLI_ACCEPT_SHAPE, CLI_GIVEN_MAX_Q_LEN, VALUE_INT, 1,                                           \
-        "longest query (new tokens) of one sequence [1]"
-#define CLI_FIELD_max_kv_len                                                                       \
-    CLI_ACCEPT_SHAPE, CLI_GIVEN_MAX_KV_LEN, VALUE_INT, 1,                                          \
-        "longest key range of one sequence [max(--max-q-len, 1)]"
-#define CLI_FIELD_causal CLI_ACCEPT_SHAPE, 0, VALUE_CLEAR, 1, "no causal masking [causal]"
-#define CLI_FIELD_window_left                                                                      \
-    CLI_ACCEPT_SHAPE, 0, VALUE_WINDOW, 1, "sliding window, -1 = unbounded [-1,-1]"
-#define CLI_FIELD_window_right CLI_ACCEPT_SHAPE, 0, VALUE_PAIRED, 1, NULL
-#define CLI_FIELD_softcap CLI_ACCEPT_SHAPE, 0, VALUE_FLOAT, 1, "logit softcap, 0 = none [0]"
-#define CLI_FIELD_has_sinks CLI_ACCEPT_SHAPE, 0, VALUE_SET, 1, "per-head sink logits are passed"
-#define CLI_FIELD_return_lse                                                                       \
-    CLI_ACCEPT_SHAPE, 0, VALUE_SET, 0, "forward also writes the log-sum-exp per row"
-
-static const struct shape_flag {
-    const char *name;
-    size_t offset;
-    unsigned accept;
-    unsigned given_bit;
-    enum shape_value value;
-    int model_fixes;
-    const char *help;
-} shape_flags[] = {
-#define SHAPE_FLAG_(member, KIND, flag) {flag, offsetof(attn_shape, member), CLI_FIELD_##member},
-    ATTN_SHAPE_FIELD_FLAG_MAP(SHAPE_FLAG_)
-#undef SHAPE_FLAG_
-};
+/* The SHAPE flags: attn_types.h's ATTN_SHAPE_FIELD_FLAG_MAP with what
+ * cli_lists.h's CLI_FIELD_<member> lines add to each. */
+static const struct cli_shape_flag shape_flags[] = {ATTN_SHAPE_FIELD_FLAG_MAP(CLI_SHAPE_FLAG_ROW_)};
 _Static_assert(offsetof(attn_shape, window_right) == offsetof(attn_shape, window_left) + 4,
-               "VALUE_WINDOW writes window_left and the field after it");
+               "CLI_SHAPE_WINDOW writes window_left and the field after it");
 
 static void *shape_member(attn_shape *shape, size_t offset)
 {
@@ -329,7 +332,7 @@ int cli_is_model_shape_flag(const char *arg)
 }
 
 /* Flags without a value must not be written `--flag=value`. */
-static int reject_inline_value(const char *arg, const char *name)
+int cli_switch_flag(const char *arg, const char *name)
 {
     if (arg[strlen(name)] == '=') {
         cli_usage_error("%s takes no value (got '%s')", name, arg);
@@ -347,32 +350,32 @@ static int parse_shape_flag(struct cli_common *c, int argc, char **argv, int *i)
     const int whole_shape = (c->accept & CLI_ACCEPT_SHAPE) != 0;
 
     for (size_t k = 0; k < sizeof shape_flags / sizeof shape_flags[0]; k++) {
-        const struct shape_flag *f = &shape_flags[k];
+        const struct cli_shape_flag *f = &shape_flags[k];
         void *field = shape_member(&c->shape, f->offset);
         int rc;
-        if (f->value == VALUE_PAIRED || !cli_flag_is(arg, f->name) ||
+        if (f->value == CLI_SHAPE_PAIRED || !cli_flag_is(arg, f->name) ||
             (!whole_shape && f->accept != CLI_ACCEPT_TARGET))
             continue;
-        if (f->value == VALUE_SET || f->value == VALUE_CLEAR) {
-            *(int32_t *)field = f->value == VALUE_SET;
-            return reject_inline_value(arg, f->name);
+        if (f->value == CLI_SHAPE_SET || f->value == CLI_SHAPE_CLEAR) {
+            *(int32_t *)field = f->value == CLI_SHAPE_SET;
+            return cli_switch_flag(arg, f->name);
         }
         if (!(value = cli_flag_value(argc, argv, i, f->name)))
             return -1;
         switch (f->value) {
-        case VALUE_ARCH:
+        case CLI_SHAPE_ARCH:
             rc = cli_parse_arch(f->name, value, field);
             break;
-        case VALUE_INT:
+        case CLI_SHAPE_INT:
             rc = cli_parse_int32(f->name, value, 0, INT32_MAX, field);
             break;
-        case VALUE_DTYPE:
+        case CLI_SHAPE_DTYPE:
             rc = cli_parse_dtype(f->name, value, field);
             break;
-        case VALUE_FLOAT:
+        case CLI_SHAPE_FLOAT:
             rc = parse_softcap(f->name, value, field);
             break;
-        default: /* VALUE_WINDOW */
+        default: /* CLI_SHAPE_WINDOW */
             rc = parse_window(f->name, value, field, (int32_t *)field + 1);
             break;
         }
@@ -383,6 +386,22 @@ static int parse_shape_flag(struct cli_common *c, int argc, char **argv, int *i)
     }
     return 0;
 }
+
+/* cli_lists.h's CLI_COMMON_FLAG_MAP: the sets they belong to, their names,
+ * and an ID per flag for the switch below. */
+enum common_flag {
+#define COMMON_FLAG_ENUM_(ID, accept, flag, VALUE) COMMON_##ID,
+    CLI_COMMON_FLAG_MAP(COMMON_FLAG_ENUM_)
+#undef COMMON_FLAG_ENUM_
+};
+static const struct {
+    unsigned accept;
+    const char *name;
+} common_flags[] = {
+#define COMMON_FLAG_ROW_(ID, accept, flag, VALUE) {accept, flag},
+    CLI_COMMON_FLAG_MAP(COMMON_FLAG_ROW_)
+#undef COMMON_FLAG_ROW_
+};
 
 int cli_parse_common_flag(struct cli_common *c, int argc, char **argv, int *i)
 {
@@ -395,54 +414,42 @@ int cli_parse_common_flag(struct cli_common *c, int argc, char **argv, int *i)
         if (r != 0)
             return r;
     }
-    if (c->accept & CLI_ACCEPT_CONF) {
-        if (cli_flag_is(arg, "--conf")) {
-            if (!(value = cli_flag_value(argc, argv, i, "--conf")))
+    for (size_t k = 0; k < sizeof common_flags / sizeof common_flags[0]; k++) {
+        const char *name = common_flags[k].name;
+        if (!(c->accept & common_flags[k].accept) || !cli_flag_is(arg, name))
+            continue;
+        switch ((enum common_flag)k) {
+        case COMMON_CONF:
+            if (!(value = cli_flag_text(argc, argv, i, name, "folder name")))
                 return -1;
-            if (!*value) {
-                cli_usage_error("--conf: empty folder name");
-                return -1;
-            }
             if (c->num_conf_paths >= CLI_MAX_CONF_PATHS) {
                 cli_usage_error("--conf: at most %d folders", CLI_MAX_CONF_PATHS);
                 return -1;
             }
             c->conf_paths[c->num_conf_paths++] = value;
             return 1;
-        }
-        if (cli_flag_is(arg, "--conf-only")) {
+        case COMMON_CONF_ONLY:
             c->conf_only = 1;
-            return reject_inline_value(arg, "--conf-only");
-        }
-    }
-    if (c->accept & CLI_ACCEPT_SELECT) {
-        if (cli_flag_is(arg, "--backend")) {
-            if (!(value = cli_flag_value(argc, argv, i, "--backend")))
+            return cli_switch_flag(arg, name);
+        case COMMON_BACKEND:
+            if (!(value = cli_flag_text(argc, argv, i, name, "backend name")))
                 return -1;
-            if (!*value) {
-                cli_usage_error("--backend: empty backend name");
-                return -1;
-            }
             c->backend = value;
             return 1;
-        }
-        if (cli_flag_is(arg, "--strict")) {
+        case COMMON_STRICT:
             c->strict = 1;
-            return reject_inline_value(arg, "--strict");
-        }
-        if (cli_flag_is(arg, "--runnable")) {
+            return cli_switch_flag(arg, name);
+        case COMMON_RUNNABLE:
             c->runnable = 1;
-            return reject_inline_value(arg, "--runnable");
+            return cli_switch_flag(arg, name);
+        case COMMON_JSON:
+            c->json = 1;
+            return cli_switch_flag(arg, name);
+        case COMMON_LOG:
+            if (!(value = cli_flag_value(argc, argv, i, name)))
+                return -1;
+            return parse_log_level(name, value, &c->log_level) == 0 ? 1 : -1;
         }
-    }
-    if ((c->accept & CLI_ACCEPT_JSON) && cli_flag_is(arg, "--json")) {
-        c->json = 1;
-        return reject_inline_value(arg, "--json");
-    }
-    if ((c->accept & CLI_ACCEPT_LOG) && cli_flag_is(arg, "--log")) {
-        if (!(value = cli_flag_value(argc, argv, i, "--log")))
-            return -1;
-        return parse_log_level("--log", value, &c->log_level) == 0 ? 1 : -1;
     }
     return 0;
 }
@@ -527,15 +534,33 @@ int cli_open_registry(const struct cli_common *c, attn_registry **reg)
 
 /* One SHAPE help line: "--flag V" and the text, in ATTN_SHAPE_FIELD_FLAG_MAP's
  * order; the switches that clear a default (--no-causal) come last. */
-static void help_shape_flag(FILE *out, const struct shape_flag *f)
+static void help_shape_flag(FILE *out, const struct cli_shape_flag *f)
 {
     static const char *const letter[] = {
-        [VALUE_ARCH] = " A",     [VALUE_INT] = " N", [VALUE_DTYPE] = " T", [VALUE_FLOAT] = " X",
-        [VALUE_WINDOW] = " L,R", [VALUE_SET] = "",   [VALUE_CLEAR] = "",
+        [CLI_SHAPE_ARCH] = " A",  [CLI_SHAPE_INT] = " N",      [CLI_SHAPE_DTYPE] = " T",
+        [CLI_SHAPE_FLOAT] = " X", [CLI_SHAPE_WINDOW] = " L,R", [CLI_SHAPE_SET] = "",
+        [CLI_SHAPE_CLEAR] = "",
     };
     char flag[64];
     snprintf(flag, sizeof flag, "%s%s", f->name, letter[f->value]);
     fprintf(out, "  %-20s %s\n", flag, f->help);
+}
+
+/* "  FLAG                 text", the text wrapped at 79 columns under
+ * itself, for a help line that names a list whose length may change. */
+static void help_wrapped(FILE *out, const char *flag, const char *text)
+{
+    enum { INDENT = 23, WIDTH = 79 };
+    int column = fprintf(out, "  %-20s", flag);
+    while (*text) {
+        size_t len = strcspn(text, " ");
+        if (column + 1 + (int)len > WIDTH && column > INDENT)
+            column = fprintf(out, "\n%*s", INDENT - 1, "") - 1;
+        column += fprintf(out, " %.*s", (int)len, text);
+        text += len;
+        text += strspn(text, " ");
+    }
+    fputc('\n', out);
 }
 
 void cli_help_common(FILE *out, unsigned accept)
@@ -547,12 +572,13 @@ void cli_help_common(FILE *out, unsigned accept)
               out);
         for (int clear = 0; clear <= 1; clear++)
             for (size_t k = 0; k < sizeof shape_flags / sizeof shape_flags[0]; k++) {
-                const struct shape_flag *f = &shape_flags[k];
-                if (f->help && (f->value == VALUE_CLEAR) == clear &&
+                const struct cli_shape_flag *f = &shape_flags[k];
+                if (f->help && (f->value == CLI_SHAPE_CLEAR) == clear &&
                     (whole_shape || f->accept == CLI_ACCEPT_TARGET))
                     help_shape_flag(out, f);
             }
-        fputs("  dtypes T: f32, f16, bf16, fp8_e4m3fn, fp8_e4m3fnuz\n", out);
+        char names[256];
+        fprintf(out, "  dtypes T: %s\n", dtype_names(names, sizeof names, ", "));
         if (whole_shape)
             fputs("  Values are given as '--flag VALUE' or '--flag=VALUE'. A value that is not\n"
                   "  a number, a negative count or an unknown dtype is a usage error (exit 2);\n"
@@ -576,10 +602,12 @@ void cli_help_common(FILE *out, unsigned accept)
               out);
     if (accept & CLI_ACCEPT_JSON)
         fputs("  --json               machine-readable output on stdout\n", out);
-    if (accept & CLI_ACCEPT_LOG)
-        fputs("  --log LEVEL          library log level on stderr: debug, info, warn, error,\n"
-              "                       off [ATTNREG_LOG, else warn]\n",
-              out);
+    if (accept & CLI_ACCEPT_LOG) {
+        char names[256], text[512];
+        snprintf(text, sizeof text, "library log level on stderr: %s [ATTNREG_LOG, else warn]",
+                 level_names(names, sizeof names, ", "));
+        help_wrapped(out, "--log LEVEL", text);
+    }
 }
 
 /* ---- selections ------------------------------------------------------ */

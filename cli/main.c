@@ -7,19 +7,12 @@
 
 #include "cli.h"
 
+/* cli_lists.h's CLI_COMMAND_MAP, in its order. */
 static const struct cli_command commands[] = {
-    {"list", "list the plugins the conf files declare (loads no library)", cli_cmd_list,
-     cli_help_list},
-    {"explain", "show every candidate's verdict for a shape, the fallback and the decision",
-     cli_cmd_explain, cli_help_explain},
-    {"select", "print the backend chosen for a shape", cli_cmd_select, cli_help_select},
-    {"plan", "plan a whole model's attention from its Hugging Face config.json", cli_cmd_plan,
-     cli_help_plan},
-    {"check", "validate the conf files and load every plugin", cli_cmd_check, cli_help_check},
-    {"devices", "list the devices each plugin can run on", cli_cmd_devices, cli_help_devices},
-    {"run", "run the selected backend on .npy inputs", cli_cmd_run, cli_help_run},
-    {"verify", "check a backend's output against a float64 reference", cli_cmd_verify,
-     cli_help_verify},
+#define COMMAND_ROW_(name, accept, FLAGS, summary)                                                 \
+    {#name, summary, cli_cmd_##name, cli_help_##name},
+    CLI_COMMAND_MAP(COMMAND_ROW_)
+#undef COMMAND_ROW_
 };
 
 #define NUM_COMMANDS (sizeof commands / sizeof commands[0])
@@ -45,20 +38,11 @@ static void print_main_help(FILE *out)
           out);
     for (size_t k = 0; k < NUM_COMMANDS; k++)
         fprintf(out, "  %-9s %s\n", commands[k].name, commands[k].summary);
+    fputs("\nExit codes:\n", out);
+#define EXIT_LINE_(NAME, code, meaning) fprintf(out, "  %-3d %s\n", code, meaning);
+    CLI_EXIT_MAP(EXIT_LINE_)
+#undef EXIT_LINE_
     fputs("\n"
-          "Exit codes:\n"
-          "  0   success (for devices: also when no device is present)\n"
-          "  1   check found a conf error or a plugin that fails to load\n"
-          "  2   usage error: unknown flag, bad or missing value\n"
-          "  3   invalid shape: no backend could ever run it\n"
-          "  4   unsupported: valid shape, no enabled backend accepts it\n"
-          "  5   the forced --backend rejects the shape or does not exist\n"
-          "  6   conf or registry error: a --conf folder is missing, open failed\n"
-          "  7   backend error: create or forward failed (no device, no kernels, ...)\n"
-          "  8   verify: results differ from the reference beyond tolerance\n"
-          "  9   I/O error: an input could not be read or an output written\n"
-          "  10  internal error\n"
-          "\n"
           "Environment: ATTNREG_CONF_PATH (conf folders, colon separated), ATTNREG_BACKEND\n"
           "(force a backend), ATTNREG_DISABLE (a,b: remove backends), ATTNREG_LOG (level).\n"
           "Any other ATTNREG_* variable is warned about once, with the closest known name.\n",
@@ -77,13 +61,13 @@ int main(int argc, char **argv)
         print_main_help(stdout);
         return CLI_EXIT_OK;
     }
-    if (strcmp(argv[1], "--version") == 0) {
+    if (strcmp(argv[1], CLI_VERSION_FLAG) == 0) {
         printf("attnreg %s (plugin ABI %u.%u)\n", attnreg_version_string(),
                (unsigned)(attnreg_plugin_abi_version() >> 16),
                (unsigned)(attnreg_plugin_abi_version() & 0xffffu));
         return CLI_EXIT_OK;
     }
-    if (strcmp(argv[1], "help") == 0) {
+    if (strcmp(argv[1], CLI_HELP_COMMAND) == 0) {
         if (argc == 2) {
             print_main_help(stdout);
             return CLI_EXIT_OK;

@@ -226,18 +226,19 @@ static int parse_int(const char *s, int32_t *out)
 
 static int parse_bool(const char *s, int32_t *out)
 {
-    static const char *const yes[] = {"true", "yes", "on", "1"};
-    static const char *const no[] = {"false", "no", "off", "0"};
-    for (size_t i = 0; i < 4; i++) {
-        if (strcasecmp(s, yes[i]) == 0) {
-            *out = 1;
+    static const struct {
+        const char *word;
+        int32_t value;
+    } words[] = {
+#define CONF_BOOL_ROW_(word, value) {word, value},
+        ATTN_CONF_BOOL_MAP(CONF_BOOL_ROW_)
+#undef CONF_BOOL_ROW_
+    };
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (strcasecmp(s, words[i].word) == 0) {
+            *out = words[i].value;
             return 1;
         }
-        if (strcasecmp(s, no[i]) == 0) {
-            *out = 0;
-            return 1;
-        }
-    }
     return 0;
 }
 
@@ -305,22 +306,50 @@ static const struct {
     narrow_kind kind;
     shape_field field;
 } narrow_keys[] = {
-    {"q_dtypes", NARROW_DTYPES, FIELD_Q_DTYPE},
-    {"kv_dtypes", NARROW_DTYPES, FIELD_KV_DTYPE},
-    {"compute_dtypes", NARROW_DTYPES, FIELD_COMPUTE_DTYPE},
-    {"out_dtypes", NARROW_DTYPES, FIELD_OUT_DTYPE},
-    {"head_dims", NARROW_INTS, FIELD_HEAD_DIM},
-    {"gqa_ratios", NARROW_INTS, FIELD_GQA_RATIO},
-    {"page_sizes", NARROW_INTS, FIELD_PAGE_SIZE},
-    {"min_q_len", NARROW_MIN, FIELD_Q_LEN},
-    {"max_q_len", NARROW_MAX, FIELD_Q_LEN},
-    {"min_kv_len", NARROW_MIN, FIELD_KV_LEN},
-    {"max_kv_len", NARROW_MAX, FIELD_KV_LEN},
-    {"allow_window", NARROW_FEATURE, FIELD_WINDOW},
-    {"allow_softcap", NARROW_FEATURE, FIELD_SOFTCAP},
-    {"allow_sinks", NARROW_FEATURE, FIELD_SINKS},
-    {"allow_non_causal", NARROW_FEATURE, FIELD_NON_CAUSAL},
+#define NARROW_KEY_ROW_(key, KIND, FIELD) {key, NARROW_##KIND, FIELD_##FIELD},
+    ATTN_CONF_NARROW_KEY_MAP(NARROW_KEY_ROW_)
+#undef NARROW_KEY_ROW_
 };
+
+/* The keys of [plugin] and [fallback:NAME] (internal.h's maps), for a
+ * switch over their IDs; key_index gives the count for an unknown key. */
+typedef enum plugin_key {
+#define PLUGIN_KEY_ENUM_(ID, key) PLUGIN_KEY_##ID,
+    ATTN_CONF_PLUGIN_KEY_MAP(PLUGIN_KEY_ENUM_)
+#undef PLUGIN_KEY_ENUM_
+        PLUGIN_KEY_UNKNOWN
+} plugin_key;
+static const char *const plugin_keys[] = {
+#define PLUGIN_KEY_NAME_(ID, key) key,
+    ATTN_CONF_PLUGIN_KEY_MAP(PLUGIN_KEY_NAME_)
+#undef PLUGIN_KEY_NAME_
+};
+typedef enum fallback_key {
+#define FALLBACK_KEY_ENUM_(ID, key) FALLBACK_KEY_##ID,
+    ATTN_CONF_FALLBACK_KEY_MAP(FALLBACK_KEY_ENUM_)
+#undef FALLBACK_KEY_ENUM_
+        FALLBACK_KEY_UNKNOWN
+} fallback_key;
+static const char *const fallback_keys[] = {
+#define FALLBACK_KEY_NAME_(ID, key) key,
+    ATTN_CONF_FALLBACK_KEY_MAP(FALLBACK_KEY_NAME_)
+#undef FALLBACK_KEY_NAME_
+};
+static const char *const registry_keys[] = {
+#define REGISTRY_KEY_NAME_(ID, key) key,
+    ATTN_CONF_REGISTRY_KEY_MAP(REGISTRY_KEY_NAME_)
+#undef REGISTRY_KEY_NAME_
+};
+
+static size_t key_index(const char *key, const char *const *keys, size_t count)
+{
+    size_t k = 0;
+    while (k < count && strcmp(keys[k], key) != 0)
+        k++;
+    return k;
+}
+#define KEY_COUNT(keys) (sizeof(keys) / sizeof(keys)[0])
+#define KEY_INDEX(key, keys) key_index((key), (keys), KEY_COUNT(keys))
 
 /* ---- interpretation ---------------------------------------------------- */
 
@@ -399,10 +428,14 @@ static int parse_narrow(interp *it, const conf_entry *e, narrow_rule *r)
         for (uint32_t i = 0; i < n; i++) {
             attn_dtype d = attn_dtype_from_name(words[i]);
             if (d == ATTN_DTYPE_INVALID) {
-                CONF_ERROR(it, e->line,
-                           "%s:%d: %s: unknown dtype '%s' (known: f32 f16 bf16 fp8_e4m3fn "
-                           "fp8_e4m3fnuz)",
-                           it->path, e->line, e->key, words[i]);
+                /* The names of attn_types.h's ATTN_DTYPE_MAP but INVALID (0). */
+                strbuf known = {0};
+                for (int32_t t = 1; t < ATTN_DTYPE_COUNT; t++)
+                    strbuf_printf(&known, "%s%s", t > 1 ? " " : "", attn_dtype_spelling(t));
+                char *text = strbuf_take(&known);
+                CONF_ERROR(it, e->line, "%s:%d: %s: unknown dtype '%s' (known: %s)", it->path,
+                           e->line, e->key, words[i], text);
+                free(text);
                 free_list(words);
                 return 0;
             }
@@ -487,34 +520,39 @@ static void interpret_plugin(interp *it, const conf_source *cf)
     for (size_t i = 0; i < cf->num_entries; i++) {
         const conf_entry *e = &cf->entries[i];
         if (strcmp(e->section, "plugin") == 0) {
-            if (strcmp(e->key, "format_version") == 0)
-                continue;
-            if (strcmp(e->key, "name") == 0) {
+            switch ((plugin_key)KEY_INDEX(e->key, plugin_keys)) {
+            case PLUGIN_KEY_FORMAT_VERSION:
+                break; /* load_file read it */
+            case PLUGIN_KEY_NAME:
                 if (e->value[0] == '\0' || strpbrk(e->value, " \t,/")) {
                     CONF_ERROR(it, e->line,
                                "%s:%d: name '%s' must be non-empty, without spaces, commas or "
                                "slashes",
                                it->path, e->line, e->value);
-                    continue;
+                    break;
                 }
                 free(c->name);
                 c->name = attn_strdup(e->value);
                 c->name_line = e->line;
-            } else if (strcmp(e->key, "library") == 0) {
+                break;
+            case PLUGIN_KEY_LIBRARY:
                 free(library);
                 library = attn_strdup(e->value);
                 library_line = e->line;
-            } else if (strcmp(e->key, "priority") == 0) {
+                break;
+            case PLUGIN_KEY_PRIORITY:
                 if (!parse_int(e->value, &c->priority))
                     CONF_ERROR(it, e->line, "%s:%d: priority = '%s' is not an integer", it->path,
                                e->line, e->value);
                 have_priority = 1;
-            } else if (strcmp(e->key, "enabled") == 0) {
+                break;
+            case PLUGIN_KEY_ENABLED:
                 if (!parse_bool(e->value, &c->enabled))
                     CONF_ERROR(it, e->line, "%s:%d: enabled = '%s' is not a boolean (true/false)",
                                it->path, e->line, e->value);
                 c->enabled_line = e->line;
-            } else if (strcmp(e->key, "archs") == 0) {
+                break;
+            case PLUGIN_KEY_ARCHS: {
                 free_list(c->archs);
                 free(c->archs_text);
                 c->archs = split_list(e->value, &c->num_archs);
@@ -529,8 +567,11 @@ static void interpret_plugin(interp *it, const conf_source *cf)
                     if (strlen(c->archs[a]) >= ATTN_ARCH_MAX)
                         CONF_ERROR(it, e->line, "%s:%d: arch '%s' is longer than %d characters",
                                    it->path, e->line, c->archs[a], ATTN_ARCH_MAX - 1);
-            } else {
+                break;
+            }
+            case PLUGIN_KEY_UNKNOWN:
                 unknown_key(it, e);
+                break;
             }
         } else if (strcmp(e->section, "narrow") == 0) {
             if (c->num_narrow == cap_narrow) {
@@ -622,6 +663,33 @@ static void interpret_plugin(interp *it, const conf_source *cf)
     reg->candidates[reg->num_candidates++] = c;
 }
 
+/* A rule's `field`: one of ATTN_FALLBACK_FIELD_MAP's, by its message name. */
+static void parse_fallback_field(interp *it, const conf_entry *e, fallback_rule *r)
+{
+    static const shape_field fields[] = {
+#define FALLBACK_FIELD_ID_(ID, member) FIELD_##ID,
+        ATTN_FALLBACK_FIELD_MAP(FALLBACK_FIELD_ID_)
+#undef FALLBACK_FIELD_ID_
+    };
+    const size_t count = sizeof fields / sizeof fields[0];
+    for (size_t k = 0; k < count; k++)
+        if (strcmp(e->value, attn_field_name(fields[k])) == 0) {
+            r->field = fields[k];
+            return;
+        }
+    strbuf names = {0};
+    for (size_t k = 0; k < count; k++)
+        strbuf_printf(&names, "%s%s",
+                      k == 0           ? ""
+                      : k + 1 == count ? " or "
+                                       : ", ",
+                      attn_field_name(fields[k]));
+    char *text = strbuf_take(&names);
+    CONF_ERROR(it, e->line, "%s:%d: field = '%s': fallback rules rewrite %s", it->path, e->line,
+               e->value, text);
+    free(text);
+}
+
 static void interpret_registry(interp *it, const conf_source *cf)
 {
     attn_registry *reg = it->reg;
@@ -631,7 +699,7 @@ static void interpret_registry(interp *it, const conf_source *cf)
     for (size_t i = 0; i < cf->num_entries; i++) {
         const conf_entry *e = &cf->entries[i];
         if (strcmp(e->section, "registry") == 0) {
-            if (strcmp(e->key, "format_version") != 0)
+            if (KEY_INDEX(e->key, registry_keys) == KEY_COUNT(registry_keys))
                 unknown_key(it, e);
             continue;
         }
@@ -667,31 +735,26 @@ static void interpret_registry(interp *it, const conf_source *cf)
             r->line = e->line;
             r->field = (shape_field)-1;
         }
-        if (strcmp(e->key, "field") == 0) {
-            static const shape_field dtype_fields[] = {FIELD_Q_DTYPE, FIELD_KV_DTYPE,
-                                                       FIELD_COMPUTE_DTYPE, FIELD_OUT_DTYPE};
-            int found = 0;
-            for (size_t k = 0; k < 4; k++)
-                if (strcmp(e->value, attn_field_name(dtype_fields[k])) == 0) {
-                    r->field = dtype_fields[k];
-                    found = 1;
-                }
-            if (!found)
-                CONF_ERROR(it, e->line,
-                           "%s:%d: field = '%s': fallback rules rewrite q_dtype, kv_dtype, "
-                           "compute_dtype or out_dtype",
-                           it->path, e->line, e->value);
-        } else if (strcmp(e->key, "from") == 0 || strcmp(e->key, "to") == 0) {
+        const fallback_key key = (fallback_key)KEY_INDEX(e->key, fallback_keys);
+        switch (key) {
+        case FALLBACK_KEY_FIELD:
+            parse_fallback_field(it, e, r);
+            break;
+        case FALLBACK_KEY_FROM:
+        case FALLBACK_KEY_TO: {
             attn_dtype d = attn_dtype_from_name(e->value);
             if (d == ATTN_DTYPE_INVALID)
                 CONF_ERROR(it, e->line, "%s:%d: %s = '%s' is not a known dtype", it->path, e->line,
                            e->key, e->value);
-            if (e->key[0] == 'f')
+            if (key == FALLBACK_KEY_FROM)
                 r->from = d;
             else
                 r->to = d;
-        } else {
+            break;
+        }
+        case FALLBACK_KEY_UNKNOWN:
             unknown_key(it, e);
+            break;
         }
     }
     strmap_free(&names, 0);
@@ -783,7 +846,7 @@ static void load_file(attn_registry *reg, const char *path)
         if (strcmp(e->section, "registry") == 0)
             has_registry = 1;
         if ((strcmp(e->section, "plugin") == 0 || strcmp(e->section, "registry") == 0) &&
-            strcmp(e->key, "format_version") == 0)
+            strcmp(e->key, ATTN_CONF_FORMAT_VERSION_KEY) == 0)
             version = e;
     }
     if (has_plugin == has_registry) {

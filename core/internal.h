@@ -183,10 +183,68 @@ typedef enum shape_field {
 /* Their names in messages ("q_dtype", "max_q_len", "non-causal masking"). */
 const char *attn_field_name(shape_field field);
 int32_t attn_shape_field_get(const attn_shape *s, shape_field field);
-/* Fallback rules rewrite dtype fields only; the others are left as they are. */
+/* Fallback rules rewrite the fields of ATTN_FALLBACK_FIELD_MAP only (below);
+ * the others are left as they are. */
 void attn_shape_field_set(attn_shape *s, shape_field field, int32_t value);
 
 /* ---- conf (conf.c) --------------------------------------------------- */
+
+/* The keys of a conf file's sections, each list written once: conf.c reads
+ * them, and attnreg.conf(5) and the docs are checked against them
+ * (tests/lists). Both kinds of file start with a format_version; load_file
+ * reads it first. [plugin]: X(ID, key). */
+#define ATTN_CONF_FORMAT_VERSION_KEY "format_version"
+#define ATTN_CONF_PLUGIN_KEY_MAP(X)                                                                \
+    X(FORMAT_VERSION, ATTN_CONF_FORMAT_VERSION_KEY)                                                \
+    X(NAME, "name")                                                                                \
+    X(LIBRARY, "library")                                                                          \
+    X(PRIORITY, "priority")                                                                        \
+    X(ENABLED, "enabled")                                                                          \
+    X(ARCHS, "archs")
+/* [narrow]: X(key, KIND, FIELD), a narrow_rule of kind NARROW_<KIND> on the
+ * shape property FIELD_<FIELD>. */
+#define ATTN_CONF_NARROW_KEY_MAP(X)                                                                \
+    X("q_dtypes", DTYPES, Q_DTYPE)                                                                 \
+    X("kv_dtypes", DTYPES, KV_DTYPE)                                                               \
+    X("compute_dtypes", DTYPES, COMPUTE_DTYPE)                                                     \
+    X("out_dtypes", DTYPES, OUT_DTYPE)                                                             \
+    X("head_dims", INTS, HEAD_DIM)                                                                 \
+    X("gqa_ratios", INTS, GQA_RATIO)                                                               \
+    X("page_sizes", INTS, PAGE_SIZE)                                                               \
+    X("min_q_len", MIN, Q_LEN)                                                                     \
+    X("max_q_len", MAX, Q_LEN)                                                                     \
+    X("min_kv_len", MIN, KV_LEN)                                                                   \
+    X("max_kv_len", MAX, KV_LEN)                                                                   \
+    X("allow_window", FEATURE, WINDOW)                                                             \
+    X("allow_softcap", FEATURE, SOFTCAP)                                                           \
+    X("allow_sinks", FEATURE, SINKS)                                                               \
+    X("allow_non_causal", FEATURE, NON_CAUSAL)
+/* [registry]: X(ID, key). */
+#define ATTN_CONF_REGISTRY_KEY_MAP(X) X(FORMAT_VERSION, ATTN_CONF_FORMAT_VERSION_KEY)
+/* [fallback:NAME]: X(ID, key). */
+#define ATTN_CONF_FALLBACK_KEY_MAP(X)                                                              \
+    X(FIELD, "field")                                                                              \
+    X(FROM, "from")                                                                                \
+    X(TO, "to")
+/* The words of a boolean value (enabled, allow_*), in any case: X(word,
+ * value). */
+#define ATTN_CONF_BOOL_MAP(X)                                                                      \
+    X("true", 1)                                                                                   \
+    X("false", 0)                                                                                  \
+    X("yes", 1)                                                                                    \
+    X("no", 0)                                                                                     \
+    X("on", 1)                                                                                     \
+    X("off", 0)                                                                                    \
+    X("1", 1)                                                                                      \
+    X("0", 0)
+/* The shape properties a fallback rule's `field` may name (by
+ * attn_field_name): X(FIELD, member), the dtype fields, which
+ * attn_shape_field_set writes. */
+#define ATTN_FALLBACK_FIELD_MAP(X)                                                                 \
+    X(Q_DTYPE, q_dtype)                                                                            \
+    X(KV_DTYPE, kv_dtype)                                                                          \
+    X(COMPUTE_DTYPE, compute_dtype)                                                                \
+    X(OUT_DTYPE, out_dtype)
 
 typedef enum narrow_kind {
     NARROW_DTYPES, /* field must be one of a dtype mask */

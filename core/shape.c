@@ -212,18 +212,12 @@ int32_t attn_shape_field_get(const attn_shape *s, shape_field f)
 void attn_shape_field_set(attn_shape *s, shape_field f, int32_t v)
 {
     switch (f) {
-    case FIELD_Q_DTYPE:
-        s->q_dtype = v;
+#define FALLBACK_FIELD_SET_(ID, member)                                                            \
+    case FIELD_##ID:                                                                               \
+        s->member = v;                                                                             \
         break;
-    case FIELD_KV_DTYPE:
-        s->kv_dtype = v;
-        break;
-    case FIELD_COMPUTE_DTYPE:
-        s->compute_dtype = v;
-        break;
-    case FIELD_OUT_DTYPE:
-        s->out_dtype = v;
-        break;
+        ATTN_FALLBACK_FIELD_MAP(FALLBACK_FIELD_SET_)
+#undef FALLBACK_FIELD_SET_
     default:
         break; /* fallback rules only rewrite dtypes */
     }

@@ -341,18 +341,21 @@ START_TEST(no_fit_names_the_resource)
     char why[ATTN_VERDICT_MESSAGE_MAX] = "";
     gqa_shape(&s, "gfx-tiny", 8, 2, 256, 512, 4096);
     plan.struct_size = sizeof plan;
-    ck_assert_int_eq(
-        attn_plan_generic(&s, &tiny, attn_plan_build_features(), &plan, why, sizeof why), 0);
+    ck_assert_int_eq(attn_launch_plan_generic(&s, &tiny, attn_launch_plan_build_features(), &plan,
+                                              why, sizeof why),
+                     0);
     ck_assert_msg(strstr(why, "the generic kernel needs 49 KB of LDS per program") &&
                       strstr(why, "raw K/V") && strstr(why, "gfx-tiny has 24 KB"),
                   "%s", why);
     /* decode-only capacity: the decode kernel's 16 KB fit */
     s.max_q_len = 1;
-    ck_assert_int_eq(
-        attn_plan_generic(&s, &tiny, attn_plan_build_features(), &plan, why, sizeof why), 1);
+    ck_assert_int_eq(attn_launch_plan_generic(&s, &tiny, attn_launch_plan_build_features(), &plan,
+                                              why, sizeof why),
+                     1);
     ck_assert_str_eq(plan.kernels[0].kernel, "decode");
-    ck_assert_int_eq(attn_plan_mtp(&s, &tiny, attn_plan_build_features(), &plan, why, sizeof why),
-                     0);
+    ck_assert_int_eq(
+        attn_launch_plan_mtp(&s, &tiny, attn_launch_plan_build_features(), &plan, why, sizeof why),
+        0);
     ck_assert_msg(strstr(why, "KB of LDS per program"), "%s", why);
 }
 END_TEST

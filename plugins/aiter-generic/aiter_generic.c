@@ -243,14 +243,14 @@ static int aiter_generic_check_launch_plan(const attn_plugin_context *ctx, const
                                            attn_verdict *verdict)
 {
     (void)ctx;
-    return attn_plan_predicate(attn_plan_generic, shape, verdict);
+    return attn_launch_plan_predicate(attn_launch_plan_generic, shape, verdict);
 }
 
 static attn_status aiter_generic_describe_plan(const attn_plugin_context *ctx,
                                                const attn_shape *shape, attn_launch_plan *plan)
 {
     (void)ctx;
-    return attn_plan_describe(attn_plan_generic, shape, plan);
+    return attn_launch_plan_describe(attn_launch_plan_generic, shape, plan);
 }
 
 /* Causal and non-causal masking, sliding windows, softcap and sinks are all

@@ -192,14 +192,14 @@ static int aiter_mtp_check_launch_plan(const attn_plugin_context *ctx, const att
                                        attn_verdict *verdict)
 {
     (void)ctx;
-    return attn_plan_predicate(attn_plan_mtp, shape, verdict);
+    return attn_launch_plan_predicate(attn_launch_plan_mtp, shape, verdict);
 }
 
 static attn_status aiter_mtp_describe_plan(const attn_plugin_context *ctx, const attn_shape *shape,
                                            attn_launch_plan *plan)
 {
     (void)ctx;
-    return attn_plan_describe(attn_plan_mtp, shape, plan);
+    return attn_launch_plan_describe(attn_launch_plan_mtp, shape, plan);
 }
 
 static const attn_predicate aiter_mtp_predicates[] = {

@@ -14,6 +14,8 @@
  *     byte functions below (constexpr in C++), so the bytes the predicate
  *     checked are the bytes the launch asks for.
  * Header-only: plugins do not link libattnreg, and the kernels are C++.
+ * Its functions are named attn_launch_plan_* after the struct they fill:
+ * attn_plan_* alone is the model plan of attnreg.h (attn_registry_plan).
  */
 #ifndef ATTN_LAUNCH_PLAN_H
 #define ATTN_LAUNCH_PLAN_H
@@ -58,7 +60,7 @@ static inline const attn_arch_limits *attn_gpu_limits_of(const char *arch)
 /* NVIDIA archs copy K/V tiles with cp.async, so the generic kernel needs two
  * stages to overlap them; elsewhere copies are synchronous and one stage
  * does the same work. */
-static inline int attn_plan_arch_is_nvidia(const char *arch)
+static inline int attn_launch_plan_arch_is_nvidia(const char *arch)
 {
     return strncmp(arch, "sm_", 3) == 0;
 }
@@ -70,7 +72,8 @@ static inline int attn_plan_arch_is_nvidia(const char *arch)
  * then `stages` raw tiles of K and V as stored. */
 #define ATTN_GEN_TILE 32
 #define ATTN_GEN_WARPS 4
-ATTN_PLAN_FN int attn_plan_generic_bytes(int d, int dv, int kv_bytes, int rows_per_warp, int stages)
+ATTN_PLAN_FN int attn_launch_plan_generic_bytes(int d, int dv, int kv_bytes, int rows_per_warp,
+                                                int stages)
 {
     return 4 * ((ATTN_GEN_WARPS * rows_per_warp + ATTN_GEN_TILE) * (d + 4) +
                 ATTN_GEN_TILE * (dv + 4)) +
@@ -79,8 +82,8 @@ ATTN_PLAN_FN int attn_plan_generic_bytes(int d, int dv, int kv_bytes, int rows_p
 /* The raw-K/V variant (RAWKV): no float K/V tiles; the raw stages' rows
  * padded by 16 bytes. What gfx942 runs at D 192 and 256. */
 #define ATTN_GEN_RAW_PAD 16
-ATTN_PLAN_FN int attn_plan_generic_raw_bytes(int d, int dv, int kv_bytes, int rows_per_warp,
-                                             int stages)
+ATTN_PLAN_FN int attn_launch_plan_generic_raw_bytes(int d, int dv, int kv_bytes, int rows_per_warp,
+                                                    int stages)
 {
     return 4 * ATTN_GEN_WARPS * rows_per_warp * (d + 4) +
            stages * ATTN_GEN_TILE * ((d + dv) * kv_bytes + ATTN_GEN_RAW_PAD);
@@ -89,7 +92,7 @@ ATTN_PLAN_FN int attn_plan_generic_raw_bytes(int d, int dv, int kv_bytes, int ro
  * ATTN_GPU_HEAD_DIM_LIST; the generic launcher instantiates from it). */
 #define ATTN_GPU_RAW_KV_HEAD_DIM_LIST(X) X(192) X(256)
 #define ATTN_GPU_HEAD_DIM_EQ_(d) || dd == (d)
-static inline int attn_plan_generic_raw_built(int dd)
+static inline int attn_launch_plan_generic_raw_built(int dd)
 {
     return 0 ATTN_GPU_RAW_KV_HEAD_DIM_LIST(ATTN_GPU_HEAD_DIM_EQ_);
 }
@@ -103,14 +106,14 @@ static inline int attn_plan_generic_raw_built(int dd)
  * for the cross-warp merge of gt heads: accumulators and (max, sum). */
 #define ATTN_DEC_WARPS 4
 #define ATTN_DEC_KEYS 8 /* keys per warp per iteration */
-ATTN_PLAN_FN int attn_plan_decode_bytes(int d, int gt)
+ATTN_PLAN_FN int attn_launch_plan_decode_bytes(int d, int gt)
 {
     return 4 * ATTN_DEC_WARPS * gt * d + 4 * ATTN_DEC_WARPS * gt * 2;
 }
 /* Query heads per decode program: the whole group when it is small, so each
  * K/V byte is read once; at most 8 (4 for D > 128, where a lane holds two
  * chunks per head) to keep Q and the accumulator in registers. */
-ATTN_PLAN_FN int attn_plan_decode_heads(int group, int d)
+ATTN_PLAN_FN int attn_launch_plan_decode_heads(int group, int d)
 {
     const int cap = d > 128 ? 4 : 8;
     const int gt = group <= 1 ? 1 : group <= 2 ? 2 : group <= 4 ? 4 : 8;
@@ -125,7 +128,7 @@ ATTN_PLAN_FN int attn_plan_decode_heads(int group, int d)
  * multipliers (a bf16 Q row enters the f16 matrix units scaled by a power of
  * two). The raw tiles are half the bytes, so the fp8 program keeps more of
  * them in flight for about the same shared memory; read straight into the
- * fragments (attn_plan_decode_mma_fp8_direct) they need no f16 tile, and a
+ * fragments (attn_launch_plan_decode_mma_fp8_direct) they need no f16 tile, and a
  * multiprocessor holds more programs. */
 #define ATTN_DMMA_TILE 16
 #define ATTN_DMMA_STAGES 3
@@ -135,7 +138,7 @@ ATTN_PLAN_FN int attn_plan_decode_heads(int group, int d)
  * program (KC x 4 = 32 at D 128), so Q needs no shared memory of its own: it
  * passes through a stage that is not yet in use. Above it they would spill. */
 #define ATTN_DMMA_QREG_MAX_D 128
-ATTN_PLAN_FN int attn_plan_decode_mma_stages(int kv8)
+ATTN_PLAN_FN int attn_launch_plan_decode_mma_stages(int kv8)
 {
     return kv8 ? ATTN_DMMA_FP8_STAGES : ATTN_DMMA_STAGES;
 }
@@ -143,14 +146,14 @@ ATTN_PLAN_FN int attn_plan_decode_mma_stages(int kv8)
  * raw stages into the matrix units' fragments (no f16 tile): their raw rows
  * are padded by 16 bytes, so that the fragments' 4-byte reads of 8 rows fall
  * in distinct banks. Other fp8 head sizes (80) convert through the f16 tile. */
-ATTN_PLAN_FN int attn_plan_decode_mma_fp8_direct(int d)
+ATTN_PLAN_FN int attn_launch_plan_decode_mma_fp8_direct(int d)
 {
     return d % 32 == 0;
 }
-ATTN_PLAN_FN int attn_plan_decode_mma_bytes(int d, int kv8)
+ATTN_PLAN_FN int attn_launch_plan_decode_mma_bytes(int d, int kv8)
 {
     const int row = d * 2 + 16, q = d <= ATTN_DMMA_QREG_MAX_D ? 0 : ATTN_DMMA_TILE * row;
-    if (kv8 && attn_plan_decode_mma_fp8_direct(d))
+    if (kv8 && attn_launch_plan_decode_mma_fp8_direct(d))
         return q + ATTN_DMMA_ROWMUL_BYTES + ATTN_DMMA_FP8_STAGES * 2 * ATTN_DMMA_TILE * (d + 16);
     return kv8 ? q + 2 * ATTN_DMMA_TILE * row + ATTN_DMMA_ROWMUL_BYTES +
                      ATTN_DMMA_FP8_STAGES * 2 * ATTN_DMMA_TILE * d
@@ -175,15 +178,15 @@ ATTN_PLAN_FN int attn_plan_decode_mma_bytes(int d, int kv8)
 #define ATTN_MTP_MIN_KV_LEN_EXCLUSIVE 512
 #define ATTN_MTP_TILE 32
 #define ATTN_MTP_STAGES 3
-ATTN_PLAN_FN int attn_plan_mtp_rows(int qw, int wg)
+ATTN_PLAN_FN int attn_launch_plan_mtp_rows(int qw, int wg)
 {
     return wg ? 64 : qw * 16;
 }
-ATTN_PLAN_FN int attn_plan_mtp_bytes(int qw, int wg)
+ATTN_PLAN_FN int attn_launch_plan_mtp_bytes(int qw, int wg)
 {
-    return (wg ? 1024 : 0) + attn_plan_mtp_rows(qw, wg) * ATTN_MTP_D * 2 +
+    return (wg ? 1024 : 0) + attn_launch_plan_mtp_rows(qw, wg) * ATTN_MTP_D * 2 +
            ATTN_MTP_STAGES * 2 * ATTN_MTP_TILE * ATTN_MTP_D + 2 * ATTN_MTP_TILE * ATTN_MTP_D * 2 +
-           (wg ? 0 : attn_plan_mtp_rows(qw, wg) * 4);
+           (wg ? 0 : attn_launch_plan_mtp_rows(qw, wg) * 4);
 }
 
 /* Prefill kernel (attn_prefill.hip, sm_90a): 128 rows, one producer and two
@@ -205,7 +208,7 @@ typedef struct attn_prefill_layout {
 #define ATTN_PREFILL_ALIGN 1024
 #define ATTN_PREFILL_MAX_STAGES 4
 #define ATTN_PREFILL_SMEM_LIMIT (227 * 1024)
-ATTN_PLAN_FN attn_prefill_layout attn_plan_prefill_layout(int d, int kv8)
+ATTN_PLAN_FN attn_prefill_layout attn_launch_plan_prefill_layout(int d, int kv8)
 {
     attn_prefill_layout l = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     l.padded_d = (d + 63) / 64 * 64;
@@ -232,16 +235,16 @@ ATTN_PLAN_FN attn_prefill_layout attn_plan_prefill_layout(int d, int kv8)
 
 /* ---- which kernels a shape runs ---------------------------------------- */
 
-static inline int attn_plan_is_fp8(int32_t dtype)
+static inline int attn_launch_plan_is_fp8(int32_t dtype)
 {
     return dtype == ATTN_DTYPE_FP8_E4M3FN || dtype == ATTN_DTYPE_FP8_E4M3FNUZ;
 }
-static inline int attn_plan_kv_bytes(int32_t dtype)
+static inline int attn_launch_plan_kv_bytes(int32_t dtype)
 {
-    return dtype == ATTN_DTYPE_F32 ? 4 : attn_plan_is_fp8(dtype) ? 1 : 2;
+    return dtype == ATTN_DTYPE_F32 ? 4 : attn_launch_plan_is_fp8(dtype) ? 1 : 2;
 }
 /* The head sizes the GPU kernels are compiled for (D == Dv), as one list: X(D) per
- * size. The array the predicates read, attn_plan_head_dim_built, the
+ * size. The array the predicates read, attn_launch_plan_head_dim_built, the
  * sentence naming them, and the launchers' compile-time dispatch
  * (attn_dispatch_head_dim in gpu_attn_internal.h) are generated from it, so
  * a new size is one entry here (plus its tests). */
@@ -252,7 +255,7 @@ static const int32_t attn_gpu_head_dims[] = {ATTN_GPU_HEAD_DIM_LIST(ATTN_GPU_HEA
 #define ATTN_GPU_HEAD_DIMS_COUNT (sizeof attn_gpu_head_dims / sizeof attn_gpu_head_dims[0])
 /* "64, 80, 96, 128, 192, 256": for messages (past the first ", ") */
 #define ATTN_GPU_HEAD_DIMS_TEXT (&(ATTN_GPU_HEAD_DIM_LIST(ATTN_GPU_HEAD_DIM_TEXT_))[2])
-static inline int attn_plan_head_dim_built(int d)
+static inline int attn_launch_plan_head_dim_built(int d)
 {
     size_t i;
     for (i = 0; i < ATTN_GPU_HEAD_DIMS_COUNT; i++)
@@ -263,12 +266,12 @@ static inline int attn_plan_head_dim_built(int d)
 
 /* The prefill kernel takes D == Dv in the built list, Q bf16/f16 with a
  * cache of Q's type or an e4m3 cache (not at D 192), no FP8 compute. */
-static inline int attn_plan_prefill_takes(const attn_shape *s)
+static inline int attn_launch_plan_prefill_takes(const attn_shape *s)
 {
     const int32_t dv = attn_shape_head_dim_v(s);
-    const int kv8 = attn_plan_is_fp8(s->kv_dtype);
-    if (s->head_dim != dv || !attn_plan_head_dim_built(s->head_dim) ||
-        attn_plan_is_fp8(s->compute_dtype))
+    const int kv8 = attn_launch_plan_is_fp8(s->kv_dtype);
+    if (s->head_dim != dv || !attn_launch_plan_head_dim_built(s->head_dim) ||
+        attn_launch_plan_is_fp8(s->compute_dtype))
         return 0;
     if (s->q_dtype != ATTN_DTYPE_BF16 && s->q_dtype != ATTN_DTYPE_F16)
         return 0;
@@ -278,20 +281,20 @@ static inline int attn_plan_prefill_takes(const attn_shape *s)
 /* The matrix-unit decode kernel takes a bf16 or f16 Q over a cache of Q's
  * type or an e4m3fn / e4m3fnuz cache (f16 math, converted per tile), D == Dv
  * in the built list, no FP8 compute, pages of a multiple of 16. */
-static inline int attn_plan_decode_mma_takes(const attn_shape *s)
+static inline int attn_launch_plan_decode_mma_takes(const attn_shape *s)
 {
     const int32_t dv = attn_shape_head_dim_v(s);
     const int q16 = s->q_dtype == ATTN_DTYPE_BF16 || s->q_dtype == ATTN_DTYPE_F16;
-    return s->head_dim == dv && attn_plan_head_dim_built(s->head_dim) && q16 &&
-           (s->kv_dtype == s->q_dtype || attn_plan_is_fp8(s->kv_dtype)) &&
-           !attn_plan_is_fp8(s->compute_dtype) && s->page_size > 0 &&
+    return s->head_dim == dv && attn_launch_plan_head_dim_built(s->head_dim) && q16 &&
+           (s->kv_dtype == s->q_dtype || attn_launch_plan_is_fp8(s->kv_dtype)) &&
+           !attn_launch_plan_is_fp8(s->compute_dtype) && s->page_size > 0 &&
            s->page_size % ATTN_DMMA_TILE == 0;
 }
 
 /* What the build holds beyond the portable kernels. */
-typedef struct attn_plan_features {
+typedef struct attn_launch_plan_features {
     int wgmma; /* sm_90a code: the prefill kernel and the MTP warpgroup variant */
-} attn_plan_features;
+} attn_launch_plan_features;
 
 /* The features of this build: asked of the kernels where they are linked
  * (gpu_attn.hip), else those of the default CUDA build (90a), so that a
@@ -303,9 +306,9 @@ extern "C"
     int
     attn_gpu_kernels_have_wgmma(void);
 #endif
-static inline attn_plan_features attn_plan_build_features(void)
+static inline attn_launch_plan_features attn_launch_plan_build_features(void)
 {
-    attn_plan_features f;
+    attn_launch_plan_features f;
 #if defined(ATTNREG_HAVE_GPU_KERNELS)
     f.wgmma = attn_gpu_kernels_have_wgmma();
 #else
@@ -327,30 +330,32 @@ static inline attn_plan_features attn_plan_build_features(void)
     X(MTP_WGMMA, "mtp-wgmma")
 #define ATTN_PLAN_KERNEL_ENUM_(id, name) ATTN_PLAN_KERNEL_##id,
 #define ATTN_PLAN_KERNEL_NAME_(id, name) name,
-typedef enum attn_plan_kernel_id {
+typedef enum attn_launch_plan_kernel_id {
     ATTN_PLAN_KERNEL_NONE = -1,
     ATTN_PLAN_KERNEL_LIST(ATTN_PLAN_KERNEL_ENUM_) ATTN_PLAN_KERNEL_COUNT
-} attn_plan_kernel_id;
-static const char *const attn_plan_kernel_names[] = {ATTN_PLAN_KERNEL_LIST(ATTN_PLAN_KERNEL_NAME_)};
-static inline const char *attn_plan_kernel_name(attn_plan_kernel_id id)
+} attn_launch_plan_kernel_id;
+static const char *const attn_launch_plan_kernel_names[] = {
+    ATTN_PLAN_KERNEL_LIST(ATTN_PLAN_KERNEL_NAME_)};
+static inline const char *attn_launch_plan_kernel_name(attn_launch_plan_kernel_id id)
 {
-    return id >= 0 && id < ATTN_PLAN_KERNEL_COUNT ? attn_plan_kernel_names[id] : "?";
+    return id >= 0 && id < ATTN_PLAN_KERNEL_COUNT ? attn_launch_plan_kernel_names[id] : "?";
 }
 /* The id of a plan entry (ATTN_PLAN_KERNEL_NONE for NULL or an unknown name). */
-static inline attn_plan_kernel_id attn_plan_kernel_of(const attn_kernel_plan *k)
+static inline attn_launch_plan_kernel_id attn_launch_plan_kernel_of(const attn_kernel_plan *k)
 {
     int i;
     for (i = 0; k && i < ATTN_PLAN_KERNEL_COUNT; i++)
-        if (strncmp(k->kernel, attn_plan_kernel_names[i], sizeof k->kernel) == 0)
-            return (attn_plan_kernel_id)i;
+        if (strncmp(k->kernel, attn_launch_plan_kernel_names[i], sizeof k->kernel) == 0)
+            return (attn_launch_plan_kernel_id)i;
     return ATTN_PLAN_KERNEL_NONE;
 }
 
-static inline void attn_plan_set(attn_kernel_plan *k, attn_plan_kernel_id kernel, const char *role,
-                                 int threads, int rows, int keys, int stages, int bytes)
+static inline void attn_launch_plan_set(attn_kernel_plan *k, attn_launch_plan_kernel_id kernel,
+                                        const char *role, int threads, int rows, int keys,
+                                        int stages, int bytes)
 {
     memset(k, 0, sizeof *k);
-    snprintf(k->kernel, sizeof k->kernel, "%s", attn_plan_kernel_name(kernel));
+    snprintf(k->kernel, sizeof k->kernel, "%s", attn_launch_plan_kernel_name(kernel));
     snprintf(k->role, sizeof k->role, "%s", role);
     k->threads = threads;
     k->rows = rows;
@@ -359,7 +364,7 @@ static inline void attn_plan_set(attn_kernel_plan *k, attn_plan_kernel_id kernel
     k->shared_bytes = bytes;
 }
 
-static inline void attn_plan_begin(attn_launch_plan *out, const attn_arch_limits *lim)
+static inline void attn_launch_plan_begin(attn_launch_plan *out, const attn_arch_limits *lim)
 {
     uint32_t size = out->struct_size;
     memset(out, 0, sizeof *out);
@@ -370,29 +375,29 @@ static inline void attn_plan_begin(attn_launch_plan *out, const attn_arch_limits
 }
 
 /* The bytes of the generic kernel's program, float tiles or raw K/V. */
-static inline int attn_plan_generic_variant_bytes(int d, int dv, int kv_bytes, int rows_per_warp,
-                                                  int stages, int raw)
+static inline int attn_launch_plan_generic_variant_bytes(int d, int dv, int kv_bytes,
+                                                         int rows_per_warp, int stages, int raw)
 {
-    return raw ? attn_plan_generic_raw_bytes(d, dv, kv_bytes, rows_per_warp, stages)
-               : attn_plan_generic_bytes(d, dv, kv_bytes, rows_per_warp, stages);
+    return raw ? attn_launch_plan_generic_raw_bytes(d, dv, kv_bytes, rows_per_warp, stages)
+               : attn_launch_plan_generic_bytes(d, dv, kv_bytes, rows_per_warp, stages);
 }
 
 /* The generic kernel's stages for a program of rows_per_warp rows (raw: the
  * raw-K/V variant): as many as fit the budget (2-4 on NVIDIA, 1-4
  * elsewhere); 0 when even the fewest exceed the arch's limit. */
-static inline int attn_plan_generic_stages(int d, int dv, int kv_bytes, int rows_per_warp,
-                                           const attn_arch_limits *lim, int raw)
+static inline int attn_launch_plan_generic_stages(int d, int dv, int kv_bytes, int rows_per_warp,
+                                                  const attn_arch_limits *lim, int raw)
 {
-    const int nvidia = attn_plan_arch_is_nvidia(lim->arch);
+    const int nvidia = attn_launch_plan_arch_is_nvidia(lim->arch);
     const int min_stages = nvidia ? 2 : 1;
     const int budget = nvidia && lim->shared_bytes_per_block > ATTN_GEN_NVIDIA_BUDGET
                            ? ATTN_GEN_NVIDIA_BUDGET
                            : lim->shared_bytes_per_block;
     int st = ATTN_GEN_MAX_STAGES;
     while (st > min_stages &&
-           attn_plan_generic_variant_bytes(d, dv, kv_bytes, rows_per_warp, st, raw) > budget)
+           attn_launch_plan_generic_variant_bytes(d, dv, kv_bytes, rows_per_warp, st, raw) > budget)
         st--;
-    return attn_plan_generic_variant_bytes(d, dv, kv_bytes, rows_per_warp, st, raw) <=
+    return attn_launch_plan_generic_variant_bytes(d, dv, kv_bytes, rows_per_warp, st, raw) <=
                    lim->shared_bytes_per_block
                ? st
                : 0;
@@ -400,10 +405,10 @@ static inline int attn_plan_generic_stages(int d, int dv, int kv_bytes, int rows
 
 /* Writes why no plan fits (the resource, what is needed, what the arch has)
  * and returns 0. */
-static inline int attn_plan_too_big(char *why, size_t why_size, const char *kernel,
-                                    const char *what, int bytes, const attn_arch_limits *lim)
+static inline int attn_launch_plan_too_big(char *why, size_t why_size, const char *kernel,
+                                           const char *what, int bytes, const attn_arch_limits *lim)
 {
-    const int nvidia = attn_plan_arch_is_nvidia(lim->arch);
+    const int nvidia = attn_launch_plan_arch_is_nvidia(lim->arch);
     if (why && why_size)
         snprintf(why, why_size, "the %s kernel needs %d KB of %s per program (%s), %s has %d KB",
                  kernel, (bytes + 1023) / 1024, nvidia ? "shared memory" : "LDS", what, lim->arch,
@@ -412,7 +417,7 @@ static inline int attn_plan_too_big(char *why, size_t why_size, const char *kern
 }
 
 /* Index of the kernel entry of a plan with `role`, or -1. */
-static inline int attn_plan_find(const attn_launch_plan *plan, const char *role)
+static inline int attn_launch_plan_find(const attn_launch_plan *plan, const char *role)
 {
     uint32_t i;
     for (i = 0; i < plan->num_kernels && i < ATTN_PLAN_MAX_KERNELS; i++)
@@ -432,76 +437,80 @@ static inline int attn_plan_find(const attn_launch_plan *plan, const char *role)
  * multi-token kernel (max_q_len > 1), then the decode kernel (batches of
  * one-token sequences, and the one-token rows of mixed batches). Returns 1
  * when every kernel fits `lim`, else 0 with the reason in why. */
-static inline int attn_plan_generic(const attn_shape *s, const attn_arch_limits *lim,
-                                    attn_plan_features feat, attn_launch_plan *out, char *why,
-                                    size_t why_size)
+static inline int attn_launch_plan_generic(const attn_shape *s, const attn_arch_limits *lim,
+                                           attn_launch_plan_features feat, attn_launch_plan *out,
+                                           char *why, size_t why_size)
 {
     const int d = s->head_dim, dv = attn_shape_head_dim_v(s);
-    const int kvb = attn_plan_kv_bytes(s->kv_dtype);
-    const int nvidia = attn_plan_arch_is_nvidia(lim->arch);
+    const int kvb = attn_launch_plan_kv_bytes(s->kv_dtype);
+    const int nvidia = attn_launch_plan_arch_is_nvidia(lim->arch);
     const int hkv = attn_shape_kv_heads(s);
     const int group = hkv > 0 ? s->num_q_heads / hkv : 1;
     char what[96];
-    attn_plan_begin(out, lim);
+    attn_launch_plan_begin(out, lim);
     if (s->max_q_len > 1) {
         /* The float tiles where they fit, else the raw-K/V variant. */
         int raw = 0;
-        int gen_stages = attn_plan_generic_stages(d, dv, kvb, 4, lim, 0);
-        if (!gen_stages && attn_plan_generic_raw_built(d)) {
-            gen_stages = attn_plan_generic_stages(d, dv, kvb, 4, lim, 1);
+        int gen_stages = attn_launch_plan_generic_stages(d, dv, kvb, 4, lim, 0);
+        if (!gen_stages && attn_launch_plan_generic_raw_built(d)) {
+            gen_stages = attn_launch_plan_generic_stages(d, dv, kvb, 4, lim, 1);
             raw = gen_stages > 0;
         }
-        const attn_plan_kernel_id gen_kernel =
+        const attn_launch_plan_kernel_id gen_kernel =
             raw ? ATTN_PLAN_KERNEL_GENERIC_RAW : ATTN_PLAN_KERNEL_GENERIC;
         const int gen_bytes =
-            attn_plan_generic_variant_bytes(d, dv, kvb, 4, gen_stages ? gen_stages : 1, raw);
-        if (nvidia && feat.wgmma && strcmp(lim->arch, "sm_90") == 0 && attn_plan_prefill_takes(s)) {
+            attn_launch_plan_generic_variant_bytes(d, dv, kvb, 4, gen_stages ? gen_stages : 1, raw);
+        if (nvidia && feat.wgmma && strcmp(lim->arch, "sm_90") == 0 &&
+            attn_launch_plan_prefill_takes(s)) {
             const attn_prefill_layout l =
-                attn_plan_prefill_layout(d, attn_plan_is_fp8(s->kv_dtype));
+                attn_launch_plan_prefill_layout(d, attn_launch_plan_is_fp8(s->kv_dtype));
             if (l.bytes > lim->shared_bytes_per_block)
-                return attn_plan_too_big(why, why_size, "prefill", "128 rows", l.bytes, lim);
-            attn_plan_set(&out->kernels[out->num_kernels++], ATTN_PLAN_KERNEL_PREFILL_WGMMA,
-                          ATTN_ROLE_MULTI, l.threads, l.rows, l.keys, l.stages, l.bytes);
+                return attn_launch_plan_too_big(why, why_size, "prefill", "128 rows", l.bytes, lim);
+            attn_launch_plan_set(&out->kernels[out->num_kernels++], ATTN_PLAN_KERNEL_PREFILL_WGMMA,
+                                 ATTN_ROLE_MULTI, l.threads, l.rows, l.keys, l.stages, l.bytes);
             if (gen_stages)
-                attn_plan_set(&out->kernels[out->num_kernels++], gen_kernel,
-                              ATTN_ROLE_MULTI_PORTABLE, 32 * ATTN_GEN_WARPS, 4 * ATTN_GEN_WARPS,
-                              ATTN_GEN_TILE, gen_stages, gen_bytes);
+                attn_launch_plan_set(&out->kernels[out->num_kernels++], gen_kernel,
+                                     ATTN_ROLE_MULTI_PORTABLE, 32 * ATTN_GEN_WARPS,
+                                     4 * ATTN_GEN_WARPS, ATTN_GEN_TILE, gen_stages, gen_bytes);
         } else if (gen_stages) {
-            attn_plan_set(&out->kernels[out->num_kernels++], gen_kernel, ATTN_ROLE_MULTI,
-                          32 * ATTN_GEN_WARPS, 4 * ATTN_GEN_WARPS, ATTN_GEN_TILE, gen_stages,
-                          gen_bytes);
+            attn_launch_plan_set(&out->kernels[out->num_kernels++], gen_kernel, ATTN_ROLE_MULTI,
+                                 32 * ATTN_GEN_WARPS, 4 * ATTN_GEN_WARPS, ATTN_GEN_TILE, gen_stages,
+                                 gen_bytes);
         }
         if (!gen_stages) {
             snprintf(what, sizeof what, "head_dim %d, %s cache, %d stage%s%s", d,
                      attn_dtype_spelling(s->kv_dtype), nvidia ? 2 : 1, nvidia ? "s" : "",
-                     attn_plan_generic_raw_built(d) ? ", raw K/V" : "");
+                     attn_launch_plan_generic_raw_built(d) ? ", raw K/V" : "");
             /* the smallest program there is: one stage, raw K/V where built */
-            return attn_plan_too_big(
-                why, why_size, attn_plan_kernel_name(ATTN_PLAN_KERNEL_GENERIC), what,
-                attn_plan_generic_variant_bytes(d, dv, kvb, 4, 1, attn_plan_generic_raw_built(d)),
+            return attn_launch_plan_too_big(
+                why, why_size, attn_launch_plan_kernel_name(ATTN_PLAN_KERNEL_GENERIC), what,
+                attn_launch_plan_generic_variant_bytes(d, dv, kvb, 4, 1,
+                                                       attn_launch_plan_generic_raw_built(d)),
                 lim);
         }
     }
-    if (nvidia && attn_plan_decode_mma_takes(s)) {
-        const int kv8 = attn_plan_is_fp8(s->kv_dtype);
-        const int bytes = attn_plan_decode_mma_bytes(d, kv8);
+    if (nvidia && attn_launch_plan_decode_mma_takes(s)) {
+        const int kv8 = attn_launch_plan_is_fp8(s->kv_dtype);
+        const int bytes = attn_launch_plan_decode_mma_bytes(d, kv8);
         if (bytes > lim->shared_bytes_per_block)
-            return attn_plan_too_big(why, why_size,
-                                     attn_plan_kernel_name(ATTN_PLAN_KERNEL_DECODE_MMA), "16 rows",
-                                     bytes, lim);
-        attn_plan_set(&out->kernels[out->num_kernels++], ATTN_PLAN_KERNEL_DECODE_MMA,
-                      ATTN_ROLE_DECODE, 32, ATTN_DMMA_TILE, ATTN_DMMA_TILE,
-                      attn_plan_decode_mma_stages(kv8), bytes);
+            return attn_launch_plan_too_big(
+                why, why_size, attn_launch_plan_kernel_name(ATTN_PLAN_KERNEL_DECODE_MMA), "16 rows",
+                bytes, lim);
+        attn_launch_plan_set(&out->kernels[out->num_kernels++], ATTN_PLAN_KERNEL_DECODE_MMA,
+                             ATTN_ROLE_DECODE, 32, ATTN_DMMA_TILE, ATTN_DMMA_TILE,
+                             attn_launch_plan_decode_mma_stages(kv8), bytes);
     } else {
-        const int gt = attn_plan_decode_heads(group, d);
-        const int bytes = attn_plan_decode_bytes(d, gt);
+        const int gt = attn_launch_plan_decode_heads(group, d);
+        const int bytes = attn_launch_plan_decode_bytes(d, gt);
         if (bytes > lim->shared_bytes_per_block) {
             snprintf(what, sizeof what, "%d heads", gt);
-            return attn_plan_too_big(why, why_size, attn_plan_kernel_name(ATTN_PLAN_KERNEL_DECODE),
-                                     what, bytes, lim);
+            return attn_launch_plan_too_big(why, why_size,
+                                            attn_launch_plan_kernel_name(ATTN_PLAN_KERNEL_DECODE),
+                                            what, bytes, lim);
         }
-        attn_plan_set(&out->kernels[out->num_kernels++], ATTN_PLAN_KERNEL_DECODE, ATTN_ROLE_DECODE,
-                      32 * ATTN_DEC_WARPS, gt, ATTN_DEC_WARPS * ATTN_DEC_KEYS, 0, bytes);
+        attn_launch_plan_set(&out->kernels[out->num_kernels++], ATTN_PLAN_KERNEL_DECODE,
+                             ATTN_ROLE_DECODE, 32 * ATTN_DEC_WARPS, gt,
+                             ATTN_DEC_WARPS * ATTN_DEC_KEYS, 0, bytes);
     }
     return 1;
 }
@@ -510,55 +519,61 @@ static inline int attn_plan_generic(const attn_shape *s, const attn_arch_limits 
  * cache, 1-4 query tokens): on NVIDIA the mma kernel (32 rows at q_len <= 2,
  * 64 rows above, the warpgroup variant there where the build has sm_90a);
  * elsewhere the portable generic kernel with 64-row programs. */
-static inline int attn_plan_mtp(const attn_shape *s, const attn_arch_limits *lim,
-                                attn_plan_features feat, attn_launch_plan *out, char *why,
-                                size_t why_size)
+static inline int attn_launch_plan_mtp(const attn_shape *s, const attn_arch_limits *lim,
+                                       attn_launch_plan_features feat, attn_launch_plan *out,
+                                       char *why, size_t why_size)
 {
-    attn_plan_begin(out, lim);
-    if (attn_plan_arch_is_nvidia(lim->arch)) {
+    attn_launch_plan_begin(out, lim);
+    if (attn_launch_plan_arch_is_nvidia(lim->arch)) {
         const int wg = feat.wgmma && strcmp(lim->arch, "sm_90") == 0;
         const int long_q = s->max_q_len > 2;
-        const int b4 = attn_plan_mtp_bytes(4, wg), b2 = attn_plan_mtp_bytes(2, 0);
+        const int b4 = attn_launch_plan_mtp_bytes(4, wg), b2 = attn_launch_plan_mtp_bytes(2, 0);
         if (long_q && b4 > lim->shared_bytes_per_block)
-            return attn_plan_too_big(
+            return attn_launch_plan_too_big(
                 why, why_size,
-                attn_plan_kernel_name(wg ? ATTN_PLAN_KERNEL_MTP_WGMMA : ATTN_PLAN_KERNEL_MTP_MMA),
+                attn_launch_plan_kernel_name(wg ? ATTN_PLAN_KERNEL_MTP_WGMMA
+                                                : ATTN_PLAN_KERNEL_MTP_MMA),
                 "64 rows", b4, lim);
         if (b2 > lim->shared_bytes_per_block)
-            return attn_plan_too_big(why, why_size, attn_plan_kernel_name(ATTN_PLAN_KERNEL_MTP_MMA),
-                                     "32 rows", b2, lim);
+            return attn_launch_plan_too_big(why, why_size,
+                                            attn_launch_plan_kernel_name(ATTN_PLAN_KERNEL_MTP_MMA),
+                                            "32 rows", b2, lim);
         if (long_q)
-            attn_plan_set(&out->kernels[out->num_kernels++],
-                          wg ? ATTN_PLAN_KERNEL_MTP_WGMMA : ATTN_PLAN_KERNEL_MTP_MMA, ATTN_ROLE_MTP,
-                          128, attn_plan_mtp_rows(4, wg), ATTN_MTP_TILE, ATTN_MTP_STAGES, b4);
-        attn_plan_set(&out->kernels[out->num_kernels++], ATTN_PLAN_KERNEL_MTP_MMA,
-                      long_q ? ATTN_ROLE_MTP_SHORT : ATTN_ROLE_MTP, 128, attn_plan_mtp_rows(2, 0),
-                      ATTN_MTP_TILE, ATTN_MTP_STAGES, b2);
+            attn_launch_plan_set(&out->kernels[out->num_kernels++],
+                                 wg ? ATTN_PLAN_KERNEL_MTP_WGMMA : ATTN_PLAN_KERNEL_MTP_MMA,
+                                 ATTN_ROLE_MTP, 128, attn_launch_plan_mtp_rows(4, wg),
+                                 ATTN_MTP_TILE, ATTN_MTP_STAGES, b4);
+        attn_launch_plan_set(&out->kernels[out->num_kernels++], ATTN_PLAN_KERNEL_MTP_MMA,
+                             long_q ? ATTN_ROLE_MTP_SHORT : ATTN_ROLE_MTP, 128,
+                             attn_launch_plan_mtp_rows(2, 0), ATTN_MTP_TILE, ATTN_MTP_STAGES, b2);
         return 1;
     }
     {
-        const int st = attn_plan_generic_stages(ATTN_MTP_D, ATTN_MTP_D, 1, 16, lim, 0);
-        const int bytes = attn_plan_generic_bytes(ATTN_MTP_D, ATTN_MTP_D, 1, 16, st ? st : 1);
+        const int st = attn_launch_plan_generic_stages(ATTN_MTP_D, ATTN_MTP_D, 1, 16, lim, 0);
+        const int bytes =
+            attn_launch_plan_generic_bytes(ATTN_MTP_D, ATTN_MTP_D, 1, 16, st ? st : 1);
         if (!st)
-            return attn_plan_too_big(why, why_size, attn_plan_kernel_name(ATTN_PLAN_KERNEL_GENERIC),
-                                     "64 rows, head_dim 256, fp8 cache", bytes, lim);
-        attn_plan_set(&out->kernels[out->num_kernels++], ATTN_PLAN_KERNEL_GENERIC, ATTN_ROLE_MTP,
-                      32 * ATTN_GEN_WARPS, 16 * ATTN_GEN_WARPS, ATTN_GEN_TILE, st, bytes);
+            return attn_launch_plan_too_big(why, why_size,
+                                            attn_launch_plan_kernel_name(ATTN_PLAN_KERNEL_GENERIC),
+                                            "64 rows, head_dim 256, fp8 cache", bytes, lim);
+        attn_launch_plan_set(&out->kernels[out->num_kernels++], ATTN_PLAN_KERNEL_GENERIC,
+                             ATTN_ROLE_MTP, 32 * ATTN_GEN_WARPS, 16 * ATTN_GEN_WARPS, ATTN_GEN_TILE,
+                             st, bytes);
     }
     return 1;
 }
 
 /* ---- the plugins' side ---------------------------------------------- */
 
-typedef int (*attn_plan_fn)(const attn_shape *s, const attn_arch_limits *lim,
-                            attn_plan_features feat, attn_launch_plan *out, char *why,
-                            size_t why_size);
+typedef int (*attn_launch_plan_fn)(const attn_shape *s, const attn_arch_limits *lim,
+                                   attn_launch_plan_features feat, attn_launch_plan *out, char *why,
+                                   size_t why_size);
 
 /* The `launch_plan` predicate of a plugin whose plans `plan` computes: the
  * shape's plan on its arch must fit the arch's limits (RESOURCE otherwise,
  * with the sentence naming the resource). */
-static inline int attn_plan_predicate(attn_plan_fn plan, const attn_shape *shape,
-                                      attn_verdict *verdict)
+static inline int attn_launch_plan_predicate(attn_launch_plan_fn plan, const attn_shape *shape,
+                                             attn_verdict *verdict)
 {
     const attn_arch_limits *lim = attn_gpu_limits_of(shape->arch);
     attn_launch_plan p;
@@ -568,17 +583,17 @@ static inline int attn_plan_predicate(attn_plan_fn plan, const attn_shape *shape
                            "no launch limits are known for arch %.*s", ATTN_ARCH_MAX - 1,
                            shape->arch);
     p.struct_size = sizeof p;
-    if (plan(shape, lim, attn_plan_build_features(), &p, why, sizeof why))
+    if (plan(shape, lim, attn_launch_plan_build_features(), &p, why, sizeof why))
         return attn_accept(verdict);
     return attn_reject(verdict, ATTN_REASON_RESOURCE, "%s", why);
 }
 
 /* The describe_plan hook of such a plugin. */
-static inline attn_status attn_plan_describe(attn_plan_fn plan, const attn_shape *shape,
-                                             attn_launch_plan *out)
+static inline attn_status attn_launch_plan_describe(attn_launch_plan_fn plan,
+                                                    const attn_shape *shape, attn_launch_plan *out)
 {
     const attn_arch_limits *lim = attn_gpu_limits_of(shape->arch);
-    if (!lim || !plan(shape, lim, attn_plan_build_features(), out, NULL, 0))
+    if (!lim || !plan(shape, lim, attn_launch_plan_build_features(), out, NULL, 0))
         return ATTN_ERR_UNSUPPORTED;
     return ATTN_OK;
 }

@@ -51,7 +51,7 @@
  * take half the time of a 16-bit one; on the scalar kernel it took 2.6-4.4x
  * longer (0.17-0.52 TB/s), issue-bound on per-element conversions.
  *
- * D a multiple of 32 (DIRECT, attn_plan_decode_mma_fp8_direct): the raw
+ * D a multiple of 32 (DIRECT, attn_launch_plan_decode_mma_fp8_direct): the raw
  * tiles stream through ATTN_DMMA_FP8_STAGES stages, rows padded to D + 16
  * bytes, and the mma fragments are read from them directly, 4 bytes a lane,
  * converted in registers (cvt e4m3x2 -> f16x2, exact). K: lane (g, t) of
@@ -123,16 +123,16 @@ static int dmma_carveout_percent(void)
 template <int D, bool KV8>
 struct dmma_plan {
     static constexpr int ROW = D * 2 + 16;
-    static constexpr int STAGES = attn_plan_decode_mma_stages(KV8);
-    static constexpr int SMEM = attn_plan_decode_mma_bytes(D, KV8); /* the plan table's */
+    static constexpr int STAGES = attn_launch_plan_decode_mma_stages(KV8);
+    static constexpr int SMEM = attn_launch_plan_decode_mma_bytes(D, KV8); /* the plan table's */
     /* Q in registers (D <= 128): its rows pass through a stage not yet in
      * use (16-bit: the last stage, which the first copies leave free; fp8:
      * the f16 tile, first written after Q is read). Else Q's own rows. */
     static constexpr bool QREG = D <= ATTN_DMMA_QREG_MAX_D;
     static constexpr int Q_BYTES = QREG ? 0 : DMMA_TILE * ROW;
     /* KV8: the raw tiles read straight into the fragments (no f16 tile),
-     * their rows padded by 16 bytes (attn_plan_decode_mma_fp8_direct). */
-    static constexpr bool DIRECT = KV8 && attn_plan_decode_mma_fp8_direct(D);
+     * their rows padded by 16 bytes (attn_launch_plan_decode_mma_fp8_direct). */
+    static constexpr bool DIRECT = KV8 && attn_launch_plan_decode_mma_fp8_direct(D);
     static constexpr int RROW = DIRECT ? D + 16 : D; /* KV8: bytes a raw row takes */
     /* KV8: after Q and (not DIRECT) the f16 K and V tile */
     static constexpr int ROWMUL = Q_BYTES + (DIRECT ? 0 : 2 * DMMA_TILE * ROW);
@@ -295,7 +295,7 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
     const int pshift = __ffs(p.page) - 1;
     const uint8_t *kc = (const uint8_t *)p.k_cache, *vc = (const uint8_t *)p.v_cache;
 
-    /* The page size is a multiple of 16 (attn_plan_decode_mma_takes), so a
+    /* The page size is a multiple of 16 (attn_launch_plan_decode_mma_takes), so a
      * tile lies in one page: one block-table entry per tile, and the tile's
      * rows sit at a fixed stride, so a copy costs an add, not a lookup and a
      * 64-bit multiply. */
@@ -788,7 +788,7 @@ int attn_decode_mma_programs_per_cu(int d, int kv8)
             kb = c;
             break;
         }
-    const int smem = attn_plan_decode_mma_bytes(d, kv8);
+    const int smem = attn_launch_plan_decode_mma_bytes(d, kv8);
     const int n = kb * 1024 / (smem + 1024);
     return n < 1 ? 1 : n > 32 ? 32 : n;
 }

@@ -81,8 +81,8 @@ typedef struct attn_kernel_ops {
                                 char *err, size_t n);
     /* The launch plan (attn_launch_plan.h): 0 with a reason when the shape
      * does not fit the arch. */
-    int (*plan)(const attn_shape *s, const attn_arch_limits *limits, attn_plan_features features,
-                attn_launch_plan *plan, char *why, size_t n);
+    int (*plan)(const attn_shape *s, const attn_arch_limits *limits,
+                attn_launch_plan_features features, attn_launch_plan *plan, char *why, size_t n);
     /* The context's settings from the plan and the device. */
     void (*configure)(gpu_attn_ctx *c, const hipDeviceProp_t *prop);
     /* A batch the kernel cannot take although the shape admits it: an

@@ -135,7 +135,7 @@ static int prefill_segments(const gpu_attn_ctx *c, const attn_batch_dims *b)
     long work = grid_work(c, b, t.block_q, t.head_splits);
     if (2 * work > c->cus)
         return 1;
-    const int k = attn_plan_find(&c->plan, ATTN_ROLE_MULTI);
+    const int k = attn_launch_plan_find(&c->plan, ATTN_ROLE_MULTI);
     if (k < 0)
         return 1;
     return split_segments(work, c->cus, b->max_k, 4 * c->plan.kernels[k].keys);
@@ -306,9 +306,9 @@ static attn_status generic_check_shape(const attn_shape *s, char *err, size_t n)
  * so. */
 static void generic_configure(gpu_attn_ctx *c, const hipDeviceProp_t *prop)
 {
-    const int multi = attn_plan_find(&c->plan, ATTN_ROLE_MULTI);
+    const int multi = attn_launch_plan_find(&c->plan, ATTN_ROLE_MULTI);
     c->prefill = sm90_proper(prop) && multi >= 0 &&
-                 attn_plan_kernel_of(&c->plan.kernels[multi]) == ATTN_PLAN_KERNEL_PREFILL_WGMMA;
+                 attn_launch_plan_kernel_of(&c->plan.kernels[multi]) == ATTN_PLAN_KERNEL_PREFILL_WGMMA;
 }
 
 /* One query token a sequence: the matrix-unit decode kernel where the plan
@@ -326,7 +326,7 @@ static const attn_family_ops *generic_family(const gpu_attn_ctx *c, const attn_b
 }
 
 static const attn_kernel_ops generic_kernel_ops = {
-    GPU_ATTN_KERNEL_GENERIC, 4, generic_check_shape, NULL, attn_plan_generic, generic_configure,
+    GPU_ATTN_KERNEL_GENERIC, 4, generic_check_shape, NULL, attn_launch_plan_generic, generic_configure,
     NULL, generic_family};
 
 /* ---- aiter-mtp: the MTP verify shape (attn_launch_plan.h's limits) ---- */
@@ -404,7 +404,7 @@ static const attn_family_ops *mtp_family(const gpu_attn_ctx *c, const attn_batch
 }
 
 static const attn_kernel_ops mtp_kernel_ops = {
-    GPU_ATTN_KERNEL_MTP, 16,           mtp_check_shape, mtp_check_device, attn_plan_mtp,
+    GPU_ATTN_KERNEL_MTP, 16,           mtp_check_shape, mtp_check_device, attn_launch_plan_mtp,
     mtp_configure,       mtp_check_batch, mtp_family};
 
 const attn_kernel_ops *attn_kernel_ops_of(gpu_attn_kernel kernel)

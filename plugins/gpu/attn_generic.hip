@@ -474,18 +474,18 @@ __global__ void __launch_bounds__(128) attn_reduce_kernel(const attn_kparams p, 
 
 static int kv_bytes_of(int dtype)
 {
-    return attn_plan_kv_bytes(dtype);
+    return attn_launch_plan_kv_bytes(dtype);
 }
 
 template <int ROWS, int D, int KVB, bool RAWKV = false>
 static hipError_t launch_generic_t(const attn_kparams *p, hipStream_t stream)
 {
     /* Raw stages and the arch's limit: the launch plan's (set by the host
-     * from attn_plan_generic / attn_plan_mtp, the table the predicates read). */
+     * from attn_launch_plan_generic / attn_launch_plan_mtp, the table the predicates read). */
     if (p->stages < 1 || p->stages > ATTN_GEN_MAX_STAGES)
         return hipErrorInvalidValue;
-    const int smem = RAWKV ? attn_plan_generic_raw_bytes(D, D, KVB, ROWS, p->stages)
-                           : attn_plan_generic_bytes(D, D, KVB, ROWS, p->stages);
+    const int smem = RAWKV ? attn_launch_plan_generic_raw_bytes(D, D, KVB, ROWS, p->stages)
+                           : attn_launch_plan_generic_bytes(D, D, KVB, ROWS, p->stages);
     if (smem > p->shared_limit)
         return hipErrorInvalidValue;
     /* Above 48 KB a kernel must opt in to the larger dynamic limit: asked
@@ -531,7 +531,7 @@ static hipError_t launch_generic_d(const attn_kparams *p, hipStream_t stream)
 
 int attn_generic_supports(int d, int dv, int kv_dtype)
 {
-    return d == dv && kv_bytes_of(kv_dtype) <= 2 && attn_plan_head_dim_built(d);
+    return d == dv && kv_bytes_of(kv_dtype) <= 2 && attn_launch_plan_head_dim_built(d);
 }
 
 hipError_t attn_launch_generic(const attn_kparams *p, int max_tile_q, hipStream_t stream,
@@ -640,7 +640,7 @@ __global__ void __launch_bounds__(DEC_WARPS * 32, DEC_MIN_BLOCKS(D, GT))
     constexpr int W = 2 * KVB;              /* 32-bit words per chunk */
     __shared__ float sm_acc[DEC_WARPS][GT][D];
     __shared__ float sm_ml[DEC_WARPS][GT][2];
-    static_assert(sizeof sm_acc + sizeof sm_ml == attn_plan_decode_bytes(D, GT),
+    static_assert(sizeof sm_acc + sizeof sm_ml == attn_launch_plan_decode_bytes(D, GT),
                   "the plan table's decode bytes");
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -917,7 +917,7 @@ __global__ void __launch_bounds__(DEC_WARPS * 32, DEC_MIN_BLOCKS(D, GT))
 /* Query heads per decode program: the plan table's rule. */
 int attn_decode_heads_per_program(int group, int d)
 {
-    return attn_plan_decode_heads(group, d);
+    return attn_launch_plan_decode_heads(group, d);
 }
 
 template <int D, int KVB, int GT>

@@ -111,7 +111,7 @@ struct mtp_smem {
     static constexpr int HALF = TILE * ROW;  /* one f16 K or V tile */
     static constexpr int PAD = WG ? 1024 : 0;
     static constexpr int ROWMUL = WG ? 0 : Q_ROWS * 4;
-    static constexpr int TOTAL = attn_plan_mtp_bytes(QW, WG); /* the plan table's */
+    static constexpr int TOTAL = attn_launch_plan_mtp_bytes(QW, WG); /* the plan table's */
     static_assert(TOTAL == PAD + Q_BYTES + STAGES * STAGE + 2 * HALF + ROWMUL,
                   "the plan table's MTP layout");
     static_assert(TILE == ATTN_MTP_TILE && STAGES == ATTN_MTP_STAGES && MTP_D == ATTN_MTP_D,

@@ -63,16 +63,16 @@
 template <int D, bool KV8 = false>
 struct prefill_cfg {
     /* The sizes the predicates checked: attn_launch_plan.h's layout. */
-    static constexpr int DP = attn_plan_prefill_layout(D, KV8).padded_d; /* head dim in smem */
+    static constexpr int DP = attn_launch_plan_prefill_layout(D, KV8).padded_d; /* head dim in smem */
     static constexpr int CPR = DP / 8;            /* 16-byte chunks of a row */
     static constexpr int DCH = D / 8;             /* chunks that hold data (rest: zeros) */
-    static constexpr int BM = attn_plan_prefill_layout(D, KV8).rows; /* rows per program */
-    static constexpr int BN = attn_plan_prefill_layout(D, KV8).keys; /* keys per tile */
-    static constexpr int THREADS = attn_plan_prefill_layout(D, KV8).threads;
+    static constexpr int BM = attn_launch_plan_prefill_layout(D, KV8).rows; /* rows per program */
+    static constexpr int BN = attn_launch_plan_prefill_layout(D, KV8).keys; /* keys per tile */
+    static constexpr int THREADS = attn_launch_plan_prefill_layout(D, KV8).threads;
     static constexpr int PRODUCER_REGS = 56, CONSUMER_REGS = 224;
     static constexpr int Q_BYTES = BM * DP * 2;
-    static constexpr int TILE_BYTES = attn_plan_prefill_layout(D, KV8).tile_bytes; /* K or V */
-    static constexpr int STAGE_BYTES = attn_plan_prefill_layout(D, KV8).stage_bytes;
+    static constexpr int TILE_BYTES = attn_launch_plan_prefill_layout(D, KV8).tile_bytes; /* K or V */
+    static constexpr int STAGE_BYTES = attn_launch_plan_prefill_layout(D, KV8).stage_bytes;
     static constexpr int ALIGN = ATTN_PREFILL_ALIGN; /* the swizzle's base alignment */
     static constexpr int MAX_STAGES = ATTN_PREFILL_MAX_STAGES;
     static constexpr int BAR_BYTES = 4 * MAX_STAGES * 8;
@@ -82,12 +82,12 @@ struct prefill_cfg {
      * power-of-two multiplier each (ROWMUL). Two raw stages where they fit
      * beside two f16 stages, else one. */
     static constexpr int RCH = D / 16; /* 16-byte chunks of a raw fp8 row */
-    static constexpr int RAW_STAGE = attn_plan_prefill_layout(D, KV8).raw_stage;
+    static constexpr int RAW_STAGE = attn_launch_plan_prefill_layout(D, KV8).raw_stage;
     static constexpr int ROWMUL_BYTES = KV8 ? BM * 4 : 0;
-    static constexpr int RING = attn_plan_prefill_layout(D, KV8).ring;
-    static constexpr int FIXED = attn_plan_prefill_layout(D, KV8).fixed;
-    static constexpr int STAGES = attn_plan_prefill_layout(D, KV8).stages;
-    static constexpr int SMEM = attn_plan_prefill_layout(D, KV8).bytes;
+    static constexpr int RING = attn_launch_plan_prefill_layout(D, KV8).ring;
+    static constexpr int FIXED = attn_launch_plan_prefill_layout(D, KV8).fixed;
+    static constexpr int STAGES = attn_launch_plan_prefill_layout(D, KV8).stages;
+    static constexpr int SMEM = attn_launch_plan_prefill_layout(D, KV8).bytes;
     static_assert(ATTN_PREFILL_SMEM_LIMIT == ATTN_SM90_SMEM_PER_BLOCK, "sm_90's opt-in limit");
     static_assert(FIXED == ALIGN + Q_BYTES + BAR_BYTES + TAB_BYTES + ROWMUL_BYTES +
                                RING * RAW_STAGE,

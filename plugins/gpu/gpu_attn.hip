@@ -104,14 +104,14 @@ hipError_t attn_func_opt_in(const void *func, int smem_bytes, int carveout_perce
 }
 
 /* What this build holds beyond the portable kernels (the plans' features,
- * attn_plan_build_features). */
+ * attn_launch_plan_build_features). */
 extern "C" __attribute__((visibility("hidden"))) int attn_gpu_kernels_have_wgmma(void)
 {
     return attn_mtp_has_wgmma();
 }
-static attn_plan_features build_features(void)
+static attn_launch_plan_features build_features(void)
 {
-    return attn_plan_build_features();
+    return attn_launch_plan_build_features();
 }
 
 void attn_set_err(char *err, size_t n, const char *fmt, ...)
@@ -278,11 +278,11 @@ extern "C" attn_status gpu_attn_create(gpu_attn_kernel kernel, const attn_shape 
     }
     c->plan = plan;
     {
-        const int dk = attn_plan_find(&plan, ATTN_ROLE_DECODE);
+        const int dk = attn_launch_plan_find(&plan, ATTN_ROLE_DECODE);
         c->decode_mma =
-            dk >= 0 && attn_plan_kernel_of(&plan.kernels[dk]) == ATTN_PLAN_KERNEL_DECODE_MMA;
+            dk >= 0 && attn_launch_plan_kernel_of(&plan.kernels[dk]) == ATTN_PLAN_KERNEL_DECODE_MMA;
         for (uint32_t k = 0; k < plan.num_kernels && k < ATTN_PLAN_MAX_KERNELS; k++) {
-            const attn_plan_kernel_id id = attn_plan_kernel_of(&plan.kernels[k]);
+            const attn_launch_plan_kernel_id id = attn_launch_plan_kernel_of(&plan.kernels[k]);
             if (id == ATTN_PLAN_KERNEL_GENERIC || id == ATTN_PLAN_KERNEL_GENERIC_RAW) {
                 c->generic_stages = plan.kernels[k].stages;
                 c->generic_raw = id == ATTN_PLAN_KERNEL_GENERIC_RAW;
@@ -324,9 +324,9 @@ extern "C" int gpu_attn_force_generic(gpu_attn_ctx *ctx, int stages, int raw_kv)
         return 0;
     const int rows = ctx->ops->generic_rows;
     const attn_shape *s = &ctx->shape;
-    raw_kv = raw_kv && rows == 4 && attn_plan_generic_raw_built(s->head_dim);
-    if (attn_plan_generic_variant_bytes(s->head_dim, attn_shape_head_dim_v(s),
-                                        attn_plan_kv_bytes(s->kv_dtype), rows, stages,
+    raw_kv = raw_kv && rows == 4 && attn_launch_plan_generic_raw_built(s->head_dim);
+    if (attn_launch_plan_generic_variant_bytes(s->head_dim, attn_shape_head_dim_v(s),
+                                        attn_launch_plan_kv_bytes(s->kv_dtype), rows, stages,
                                         raw_kv) > ctx->plan.shared_limit)
         return 0;
     ctx->generic_stages = stages;
@@ -445,7 +445,7 @@ static void set_segments(attn_kparams *p, const attn_forward_args *a, int nseg)
 static attn_status resolve_kv_layout(const attn_shape *s, const attn_forward_args *a,
                                      attn_kparams *p, char *err, size_t err_size)
 {
-    const int64_t eb = attn_plan_kv_bytes(s->kv_dtype);
+    const int64_t eb = attn_launch_plan_kv_bytes(s->kv_dtype);
     const int64_t hkv = p->hkv, d = p->d, page = s->page_size;
     const int64_t k[3] = {a->k_stride_block ? a->k_stride_block : page * hkv * d,
                           a->k_stride_token ? a->k_stride_token : hkv * d,

@@ -482,7 +482,7 @@ hipError_t attn_launch_decode(const attn_kparams *p, hipStream_t stream);
  * of its one-warp programs a compute unit holds for head size d (kv8: an fp8
  * cache), and the launch (heads_per_tile 16, head_splits and nseg set by the
  * caller). Which shapes it takes is the launch plan's
- * (attn_plan_decode_mma_takes). */
+ * (attn_launch_plan_decode_mma_takes). */
 int attn_decode_mma_programs_per_cu(int d, int kv8);
 /* The programs per compute unit the decode-mma segment rule fills: that
  * capacity, unless the bench's tuning hook set another target. */
@@ -505,7 +505,7 @@ hipError_t attn_func_opt_in(const void *func, int smem_bytes, int carveout_perce
 /* The prefill kernel (attn_prefill.hip, NVIDIA sm_90a builds only): the
  * launch (which expects block_q, heads_per_tile, head_splits, nseg and
  * page_shift set). Which shapes it takes and its program are the launch
- * plan's (attn_plan_prefill_takes, attn_plan_prefill_layout). */
+ * plan's (attn_launch_plan_prefill_takes, attn_launch_plan_prefill_layout). */
 hipError_t attn_launch_prefill(const attn_kparams *p, hipStream_t stream);
 
 #endif /* ATTN_GPU_ATTN_INTERNAL_H */

@@ -31,7 +31,7 @@ int main(void)
     for (size_t a = 0; a < ATTN_GPU_ARCH_LIMITS_COUNT; a++) {
         const attn_arch_limits *lim = &attn_gpu_arch_limits[a];
         char name[128];
-        if (attn_plan_arch_is_nvidia(lim->arch))
+        if (attn_launch_plan_arch_is_nvidia(lim->arch))
             continue;
         /* The portable generic kernel: 4 rows a warp (multi-token batches)
          * at every head size and cache width; 16 rows a warp only for the
@@ -42,20 +42,22 @@ int main(void)
                     const int d = head_dims[di];
                     if (rows == 16 && (d != ATTN_MTP_D || kvb != 1))
                         continue;
-                    const int st = attn_plan_generic_stages(d, d, kvb, rows, lim, 0);
+                    const int st = attn_launch_plan_generic_stages(d, d, kvb, rows, lim, 0);
                     snprintf(name, sizeof name, "attn_generic_kernel<%d, %d, %d, false>", rows, d,
                              kvb);
                     line(lim, name, 32 * ATTN_GEN_WARPS, 0,
-                         attn_plan_generic_bytes(d, d, kvb, rows, st ? st : 1), st > 0);
+                         attn_launch_plan_generic_bytes(d, d, kvb, rows, st ? st : 1), st > 0);
                     /* the raw-K/V variant: planned where the float tiles do
                      * not fit */
-                    if (rows != 4 || !attn_plan_generic_raw_built(d))
+                    if (rows != 4 || !attn_launch_plan_generic_raw_built(d))
                         continue;
-                    const int rst = st ? 0 : attn_plan_generic_stages(d, d, kvb, rows, lim, 1);
+                    const int rst =
+                        st ? 0 : attn_launch_plan_generic_stages(d, d, kvb, rows, lim, 1);
                     snprintf(name, sizeof name, "attn_generic_kernel<%d, %d, %d, true>", rows, d,
                              kvb);
                     line(lim, name, 32 * ATTN_GEN_WARPS, 0,
-                         attn_plan_generic_raw_bytes(d, d, kvb, rows, rst ? rst : 1), rst > 0);
+                         attn_launch_plan_generic_raw_bytes(d, d, kvb, rows, rst ? rst : 1),
+                         rst > 0);
                 }
         /* The scalar decode kernel: static LDS only (the cross-warp merge);
          * 8 heads a program only up to D 128. */
@@ -65,7 +67,7 @@ int main(void)
                     const int d = head_dims[di], gt = decode_heads[gi];
                     if (gt == 8 && d > 128)
                         continue;
-                    const int bytes = attn_plan_decode_bytes(d, gt);
+                    const int bytes = attn_launch_plan_decode_bytes(d, gt);
                     snprintf(name, sizeof name, "attn_decode_kernel<%d, %d, %d>", d, kvb, gt);
                     line(lim, name, 32 * ATTN_DEC_WARPS, bytes, 0,
                          bytes <= lim->shared_bytes_per_block);

@@ -18,8 +18,10 @@ cp -L "$(ldconfig -p | awk '/libinih.so.1 /{print $NF; exit}')" $D/lib/libinih.s
 # plan_hf_config); LD_LIBRARY_PATH or the Python package's preload finds it.
 cp -L "$(ldconfig -p | awk '/libjansson.so.4 /{print $NF; exit}')" $D/lib/libjansson.so.4
 cp $B/lib/attnreg/libattn_cpu_ref.so $D/lib/attnreg/
+# the out-of-process probe helper (attnreg devices / check load plugins through it)
+[ -f $B/lib/attnreg/attnreg-probe ] && cp $B/lib/attnreg/attnreg-probe $D/lib/attnreg/
 cp -r $B/share/attnreg/conf-sm90 $B/share/attnreg/conf $D/share/attnreg/
-strip $D/bin/attnreg $D/lib/*.so* $D/lib/attnreg/*.so
+strip $D/bin/attnreg $D/lib/*.so* $D/lib/attnreg/*
 for f in bin/gpu_attn_test bin/gpu_attn_bench lib/attnreg/libattn_aiter_generic.so \
          lib/attnreg/libattn_aiter_mtp_gfx950.so; do
   [ -f $B/$f ] || continue

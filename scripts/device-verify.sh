@@ -39,7 +39,7 @@ v $G --q-heads 64 --kv-heads 2 --head-dim 64 --q-dtype f16 --kv-dtype f16 --max-
 v $G --q-heads 8 --kv-heads 8 --head-dim 256 --max-q-len 1 --max-kv-len 5000 --seqs 5 --seed 10 --page-size 32 --window 700,0 --strided
 v $G --q-heads 20 --kv-heads 4 --head-dim 96 --max-q-len 1 --max-kv-len 777 --seqs 7 --seed 12 --page-size 64
 # decode batches over fp8 caches on the matrix-unit decode kernel (raw fp8 tiles
-# converted to f16 per tile): both e4m3 formats' NVIDIA one, every head size's
+# read into the fragments; D 80 through an f16 tile): every head size's
 # class, windows, softcap, sinks, pages of a multiple of 16, descales from verify
 v $G --q-heads 32 --kv-heads 8 --head-dim 128 --kv-dtype fp8_e4m3fn --max-q-len 1 --max-kv-len 8192 --seqs 16 --seed 21
 v $G --q-heads 32 --kv-heads 8 --head-dim 128 --q-dtype f16 --kv-dtype fp8_e4m3fn --max-q-len 1 --max-kv-len 3000 --seqs 9 --seed 22 --page-size 48 --sinks

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""AMD code-object check (issue 10): read the kernels' metadata out of the
+"""AMD code-object check: read the kernels' metadata out of the
 objects amd_compile_check.sh built (the .hip_fatbin offload bundle of each
 object, one code object per gfx arch, its NT_AMDGPU_METADATA note) and
 compare each kernel with the launch-plan table (amd_plan_dump, built from

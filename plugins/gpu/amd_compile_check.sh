@@ -1,6 +1,6 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# AMD compile check (issue 4, item 7): compile the GPU sources shared by the
+# AMD compile check: compile the GPU sources shared by the
 # aiter-generic and aiter-mtp-gfx950 plugins for gfx942 and gfx950 with
 # Debian's clang-22 + lld-22 and the HIP 5.2 headers (libamdhip64-dev).
 # This proves the AMD build compiles (device code for both archs, host code

@@ -276,12 +276,8 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
         return; /* no query token for this sequence in this step, or (a mixed batch's
                    decode part) a prefill chunk */
     const int K = p.seqused_k[s];
-    const int pos = K - 1; /* the one query token is the last position */
-    int klo = 0, khi = K;
-    if (p.window_right >= 0)
-        khi = min(khi, pos + p.window_right + 1);
-    if (p.window_left >= 0)
-        klo = max(klo, pos - p.window_left);
+    int klo, khi; /* the one query token is the last position */
+    attn_visible_keys(p, K, K - 1, K - 1, klo, khi);
     /* Tiles at absolute multiples of 16 keys; this segment's share of them. */
     const int tfirst = klo / DMMA_TILE;
     const int ntile = khi > klo ? (khi + DMMA_TILE - 1) / DMMA_TILE - tfirst : 0;

@@ -150,14 +150,8 @@ __global__ void __launch_bounds__(GEN_WARPS * 32)
 
     /* The keys any row of this program may see, then this segment's slice of
      * them in whole tiles. */
-    const int pos_lo = ctx0 + t0, pos_hi = ctx0 + t0 + ntok - 1;
-    int klo = 0, khi = K;
-    if (p.causal)
-        khi = min(khi, pos_hi + 1);
-    if (p.window_right >= 0)
-        khi = min(khi, pos_hi + p.window_right + 1);
-    if (p.window_left >= 0)
-        klo = max(klo, pos_lo - p.window_left);
+    int klo, khi;
+    attn_visible_keys(p, K, ctx0 + t0, ctx0 + t0 + ntok - 1, klo, khi);
     int tlo = klo / GEN_TILE, thi = khi > klo ? (khi + GEN_TILE - 1) / GEN_TILE : tlo;
     int per = (thi - tlo + p.nseg - 1) / p.nseg;
     int my_lo = tlo + seg * per, my_hi = min(thi, my_lo + per);
@@ -653,12 +647,8 @@ __global__ void __launch_bounds__(DEC_WARPS * 32, DEC_MIN_BLOCKS(D, GT))
         return; /* a sequence without a query token this step, or (a mixed batch's decode
                    part) a prefill chunk: uniform over the block */
     const int K = p.seqused_k[s];
-    const int pos = K - 1; /* the one query token is the last position */
-    int klo = 0, khi = K;
-    if (p.window_right >= 0)
-        khi = min(khi, pos + p.window_right + 1);
-    if (p.window_left >= 0)
-        klo = max(klo, pos - p.window_left);
+    int klo, khi; /* the one query token is the last position */
+    attn_visible_keys(p, K, K - 1, K - 1, klo, khi);
     /* This segment's slice of the visible keys, in whole tiles of DEC_KEYS. */
     const int ntile = khi > klo ? (khi - klo + DEC_KEYS - 1) / DEC_KEYS : 0;
     const int per = (ntile + p.nseg - 1) / p.nseg;

@@ -122,8 +122,7 @@ struct mtp_smem {
      * 7) (the wgmma 128-byte swizzle). */
     static __device__ __forceinline__ int chunk_off(int r, int c, int rows)
     {
-        return WG ? (c >> 3) * rows * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4)
-                  : r * ROW + ((c ^ (r & 7)) << 4);
+        return WG ? attn_swz128_off(r, c, rows) : r * ROW + ((c ^ (r & 7)) << 4);
     }
     /* Two programs per SM: 228 KiB, less 1 KiB reserved per program. */
     static_assert(2 * (TOTAL + 1024) <= 228 * 1024, "two programs per SM must fit");

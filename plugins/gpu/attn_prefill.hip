@@ -143,14 +143,8 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
 
     /* The keys any row of this program may see, in whole tiles, and this
      * segment's share of them. */
-    const int pos_lo = ctx0 + t0, pos_hi = ctx0 + t0 + ntok - 1;
-    int klo = 0, khi = K;
-    if (p.causal)
-        khi = min(khi, pos_hi + 1);
-    if (p.window_right >= 0)
-        khi = min(khi, pos_hi + p.window_right + 1);
-    if (p.window_left >= 0)
-        klo = max(klo, pos_lo - p.window_left);
+    int klo, khi;
+    attn_visible_keys(p, K, ctx0 + t0, ctx0 + t0 + ntok - 1, klo, khi);
     const int tlo = klo / BN, thi = khi > klo ? (khi + BN - 1) / BN : tlo;
     const int per = (thi - tlo + p.nseg - 1) / p.nseg;
     const int my_lo = tlo + seg * per;
@@ -176,7 +170,7 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
         const int pshift = p.page_shift, pmask = p.page - 1;
         constexpr int NB = DP / 64;
         const int lr = tid >> 3, c8 = tid & 7;
-        const int dst_thr = lr * 128 + ((c8 ^ (lr & 7)) << 4);
+        const int dst_thr = attn_swz128_off(lr, c8, 0); /* c8 < 8: in the first 64 columns */
         const int64_t col_bytes = head_bytes + c8 * 16;
         /* The cache slot of key `key`, -1 past K (zero-filled). */
         auto slot_of = [&](int key) {

@@ -14,6 +14,18 @@
 
 #include "gpu_attn_internal.h"
 
+#if defined(__CUDACC__) || defined(__HIP__)
+/* Byte offset of 16-byte chunk c (8 columns) of row r in a tile of `rows`
+ * rows stored in the 128-byte swizzle layout below (blocks of 64 columns x
+ * `rows` rows, chunk c of row r at chunk c ^ (r & 7)); plain arithmetic, so
+ * every pass and every kernel may use it. */
+static __device__ __forceinline__ int attn_swz128_off(int r, int c, int rows)
+{
+    return (c >> 3) * rows * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4);
+}
+
+#endif
+
 #if defined(ATTN_PLATFORM_CUDA) && defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #define ATTN_HAVE_WGMMA 1
 
@@ -30,13 +42,6 @@ static __device__ __forceinline__ uint64_t attn_wgmma_desc(uint32_t smem_addr,
 {
     return (uint64_t)((smem_addr & 0x3FFFFu) >> 4) | ((uint64_t)(leading_bytes >> 4) << 16) |
            ((uint64_t)(1024 >> 4) << 32) | (1ull << 62);
-}
-
-/* Byte offset of 16-byte chunk c (8 columns) of row r in a tile of `rows`
- * rows stored in that layout. */
-static __device__ __forceinline__ int attn_swz128_off(int r, int c, int rows)
-{
-    return (c >> 3) * rows * 128 + r * 128 + (((c & 7) ^ (r & 7)) << 4);
 }
 
 static __device__ __forceinline__ void attn_wgmma_fence()

@@ -80,6 +80,23 @@ enum { ATTN_PART_ALL = 0, ATTN_PART_SINGLE = 1, ATTN_PART_MULTI = 2 };
 
 #if defined(__CUDACC__) || defined(__HIP__)
 
+/* The keys [klo, khi) that a query at any of the positions pos_lo..pos_hi of
+ * a sequence of K keys may see: none past pos_hi when causal, and the
+ * window pos - window_left .. pos + window_right (a side < 0: unbounded).
+ * Every kernel derives its tiles and segments from this range. */
+__device__ __forceinline__ void attn_visible_keys(const attn_kparams &p, int K, int pos_lo,
+                                                  int pos_hi, int &klo, int &khi)
+{
+    klo = 0;
+    khi = K;
+    if (p.causal)
+        khi = min(khi, pos_hi + 1);
+    if (p.window_right >= 0)
+        khi = min(khi, pos_hi + p.window_right + 1);
+    if (p.window_left >= 0)
+        klo = max(klo, pos_lo - p.window_left);
+}
+
 /* The factor a row's unnormalised output is multiplied by when a program
  * writes it directly (one segment): v_descale over the softmax denominator
  * (l at the running max m, log2 units), with the row's sink joining the

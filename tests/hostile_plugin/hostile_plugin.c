@@ -61,15 +61,13 @@ __attribute__((constructor)) static void hostile_constructor(void)
 
 static const char *const hostile_built_archs[] = {"hostile", NULL};
 
-#if defined(HOSTILE_CREATE_UNTERMINATED) || defined(HOSTILE_FORWARD_UNTERMINATED) ||               \
-    defined(HOSTILE_PROBE_UNTERMINATED)
-/* A buffer of `size` bytes without a NUL anywhere (only the variants that
- * use it define it: clang warns about an unused static function). */
-static void fill_unterminated(char *buf, size_t size)
+/* A buffer of `size` bytes without a NUL anywhere. Marked unused: only the
+ * *_UNTERMINATED variants call it, and clang warns about an unused static
+ * function in the others. */
+__attribute__((unused)) static void fill_unterminated(char *buf, size_t size)
 {
     memset(buf, 'X', size);
 }
-#endif
 
 static int hostile_pred(const attn_plugin_context *ctx, const attn_shape *shape, attn_verdict *v)
 {

@@ -25,8 +25,8 @@ done
 sh "$helper" "$out/devicelibs" >/dev/null
 
 status=0
-# The kernel library's sources: the CMake list's (ATTN_GPU_SOURCES).
-srcs=$(sed -n '/^set(ATTN_GPU_SOURCES/,/)/p' "$here/CMakeLists.txt" | grep -o '[a-z_]*\.hip' | sed 's/\.hip$//')
+# The kernel library's sources (sources.txt, the list CMake builds).
+srcs=$(sed 's/\.hip$//' "$here/sources.txt")
 for src in $srcs; do
   echo "amd-compile-check: $src.hip for gfx942, gfx950"
   # -fgpu-rdc is not needed: every kernel is launched from its own file.

@@ -18,8 +18,8 @@ cd "$root"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv 2>&1 | tee "$out/build.log"
 t0=$(date +%s)
 pids=()
-# The kernel library's sources: the CMake list's (ATTN_GPU_SOURCES).
-srcs=$(sed -n '/^set(ATTN_GPU_SOURCES/,/)/p' plugins/gpu/CMakeLists.txt | grep -o '[a-z_]*\.hip' | sed 's/\.hip$//')
+# The kernel library's sources (sources.txt, the list CMake builds).
+srcs=$(sed 's/\.hip$//' plugins/gpu/sources.txt)
 objs=$(for f in $srcs; do printf '%s ' $b/$f.o; done)
 for f in $srcs; do
   $NVCC -x cu $FL -Xptxas -v -c plugins/gpu/$f.hip -o $b/$f.o > $b/$f.log 2>&1 &

@@ -12,6 +12,8 @@ file(READ_ELF "${BUILT}" RUNPATH old CAPTURE_ERROR err)
 if(err)
   message(FATAL_ERROR "rpath_fix: ${BUILT}: ${err}")
 endif()
+# READ_ELF hands the RUNPATH back as a list (its ':' turned into ';').
+string(REPLACE ";" ":" old "${old}")
 file(COPY_FILE "${BUILT}" "${INSTALL_COPY}")
 file(RPATH_CHANGE FILE "${INSTALL_COPY}" OLD_RPATH "${old}" NEW_RPATH "${INSTALL_RPATH}")
 string(REPLACE ":" ";" elems "${old}")

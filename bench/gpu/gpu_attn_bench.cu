@@ -29,6 +29,10 @@
  *   usage: gpu_attn_bench [--decode-only | --mtp-only | --prefill-only] [out.json]
  *   --decode-only: only the plain-decode shapes (a short run for tuning).
  *   --mtp-only: only the MTP kernel on the MTP shapes (no generic, no decode).
+ *   Environment (tuning runs): ATTNREG_BENCH_NSEG=N forces N key segments
+ *   (gpu_attn_force_segments), ATTNREG_BENCH_PDL=0 launches the reduce
+ *   plainly (gpu_attn_force_pdl), ATTNREG_MTP_WGMMA picks the MTP variant,
+ *   ATTNREG_BENCH_DMMA_CARVEOUT / _TARGET tune the decode-mma kernel.
  */
 #include <math.h>
 #include <stdint.h>
@@ -274,6 +278,11 @@ static Result run_batch(const char *family, gpu_attn_kernel kernel, int hq, int 
     /* the bench's switch for the MTP variant (the library reads none) */
     if (kernel == GPU_ATTN_KERNEL_MTP && getenv("ATTNREG_MTP_WGMMA"))
         gpu_attn_force_mtp_variant(ctx, atoi(getenv("ATTNREG_MTP_WGMMA")) ? 1 : 0);
+    /* the bench's switches for the reduce launch and the segment count */
+    if (getenv("ATTNREG_BENCH_PDL"))
+        gpu_attn_force_pdl(ctx, atoi(getenv("ATTNREG_BENCH_PDL")));
+    if (getenv("ATTNREG_BENCH_NSEG"))
+        gpu_attn_force_segments(ctx, atoi(getenv("ATTNREG_BENCH_NSEG")));
     const int prefill = q_len > 1 && gpu_attn_force_prefill(ctx, !scalar);
     attn_batch_limits lim = {sizeof lim, batch, T};
     size_t ws = 0;

@@ -685,6 +685,7 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
         }
     }
     attn_cp_async_wait(0);
+    attn_pdl_launch_dependents(); /* every load is done: the reduce may be scheduled */
 
     /* Row sums over the quad of lanes that shares a row. */
     l0 += __shfl_xor_sync(0xffffffffu, l0, 1);

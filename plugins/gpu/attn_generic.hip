@@ -386,20 +386,38 @@ __global__ void __launch_bounds__(GEN_WARPS * 32)
 
 /* Merge nseg partials of each (token, head) with the log-sum-exp rule, add
  * the sink to the denominator, scale by v_descale and store. A segment that
- * saw no key has sum 0 and is skipped (its acc was never written).
- * The first warp reads every segment's (max, sum) at once (up to
- * RED_PER_LANE per lane)
- * and leaves one weight per segment in shared memory; then every thread
- * sums its output columns over the segments with independent loads. A
- * serial walk over the segments, each waiting on its load, made this kernel
- * a chain of 3 x nseg memory round trips: longer than the attention kernel
- * itself on small batches. */
+ * saw no key has sum 0 and weight 0 (its acc was never written: it is
+ * loaded like the others but never enters a sum).
+ * Why it is laid out so: the kernel is a few memory round trips long, so
+ * what counts is how many loads each thread has in flight. Thread t owns
+ * VEC consecutive output columns (16-byte loads where the workspace allows)
+ * and one of RED_THREADS / (dv / VEC) segment groups (every ng-th segment
+ * from its group index), keeps RED_BATCH of its segments' loads in flight,
+ * and issues the first batch before the weights exist; the first warp reads
+ * every segment's (max, sum) at once meanwhile and leaves one weight per
+ * segment in shared memory; the groups' sums meet in shared memory at the
+ * end. (Version 13 gave each thread one column and every segment in turn,
+ * 8 loads in flight: 26 us for the 64 segments of a batch-1 decode at 16k
+ * keys, 17 us for a batch-32 MTP verify: as long as the attention kernel.) */
 #define RED_MAX_SEG ATTN_REDUCE_MAX_SEGMENTS
 #define RED_PER_LANE (RED_MAX_SEG / 32)
-__global__ void __launch_bounds__(128) attn_reduce_kernel(const attn_kparams p, int nseg)
+#define RED_THREADS 128
+#define RED_BATCH 8
+template <int VEC>
+static __device__ __forceinline__ float4 red_load(const float *ws, int64_t i)
+{
+    if constexpr (VEC == 4)
+        return *(const float4 *)(ws + i);
+    else
+        return make_float4(ws[i], 0.f, 0.f, 0.f);
+}
+
+template <int VEC>
+__global__ void __launch_bounds__(RED_THREADS) attn_reduce_kernel(const attn_kparams p, int nseg)
 {
     __shared__ float weight[RED_MAX_SEG];
     __shared__ float scale;
+    __shared__ float4 part[RED_THREADS];
     /* ATTN_PART_SINGLE: the decode part of a mixed batch, one block per
      * sequence (its one token), prefill chunks skipped. */
     int token = blockIdx.x;
@@ -412,6 +430,28 @@ __global__ void __launch_bounds__(128) attn_reduce_kernel(const attn_kparams p, 
     const int64_t stride = (int64_t)p.num_tokens * p.hq;
     const int64_t base = (int64_t)token * p.hq + head;
     nseg = min(nseg, RED_MAX_SEG);
+    attn_pdl_wait(); /* launched with p.pdl: the partials are written */
+
+    /* Column groups of VEC: nq of them, taken nqb at a time by the block;
+     * ng segment groups share each (ng = 1 when the columns need every
+     * thread, the block then walks them in passes). */
+    const int nq = p.dv / VEC;
+    const int nqb = min(nq, RED_THREADS);
+    const int ng = RED_THREADS / nqb;
+    const int grp = threadIdx.x / nqb, cq = threadIdx.x % nqb;
+    const bool live = grp < ng;
+    const int per = (nseg + ng - 1) / ng; /* segments of each group */
+    float4 x[RED_BATCH];
+    auto load_batch = [&](int col, int b) {
+#pragma unroll
+        for (int k = 0; k < RED_BATCH; k++) {
+            const int sg = grp + ng * (k + RED_BATCH * b);
+            x[k] = live && sg < nseg ? red_load<VEC>(p.ws_acc, (base + sg * stride) * p.dv + col)
+                                     : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+    };
+    load_batch(cq * VEC, 0); /* in flight while the weights are worked out */
+
     if (threadIdx.x < 32) {
         const int lane = threadIdx.x;
         float ms[RED_PER_LANE], ls[RED_PER_LANE];
@@ -432,16 +472,16 @@ __global__ void __launch_bounds__(128) attn_reduce_kernel(const attn_kparams p, 
         const float sk = p.sinks ? p.sinks[head] * ATTN_LOG2E : -INFINITY;
         const float M = fmaxf(mx, sk);
         const float mu = M == -INFINITY ? 0.f : M;
-        float part = 0.f;
+        float partsum = 0.f;
 #pragma unroll
         for (int k = 0; k < RED_PER_LANE; k++) {
             const int sg = lane + 32 * k;
             const float w = ls[k] > 0.f ? exp2f(ms[k] - mu) : 0.f;
-            part += ls[k] * w;
+            partsum += ls[k] * w;
             if (sg < nseg)
                 weight[sg] = w;
         }
-        float denom = warp_sum32(part) + (p.sinks ? exp2f(sk - mu) : 0.f);
+        float denom = warp_sum32(partsum) + (p.sinks ? exp2f(sk - mu) : 0.f);
         if (lane == 0) {
             scale = denom > 0.f ? p.v_scale / denom : 0.f;
             /* ln of the row's denominator in the scores' own units (the
@@ -454,15 +494,44 @@ __global__ void __launch_bounds__(128) attn_reduce_kernel(const attn_kparams p, 
     __syncthreads();
     const float inv = scale;
     const int64_t ob = (int64_t)(token)*p.out_stride_token + (int64_t)head * p.out_stride_head;
-    for (int dd = threadIdx.x; dd < p.dv; dd += blockDim.x) {
-        float a = 0.f;
-#pragma unroll 8
-        for (int sg = 0; sg < nseg; sg++) {
-            const float w = weight[sg];
-            if (w != 0.f) /* a segment without keys left its acc unwritten */
-                a += p.ws_acc[(base + sg * stride) * p.dv + dd] * w;
+    for (int c0 = 0; c0 < nq; c0 += nqb) {
+        const int col = (c0 + cq) * VEC;
+        const bool mine = live && c0 + cq < nq;
+        float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
+        for (int b = 0; b * RED_BATCH < per; b++) {
+            if (b > 0 || c0 > 0)
+                load_batch(mine ? col : 0, b);
+#pragma unroll
+            for (int k = 0; k < RED_BATCH; k++) {
+                const int sg = grp + ng * (k + RED_BATCH * b);
+                const float w = live && sg < nseg ? weight[sg] : 0.f;
+                if (w != 0.f) { /* a segment without keys left its acc unwritten */
+                    a.x += x[k].x * w;
+                    a.y += x[k].y * w;
+                    a.z += x[k].z * w;
+                    a.w += x[k].w * w;
+                }
+            }
         }
-        attn_store_elem(p.out, ob + dd, p.out_dtype, a * inv);
+        if (ng > 1) { /* the segment groups' sums meet (one pass: nq <= RED_THREADS) */
+            part[threadIdx.x] = a;
+            __syncthreads();
+            if (grp != 0)
+                return;
+            for (int g2 = 1; g2 < ng; g2++) {
+                const float4 o = part[g2 * nqb + cq];
+                a.x += o.x;
+                a.y += o.y;
+                a.z += o.z;
+                a.w += o.w;
+            }
+        }
+        if (mine) {
+            const float v[4] = {a.x, a.y, a.z, a.w};
+#pragma unroll
+            for (int e = 0; e < VEC; e++)
+                attn_store_elem(p.out, ob + col + e, p.out_dtype, v[e] * inv);
+        }
     }
 }
 
@@ -500,7 +569,31 @@ static hipError_t launch_generic_t(const attn_kparams *p, hipStream_t stream)
 hipError_t attn_launch_reduce(const attn_kparams *p, int nseg, hipStream_t stream)
 {
     dim3 grid(p->batch_part == ATTN_PART_SINGLE ? p->num_seqs : p->num_tokens, p->hq);
-    attn_reduce_kernel<<<grid, 128, 0, stream>>>(*p, nseg);
+    /* 16-byte partial loads where the workspace is 16-byte aligned (the
+     * host's pointer; every built head size is a multiple of 4 floats). */
+    const bool vec = ((uintptr_t)p->ws_acc % 16) == 0 && p->dv % 4 == 0;
+#if defined(ATTN_PLATFORM_CUDA)
+    if (p->pdl) {
+        /* A programmatic dependent of the attention kernel before it (see
+         * attn_kparams.pdl); captured into a CUDA graph as such an edge. */
+        cudaLaunchAttribute attr[1];
+        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[0].val.programmaticStreamSerializationAllowed = 1;
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = grid;
+        cfg.blockDim = dim3(RED_THREADS);
+        cfg.dynamicSmemBytes = 0;
+        cfg.stream = stream;
+        cfg.attrs = attr;
+        cfg.numAttrs = 1;
+        return vec ? cudaLaunchKernelEx(&cfg, attn_reduce_kernel<4>, *p, nseg)
+                   : cudaLaunchKernelEx(&cfg, attn_reduce_kernel<1>, *p, nseg);
+    }
+#endif
+    if (vec)
+        attn_reduce_kernel<4><<<grid, RED_THREADS, 0, stream>>>(*p, nseg);
+    else
+        attn_reduce_kernel<1><<<grid, RED_THREADS, 0, stream>>>(*p, nseg);
     return hipGetLastError();
 }
 

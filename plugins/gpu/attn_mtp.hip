@@ -588,6 +588,7 @@ __global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
         pin_pv_registers();
     }
 #endif
+    attn_pdl_launch_dependents(); /* every load is done: the reduce may be scheduled */
 
     /* Row sums over the 4 lanes of a row. */
     l0 += __shfl_xor_sync(0xffffffffu, l0, 1);

@@ -78,6 +78,12 @@ int gpu_attn_force_generic(gpu_attn_ctx *ctx, int stages, int raw_kv);
  * variant in use, -1 for a context that is not the MTP kernel's. */
 int gpu_attn_force_mtp_variant(gpu_attn_ctx *ctx, int variant);
 
+/* For benchmarks (the bench's ATTNREG_BENCH_PDL=0): launch the reduce kernel
+ * as a programmatic dependent of the attention kernel (use = 1, the default
+ * on sm_90 and later) or plainly (0). Returns the setting in effect (0 where
+ * the device or platform has none), -1 for no context. */
+int gpu_attn_force_pdl(gpu_attn_ctx *ctx, int use);
+
 /* For benchmarks: the matrix-unit decode kernel's shared-memory carveout
  * (percent of 228 KB on sm_90; 0 = the default, 100) and the programs per
  * compute unit its segment rule fills (0 = the default, 6; at most what the

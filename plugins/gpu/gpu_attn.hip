@@ -296,6 +296,9 @@ extern "C" attn_status gpu_attn_create(gpu_attn_kernel kernel, const attn_shape 
     c->shape.struct_size = sizeof c->shape;
     c->device = dev;
     c->cus = prop.multiProcessorCount > 0 ? prop.multiProcessorCount : 1;
+#if defined(ATTN_PLATFORM_CUDA)
+    c->pdl = prop.major >= 9; /* programmatic dependent launch: sm_90 and later */
+#endif
     ops->configure(c, &prop);
     *out = c;
     return ATTN_OK;
@@ -307,6 +310,22 @@ extern "C" int gpu_attn_force_mtp_variant(gpu_attn_ctx *ctx, int variant)
         return -1;
     ctx->mtp_wgmma = ctx->mtp_wgmma_capable ? variant : 0;
     return ctx->mtp_wgmma;
+}
+
+extern "C" int gpu_attn_force_pdl(gpu_attn_ctx *ctx, int use)
+{
+    if (!ctx)
+        return -1;
+#if defined(ATTN_PLATFORM_CUDA)
+    hipDeviceProp_t prop;
+    if (use && hipGetDeviceProperties(&prop, ctx->device) == hipSuccess && prop.major >= 9)
+        ctx->pdl = 1;
+    else
+        ctx->pdl = 0;
+#else
+    (void)use;
+#endif
+    return ctx->pdl;
 }
 
 extern "C" int gpu_attn_force_prefill(gpu_attn_ctx *ctx, int use)
@@ -518,6 +537,7 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
     p.q_vec16 = ((uintptr_t)a->q % 16 == 0) && a->q_stride_token % 8 == 0 &&
                 a->q_stride_head % 8 == 0;
     p.mtp_wgmma = ctx->mtp_wgmma;
+    p.pdl = ctx->pdl;
     p.q_stride_head = a->q_stride_head;
     p.k_cache = a->k_cache;
     p.v_cache = a->v_cache;

@@ -51,6 +51,11 @@ typedef struct attn_kparams {
     int32_t q_vec16;        /* q rows start 16-byte aligned: vector loads are safe */
     int32_t mtp_wgmma;      /* MTP: 0 mma.sync variant, 1 wgmma variant, 2 wgmma for q_len > 2 */
     int32_t page_shift;     /* log2(page) when the page size is a power of two, else -1 */
+    /* 1: the reduce kernel is launched as a programmatic dependent of the
+     * kernel before it (NVIDIA sm_90+): it is scheduled while that kernel's
+     * last programs finish and waits for their writes on the device, so the
+     * step pays no launch gap between the two (0 on AMD and older GPUs). */
+    int32_t pdl;
     /* A mixed batch split over two kernels: ATTN_PART_SINGLE = this launch
      * (decode kernels, and their reduce) takes only the sequences with one
      * query token, ATTN_PART_MULTI = only those with more (prefill kernel);
@@ -79,6 +84,24 @@ enum { ATTN_PART_ALL = 0, ATTN_PART_SINGLE = 1, ATTN_PART_MULTI = 2 };
 #define ATTN_LN2 0.6931471805599453f
 
 #if defined(__CUDACC__) || defined(__HIP__)
+/* Programmatic dependent launch (sm_90+ device code; nothing elsewhere).
+ * attn_pdl_launch_dependents: this program has issued its last loads, so
+ * the kernel launched after it with attn_kparams.pdl may be scheduled (it is
+ * once every program has said so or exited); attn_pdl_wait: in that
+ * dependent kernel, block until the kernel before has finished and its
+ * writes are visible. */
+static __device__ __forceinline__ void attn_pdl_launch_dependents()
+{
+#if defined(ATTN_PLATFORM_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+static __device__ __forceinline__ void attn_pdl_wait()
+{
+#if defined(ATTN_PLATFORM_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
 
 /* The keys [klo, khi) that a query at any of the positions pos_lo..pos_hi of
  * a sequence of K keys may see: none past pos_hi when causal, and the
@@ -480,10 +503,9 @@ hipError_t attn_launch_mtp(const attn_kparams *p, int max_seqlen_q, int nseg, hi
 hipError_t attn_launch_reduce(const attn_kparams *p, int nseg, hipStream_t stream);
 /* printf into the caller's error buffer (NULL or 0 bytes: nothing). */
 void attn_set_err(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* The most key segments the reduce kernel merges (every segment rule stops
- * there: 128 made batch-1 decode slower on the H200, 34-47 us against 22-32
- * us at 8k-16k keys, the per-program start-up outweighing the parallelism). */
-#define ATTN_REDUCE_MAX_SEGMENTS 64
+/* The most key segments the reduce kernel merges and a forced segment count
+ * may ask for; each segment rule has its own, lower cap (attn_families.hip). */
+#define ATTN_REDUCE_MAX_SEGMENTS 256
 /* Dynamic shared memory the generic kernel needs for `stages` raw KV stages. */
 int attn_mtp_has_mma(void);
 int attn_mtp_has_wgmma(void);

@@ -124,15 +124,17 @@ struct mtp_smem {
     {
         return WG ? attn_swz128_off(r, c, rows) : r * ROW + ((c ^ (r & 7)) << 4);
     }
-    /* Two programs per SM: 228 KiB, less 1 KiB reserved per program. */
-    static_assert(2 * (TOTAL + 1024) <= 228 * 1024, "two programs per SM must fit");
+    /* ATTN_MTP_PROGRAMS_PER_CU programs per SM: 228 KiB, less 1 KiB
+     * reserved per program. */
+    static_assert(ATTN_MTP_PROGRAMS_PER_CU * (TOTAL + 1024) <= 228 * 1024,
+                  "the programs an SM holds must fit");
     /* The QW = 2 merge reuses the raw stages. */
     static_assert(QW != 2 || (QW * 128 * 32 + QW * 4 * 32) * 4 <= STAGES * STAGE,
                   "merge buffer must fit in the stages");
 };
 
 template <int QW, bool WG>
-__global__ void __launch_bounds__(128, 2) attn_mtp_kernel(const attn_kparams p)
+__global__ void __launch_bounds__(128, ATTN_MTP_PROGRAMS_PER_CU) attn_mtp_kernel(const attn_kparams p)
 {
 #ifdef ATTN_MTP_MMA
 #ifndef ATTN_MTP_WGMMA

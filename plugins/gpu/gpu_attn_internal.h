@@ -500,6 +500,10 @@ template <typename F> static inline hipError_t attn_dispatch_head_dim(int d, F &
 hipError_t attn_launch_generic(const attn_kparams *p, int max_tile_q, hipStream_t stream,
                                int rows_per_warp);
 hipError_t attn_launch_mtp(const attn_kparams *p, int max_seqlen_q, int nseg, hipStream_t stream);
+/* Programs of the MTP kernel a multiprocessor holds at once (its launch
+ * bounds, its shared memory checked against it; the segment rule fills one
+ * wave of them). */
+#define ATTN_MTP_PROGRAMS_PER_CU 2
 hipError_t attn_launch_reduce(const attn_kparams *p, int nseg, hipStream_t stream);
 /* printf into the caller's error buffer (NULL or 0 bytes: nothing). */
 void attn_set_err(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

@@ -391,18 +391,27 @@ __global__ void __launch_bounds__(GEN_WARPS * 32)
  * Why it is laid out so: the kernel is a few memory round trips long, so
  * what counts is how many loads each thread has in flight. Thread t owns
  * VEC consecutive output columns (16-byte loads where the workspace allows)
- * and one of RED_THREADS / (dv / VEC) segment groups (every ng-th segment
+ * and one of THREADS / (dv / VEC) segment groups (every ng-th segment
  * from its group index), keeps RED_BATCH of its segments' loads in flight,
  * and issues the first batch before the weights exist; the first warp reads
  * every segment's (max, sum) at once meanwhile and leaves one weight per
  * segment in shared memory; the groups' sums meet in shared memory at the
  * end. (Version 13 gave each thread one column and every segment in turn,
  * 8 loads in flight: 26 us for the 64 segments of a batch-1 decode at 16k
- * keys, 17 us for a batch-32 MTP verify: as long as the attention kernel.) */
+ * keys, 17 us for a batch-32 MTP verify: as long as the attention kernel.)
+ * Large batches make many small blocks (tokens x heads, a few segments
+ * each), where what bounds the kernel is how many blocks a multiprocessor
+ * holds: the blocks are kept to 64 registers a thread (1024 resident
+ * threads), no per-thread arrays but the loads in flight. */
 #define RED_MAX_SEG ATTN_REDUCE_MAX_SEGMENTS
-#define RED_PER_LANE (RED_MAX_SEG / 32)
+/* Block sizes: RED_THREADS_MANY where segments are many (RED_MANY_SEGMENTS
+ * or more: a batch-1 step, whose few blocks each have many loads to keep in
+ * flight), else RED_THREADS (many blocks of few segments each). */
 #define RED_THREADS 128
-#define RED_BATCH 8
+#define RED_THREADS_MANY 256
+#define RED_MANY_SEGMENTS 16
+/* loads in flight per thread: 4 of 16 bytes or 8 of 4 */
+#define RED_BATCH (VEC == 4 ? 4 : 8)
 template <int VEC>
 static __device__ __forceinline__ float4 red_load(const float *ws, int64_t i)
 {
@@ -412,12 +421,13 @@ static __device__ __forceinline__ float4 red_load(const float *ws, int64_t i)
         return make_float4(ws[i], 0.f, 0.f, 0.f);
 }
 
-template <int VEC>
-__global__ void __launch_bounds__(RED_THREADS) attn_reduce_kernel(const attn_kparams p, int nseg)
+template <int VEC, int THREADS>
+__global__ void __launch_bounds__(THREADS, 1024 / THREADS) attn_reduce_kernel(const attn_kparams p,
+                                                                             int nseg)
 {
-    __shared__ float weight[RED_MAX_SEG];
+    __shared__ float weight[RED_MAX_SEG], wsum[RED_MAX_SEG];
     __shared__ float scale;
-    __shared__ float4 part[RED_THREADS];
+    __shared__ float4 part[THREADS];
     /* ATTN_PART_SINGLE: the decode part of a mixed batch, one block per
      * sequence (its one token), prefill chunks skipped. */
     int token = blockIdx.x;
@@ -436,8 +446,8 @@ __global__ void __launch_bounds__(RED_THREADS) attn_reduce_kernel(const attn_kpa
      * ng segment groups share each (ng = 1 when the columns need every
      * thread, the block then walks them in passes). */
     const int nq = p.dv / VEC;
-    const int nqb = min(nq, RED_THREADS);
-    const int ng = RED_THREADS / nqb;
+    const int nqb = min(nq, THREADS);
+    const int ng = THREADS / nqb;
     const int grp = threadIdx.x / nqb, cq = threadIdx.x % nqb;
     const bool live = grp < ng;
     const int per = (nseg + ng - 1) / ng; /* segments of each group */
@@ -453,35 +463,35 @@ __global__ void __launch_bounds__(RED_THREADS) attn_reduce_kernel(const attn_kpa
     load_batch(cq * VEC, 0); /* in flight while the weights are worked out */
 
     if (threadIdx.x < 32) {
+        /* The (max, sum) pairs go to shared memory as they come (loads
+         * independent of each other, so all of them are in flight at once),
+         * the lanes meet on the maximum, and each lane turns its own
+         * entries into weights (no per-lane arrays: registers decide how
+         * many of these small blocks a multiprocessor holds). */
         const int lane = threadIdx.x;
-        float ms[RED_PER_LANE], ls[RED_PER_LANE];
-        float mx = -INFINITY;
+        float lm = -INFINITY;
 #pragma unroll
-        for (int k = 0; k < RED_PER_LANE; k++) {
+        for (int k = 0; k < RED_MAX_SEG / 32; k++) {
             const int sg = lane + 32 * k;
-            ms[k] = -INFINITY;
-            ls[k] = 0.f;
             if (sg < nseg) {
-                ms[k] = p.ws_ml[2 * (base + sg * stride)];
-                ls[k] = p.ws_ml[2 * (base + sg * stride) + 1];
+                const float m = p.ws_ml[2 * (base + sg * stride)];
+                const float l = p.ws_ml[2 * (base + sg * stride) + 1];
+                weight[sg] = l > 0.f ? m : -INFINITY; /* a segment without keys weighs 0 */
+                wsum[sg] = l;
+                lm = l > 0.f ? fmaxf(lm, m) : lm;
             }
-            if (ls[k] > 0.f)
-                mx = fmaxf(mx, ms[k]);
         }
-        mx = warp_max32(mx);
+        const float mx = warp_max32(lm);
         const float sk = p.sinks ? p.sinks[head] * ATTN_LOG2E : -INFINITY;
         const float M = fmaxf(mx, sk);
         const float mu = M == -INFINITY ? 0.f : M;
         float partsum = 0.f;
-#pragma unroll
-        for (int k = 0; k < RED_PER_LANE; k++) {
-            const int sg = lane + 32 * k;
-            const float w = ls[k] > 0.f ? exp2f(ms[k] - mu) : 0.f;
-            partsum += ls[k] * w;
-            if (sg < nseg)
-                weight[sg] = w;
+        for (int sg = lane; sg < nseg; sg += 32) {
+            const float w = weight[sg] == -INFINITY ? 0.f : exp2f(weight[sg] - mu);
+            weight[sg] = w;
+            partsum += wsum[sg] * w;
         }
-        float denom = warp_sum32(partsum) + (p.sinks ? exp2f(sk - mu) : 0.f);
+        const float denom = warp_sum32(partsum) + (p.sinks ? exp2f(sk - mu) : 0.f);
         if (lane == 0) {
             scale = denom > 0.f ? p.v_scale / denom : 0.f;
             /* ln of the row's denominator in the scores' own units (the
@@ -513,7 +523,7 @@ __global__ void __launch_bounds__(RED_THREADS) attn_reduce_kernel(const attn_kpa
                 }
             }
         }
-        if (ng > 1) { /* the segment groups' sums meet (one pass: nq <= RED_THREADS) */
+        if (ng > 1) { /* the segment groups' sums meet (one pass: nq <= THREADS) */
             part[threadIdx.x] = a;
             __syncthreads();
             if (grp != 0)
@@ -566,12 +576,9 @@ static hipError_t launch_generic_t(const attn_kparams *p, hipStream_t stream)
     return attn_launch_reduce(p, p->nseg, stream);
 }
 
-hipError_t attn_launch_reduce(const attn_kparams *p, int nseg, hipStream_t stream)
+template <int VEC, int THREADS>
+static hipError_t launch_reduce_t(const attn_kparams *p, int nseg, dim3 grid, hipStream_t stream)
 {
-    dim3 grid(p->batch_part == ATTN_PART_SINGLE ? p->num_seqs : p->num_tokens, p->hq);
-    /* 16-byte partial loads where the workspace is 16-byte aligned (the
-     * host's pointer; every built head size is a multiple of 4 floats). */
-    const bool vec = ((uintptr_t)p->ws_acc % 16) == 0 && p->dv % 4 == 0;
 #if defined(ATTN_PLATFORM_CUDA)
     if (p->pdl) {
         /* A programmatic dependent of the attention kernel before it (see
@@ -581,20 +588,29 @@ hipError_t attn_launch_reduce(const attn_kparams *p, int nseg, hipStream_t strea
         attr[0].val.programmaticStreamSerializationAllowed = 1;
         cudaLaunchConfig_t cfg = {};
         cfg.gridDim = grid;
-        cfg.blockDim = dim3(RED_THREADS);
+        cfg.blockDim = dim3(THREADS);
         cfg.dynamicSmemBytes = 0;
         cfg.stream = stream;
         cfg.attrs = attr;
         cfg.numAttrs = 1;
-        return vec ? cudaLaunchKernelEx(&cfg, attn_reduce_kernel<4>, *p, nseg)
-                   : cudaLaunchKernelEx(&cfg, attn_reduce_kernel<1>, *p, nseg);
+        return cudaLaunchKernelEx(&cfg, attn_reduce_kernel<VEC, THREADS>, *p, nseg);
     }
 #endif
-    if (vec)
-        attn_reduce_kernel<4><<<grid, RED_THREADS, 0, stream>>>(*p, nseg);
-    else
-        attn_reduce_kernel<1><<<grid, RED_THREADS, 0, stream>>>(*p, nseg);
+    attn_reduce_kernel<VEC, THREADS><<<grid, THREADS, 0, stream>>>(*p, nseg);
     return hipGetLastError();
+}
+
+hipError_t attn_launch_reduce(const attn_kparams *p, int nseg, hipStream_t stream)
+{
+    dim3 grid(p->batch_part == ATTN_PART_SINGLE ? p->num_seqs : p->num_tokens, p->hq);
+    /* 16-byte partial loads where the workspace is 16-byte aligned (the
+     * host's pointer; every built head size is a multiple of 4 floats). */
+    const bool vec = ((uintptr_t)p->ws_acc % 16) == 0 && p->dv % 4 == 0;
+    if (nseg >= RED_MANY_SEGMENTS)
+        return vec ? launch_reduce_t<4, RED_THREADS_MANY>(p, nseg, grid, stream)
+                   : launch_reduce_t<1, RED_THREADS_MANY>(p, nseg, grid, stream);
+    return vec ? launch_reduce_t<4, RED_THREADS>(p, nseg, grid, stream)
+               : launch_reduce_t<1, RED_THREADS>(p, nseg, grid, stream);
 }
 
 /* The kernel is compiled per head size (the generic plugin's list) and per

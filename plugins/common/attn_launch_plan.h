@@ -120,6 +120,22 @@ ATTN_PLAN_FN int attn_launch_plan_decode_heads(int group, int d)
     return gt > cap ? cap : gt;
 }
 
+/* The segment reduce (attn_generic.hip): the most segments it merges (and a
+ * forced count may ask for; each segment rule has its own, lower cap), its
+ * block sizes (ATTN_REDUCE_THREADS_MANY from ATTN_REDUCE_MANY_SEGMENTS
+ * segments, else ATTN_REDUCE_THREADS) and its static LDS: a float4 a thread
+ * (the segment groups' sums) and one array of a weight and a sum per
+ * segment plus the scale, padded to 4 floats. */
+#define ATTN_REDUCE_MAX_SEGMENTS 256
+#define ATTN_REDUCE_THREADS 128
+#define ATTN_REDUCE_THREADS_MANY 256
+#define ATTN_REDUCE_MANY_SEGMENTS 16
+#define ATTN_REDUCE_ML_FLOATS (2 * ATTN_REDUCE_MAX_SEGMENTS + 4)
+ATTN_PLAN_FN int attn_launch_plan_reduce_bytes(int threads)
+{
+    return 16 * threads + 4 * ATTN_REDUCE_ML_FLOATS;
+}
+
 /* Matrix-unit decode kernel (attn_decode_mma.hip, NVIDIA): one warp, Q (16
  * rows) and 16-key K and V tiles, rows of D 16-bit elements plus 16 bytes of
  * padding. A 16-bit cache: 3 stages of K and V tiles. An fp8 cache: the raw

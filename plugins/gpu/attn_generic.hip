@@ -404,12 +404,12 @@ __global__ void __launch_bounds__(GEN_WARPS * 32)
  * holds: the blocks are kept to 64 registers a thread (1024 resident
  * threads), no per-thread arrays but the loads in flight. */
 #define RED_MAX_SEG ATTN_REDUCE_MAX_SEGMENTS
-/* Block sizes: RED_THREADS_MANY where segments are many (RED_MANY_SEGMENTS
- * or more: a batch-1 step, whose few blocks each have many loads to keep in
+/* Block sizes (attn_launch_plan.h): RED_THREADS_MANY where segments are
+ * many (a batch-1 step, whose few blocks each have many loads to keep in
  * flight), else RED_THREADS (many blocks of few segments each). */
-#define RED_THREADS 128
-#define RED_THREADS_MANY 256
-#define RED_MANY_SEGMENTS 16
+#define RED_THREADS ATTN_REDUCE_THREADS
+#define RED_THREADS_MANY ATTN_REDUCE_THREADS_MANY
+#define RED_MANY_SEGMENTS ATTN_REDUCE_MANY_SEGMENTS
 /* loads in flight per thread: 4 of 16 bytes or 8 of 4 */
 #define RED_BATCH (VEC == 4 ? 4 : 8)
 template <int VEC>
@@ -425,9 +425,11 @@ template <int VEC, int THREADS>
 __global__ void __launch_bounds__(THREADS, 1024 / THREADS) attn_reduce_kernel(const attn_kparams p,
                                                                              int nseg)
 {
-    __shared__ float weight[RED_MAX_SEG], wsum[RED_MAX_SEG];
-    __shared__ float scale;
+    /* static LDS as attn_launch_plan_reduce_bytes counts it */
     __shared__ float4 part[THREADS];
+    __shared__ float ml[ATTN_REDUCE_ML_FLOATS];
+    float *const weight = ml, *const wsum = ml + RED_MAX_SEG;
+    float &scale = ml[2 * RED_MAX_SEG];
     /* ATTN_PART_SINGLE: the decode part of a mixed batch, one block per
      * sequence (its one token), prefill chunks skipped. */
     int token = blockIdx.x;

@@ -507,9 +507,7 @@ hipError_t attn_launch_mtp(const attn_kparams *p, int max_seqlen_q, int nseg, hi
 hipError_t attn_launch_reduce(const attn_kparams *p, int nseg, hipStream_t stream);
 /* printf into the caller's error buffer (NULL or 0 bytes: nothing). */
 void attn_set_err(char *err, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* The most key segments the reduce kernel merges and a forced segment count
- * may ask for; each segment rule has its own, lower cap (attn_families.hip). */
-#define ATTN_REDUCE_MAX_SEGMENTS 256
+/* ATTN_REDUCE_MAX_SEGMENTS: attn_launch_plan.h (the reduce's table). */
 /* Dynamic shared memory the generic kernel needs for `stages` raw KV stages. */
 int attn_mtp_has_mma(void);
 int attn_mtp_has_wgmma(void);

@@ -72,8 +72,12 @@ int main(void)
                     line(lim, name, 32 * ATTN_DEC_WARPS, bytes, 0,
                          bytes <= lim->shared_bytes_per_block);
                 }
-        /* The segment reduce: a weight per segment (64 at most) and a scale. */
-        line(lim, "attn_reduce_kernel", 128, 4 * 64 + 4, 0, 1);
+        /* The segment reduce: 16-byte and scalar loads, both block sizes. */
+        for (int vec = 4; vec >= 1; vec -= 3)
+            for (int t = ATTN_REDUCE_THREADS; t <= ATTN_REDUCE_THREADS_MANY; t *= 2) {
+                snprintf(name, sizeof name, "attn_reduce_kernel<%d, %d>", vec, t);
+                line(lim, name, t, attn_launch_plan_reduce_bytes(t), 0, 1);
+            }
         /* KV append (no LDS) and the state merge (12 bytes a head of
          * dynamic LDS, at most 48 KB: gpu_attn_merge_states refuses more). */
         line(lim, "attn_append_kernel", 128, 0, 0, 1);

@@ -16,8 +16,6 @@
  * references to host functions it cannot link. */
 #if !defined(__HIP_DEVICE_COMPILE__)
 
-#define ATTN_MAX_SEGMENTS ATTN_REDUCE_MAX_SEGMENTS
-
 static int next_pow2(int x)
 {
     int p = 1;
@@ -44,13 +42,13 @@ int attn_family_segments(const gpu_attn_ctx *c, const attn_family_ops *f,
 
 /* The split every segment rule shares: `work` programs without a split,
  * `target` programs wanted. Split the key range into the power of two of
- * segments that brings the grid to the target, at most max_seg (itself at
- * most ATTN_MAX_SEGMENTS) and never below `min_keys` keys a segment (rounded
+ * segments that brings the grid to the target, at most
+ * ATTN_RULE_MAX_SEGMENTS (the reduce merges up to ATTN_REDUCE_MAX_SEGMENTS,
+ * for forced counts) and never below `min_keys` keys a segment (rounded
  * down to a power of two when that bound is not one); 1 when the work
  * already reaches the target. */
-#define ATTN_RULE_MAX_SEGMENTS 64 /* the rules' cap unless one says otherwise */
-static int split_segments(long work, long target, int maxk, int min_keys,
-                          int max_seg = ATTN_RULE_MAX_SEGMENTS)
+#define ATTN_RULE_MAX_SEGMENTS 64
+static int split_segments(long work, long target, int maxk, int min_keys)
 {
     if (work <= 0 || work >= target)
         return 1;
@@ -58,10 +56,8 @@ static int split_segments(long work, long target, int maxk, int min_keys,
     int cap = ceil_div(maxk > 0 ? maxk : 1, min_keys);
     if (n > cap)
         n = next_pow2(cap) > cap ? next_pow2(cap) / 2 : cap;
-    if (max_seg > ATTN_MAX_SEGMENTS)
-        max_seg = ATTN_MAX_SEGMENTS;
-    if (n > max_seg)
-        n = max_seg;
+    if (n > ATTN_RULE_MAX_SEGMENTS)
+        n = ATTN_RULE_MAX_SEGMENTS;
     return n < 1 ? 1 : n;
 }
 

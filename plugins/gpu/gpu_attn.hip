@@ -52,8 +52,6 @@ __attribute__((visibility("hidden"))) const char *const attn_gpu_kernel_archs[] 
     ATTN_LIST(ATTNREG_GPU_ARCH_LIST), NULL};
 }
 
-#define ATTN_MAX_SEGMENTS ATTN_REDUCE_MAX_SEGMENTS
-
 /* ---- launch attributes, per (kernel, device) ---- */
 #include <mutex>
 namespace {
@@ -297,8 +295,9 @@ extern "C" attn_status gpu_attn_create(gpu_attn_kernel kernel, const attn_shape 
     c->device = dev;
     c->cus = prop.multiProcessorCount > 0 ? prop.multiProcessorCount : 1;
 #if defined(ATTN_PLATFORM_CUDA)
-    c->pdl = prop.major >= 9; /* programmatic dependent launch: sm_90 and later */
+    c->pdl_capable = prop.major >= 9; /* programmatic dependent launch: sm_90 and later */
 #endif
+    c->pdl = c->pdl_capable;
     ops->configure(c, &prop);
     *out = c;
     return ATTN_OK;
@@ -316,15 +315,7 @@ extern "C" int gpu_attn_force_pdl(gpu_attn_ctx *ctx, int use)
 {
     if (!ctx)
         return -1;
-#if defined(ATTN_PLATFORM_CUDA)
-    hipDeviceProp_t prop;
-    if (use && hipGetDeviceProperties(&prop, ctx->device) == hipSuccess && prop.major >= 9)
-        ctx->pdl = 1;
-    else
-        ctx->pdl = 0;
-#else
-    (void)use;
-#endif
+    ctx->pdl = use && ctx->pdl_capable;
     return ctx->pdl;
 }
 
@@ -361,7 +352,7 @@ extern "C" void gpu_attn_destroy(gpu_attn_ctx *ctx)
 extern "C" void gpu_attn_force_segments(gpu_attn_ctx *ctx, int nseg)
 {
     if (ctx)
-        ctx->forced_nseg = nseg < 0 ? 0 : nseg > ATTN_MAX_SEGMENTS ? ATTN_MAX_SEGMENTS : nseg;
+        ctx->forced_nseg = nseg < 0 ? 0 : nseg > ATTN_REDUCE_MAX_SEGMENTS ? ATTN_REDUCE_MAX_SEGMENTS : nseg;
 }
 
 extern "C" int gpu_attn_compute_units(const gpu_attn_ctx *ctx)

@@ -31,10 +31,7 @@
  *   --mtp-only: only the MTP kernel on the MTP shapes (no generic, no decode).
  *   Environment (tuning runs): ATTNREG_BENCH_NSEG=N forces N key segments
  *   (gpu_attn_force_segments), ATTNREG_BENCH_PDL=0 launches the reduce
- *   plainly (gpu_attn_force_pdl), ATTNREG_BENCH_CLUSTER=1 merges up to 16
- *   segments in a thread-block cluster instead of the workspace and the
- *   reduce (gpu_attn_force_cluster_merge), ATTNREG_MTP_WGMMA picks the MTP variant,
- *   ATTNREG_MTP_QK8=1 its Q K^T on fp8 wgmma (gpu_attn_force_mtp_qk8),
+ *   plainly (gpu_attn_force_pdl), ATTNREG_MTP_WGMMA picks the MTP variant,
  *   ATTNREG_BENCH_DMMA_CARVEOUT / _TARGET tune the decode-mma kernel.
  */
 #include <math.h>
@@ -281,13 +278,9 @@ static Result run_batch(const char *family, gpu_attn_kernel kernel, int hq, int 
     /* the bench's switch for the MTP variant (the library reads none) */
     if (kernel == GPU_ATTN_KERNEL_MTP && getenv("ATTNREG_MTP_WGMMA"))
         gpu_attn_force_mtp_variant(ctx, atoi(getenv("ATTNREG_MTP_WGMMA")) ? 1 : 0);
-    if (kernel == GPU_ATTN_KERNEL_MTP && getenv("ATTNREG_MTP_QK8"))
-        gpu_attn_force_mtp_qk8(ctx, atoi(getenv("ATTNREG_MTP_QK8")));
     /* the bench's switches for the reduce launch and the segment count */
     if (getenv("ATTNREG_BENCH_PDL"))
         gpu_attn_force_pdl(ctx, atoi(getenv("ATTNREG_BENCH_PDL")));
-    if (getenv("ATTNREG_BENCH_CLUSTER"))
-        gpu_attn_force_cluster_merge(ctx, atoi(getenv("ATTNREG_BENCH_CLUSTER")));
     if (getenv("ATTNREG_BENCH_NSEG"))
         gpu_attn_force_segments(ctx, atoi(getenv("ATTNREG_BENCH_NSEG")));
     const int prefill = q_len > 1 && gpu_attn_force_prefill(ctx, !scalar);

@@ -136,24 +136,6 @@ ATTN_PLAN_FN int attn_launch_plan_reduce_bytes(int threads)
     return 16 * threads + 4 * ATTN_REDUCE_ML_FLOATS;
 }
 
-/* The segment merge inside a thread-block cluster (NVIDIA sm_90: the
- * decode-mma and MTP kernels, attn_kparams.cluster_merge): the programs of
- * one (sequence, KV head) are one cluster, one program per segment, so at
- * most the largest cluster size of segments; after the key loop each
- * program leaves its rows' (max, sum) and unnormalised output in its own
- * shared memory (rows of dv + 4 floats: a 16-byte pad against bank
- * conflicts) and the programs merge them through distributed shared memory
- * instead of a workspace round trip and a reduce launch. */
-#define ATTN_CLUSTER_MERGE_MAX_SEGMENTS 16 /* sm_90's non-portable cluster size */
-ATTN_PLAN_FN int attn_launch_plan_cluster_merge_stride(int dv)
-{
-    return dv + 4;
-}
-ATTN_PLAN_FN int attn_launch_plan_cluster_merge_bytes(int rows, int dv)
-{
-    return rows * attn_launch_plan_cluster_merge_stride(dv) * 4 + rows * 2 * 4;
-}
-
 /* Matrix-unit decode kernel (attn_decode_mma.hip, NVIDIA): one warp, Q (16
  * rows) and 16-key K and V tiles, rows of D 16-bit elements plus 16 bytes of
  * padding. A 16-bit cache: 3 stages of K and V tiles. An fp8 cache: the raw

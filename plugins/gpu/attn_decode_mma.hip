@@ -700,41 +700,6 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
     auto out_col = [&](int j, int e) -> int {
         return DIRECT ? 32 * (j >> 2) + 8 * t + (j & 3) + 4 * e : 8 * j + 2 * t + e;
     };
-    if (p.cluster_merge) {
-        /* The cluster's segments merge through distributed shared memory
-         * (attn_cluster_merge); this program's rows go to the start of its
-         * shared memory, which nothing reads any more (the last copies
-         * landed, and __syncwarp orders the lanes' last fragment reads
-         * before the stores). */
-        constexpr int CST = attn_launch_plan_cluster_merge_stride(D);
-        static_assert(attn_launch_plan_cluster_merge_bytes(DMMA_TILE, D) <= plan::SMEM,
-                      "the merge rows fit the program's shared memory");
-        float *cacc = (float *)dmma_sm;
-        float *cml = cacc + DMMA_TILE * CST;
-        __syncwarp();
-#pragma unroll
-        for (int half = 0; half < 2; half++) {
-            const int r = g + 8 * half;
-            if (hsplit * DMMA_TILE + r >= p.group)
-                continue;
-#pragma unroll
-            for (int j = 0; j < NT; j++) {
-                cacc[r * CST + out_col(j, 0)] = o[j][2 * half];
-                cacc[r * CST + out_col(j, 1)] = o[j][2 * half + 1];
-            }
-            if (t == 0)
-                *(float2 *)(cml + 2 * r) = make_float2(half ? m1 : m0, half ? l1 : l0);
-        }
-        attn_cluster_sync();
-        const int rows = min(DMMA_TILE, p.group - hsplit * DMMA_TILE);
-        attn_cluster_merge(p, cacc, cml, rows, 32, lane, [&](int r, int &tok, int &head) {
-            tok = token;
-            head = kvh * p.group + hsplit * DMMA_TILE + r;
-            return true;
-        });
-        attn_cluster_sync();
-        return;
-    }
 #pragma unroll
     for (int half = 0; half < 2; half++) {
         const int hg = hsplit * DMMA_TILE + g + 8 * half;
@@ -789,28 +754,6 @@ static hipError_t launch_dmma_t(const attn_kparams *p, hipStream_t stream)
      * of hkv x D per key) close in time, which DRAM serves better than
      * scattered rows. */
     dim3 grid(p->hkv * p->head_splits, p->num_seqs, p->nseg);
-    if (p->partials && p->cluster_merge_ok && p->nseg <= ATTN_CLUSTER_MERGE_MAX_SEGMENTS) {
-        /* One cluster per (KV head, head split, sequence): its segments,
-         * which merge in the cluster (attn_kparams.cluster_merge). */
-        attn_kparams q = *p;
-        q.cluster_merge = 1;
-        const hipError_t ce = attn_func_allow_cluster((const void *)attn_decode_mma_kernel<D, BF16Q, KV8, NUZ>, p->nseg);
-        if (ce != hipSuccess)
-            return ce;
-        cudaLaunchAttribute attr[1];
-        attr[0].id = cudaLaunchAttributeClusterDimension;
-        attr[0].val.clusterDim.x = 1;
-        attr[0].val.clusterDim.y = 1;
-        attr[0].val.clusterDim.z = (unsigned)p->nseg;
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = grid;
-        cfg.blockDim = dim3(32);
-        cfg.dynamicSmemBytes = (size_t)smem;
-        cfg.stream = stream;
-        cfg.attrs = attr;
-        cfg.numAttrs = 1;
-        return cudaLaunchKernelEx(&cfg, attn_decode_mma_kernel<D, BF16Q, KV8, NUZ>, q);
-    }
     attn_decode_mma_kernel<D, BF16Q, KV8, NUZ><<<grid, 32, smem, stream>>>(*p);
     e = hipGetLastError();
     if (e != hipSuccess || !p->partials)

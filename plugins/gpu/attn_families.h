@@ -34,12 +34,9 @@ struct gpu_attn_ctx {
     int forced_nseg;
     int mtp_wgmma;         /* attn_kparams.mtp_wgmma */
     int mtp_wgmma_capable; /* the build and the device have the wgmma variant */
-    int mtp_qk8;           /* attn_kparams.mtp_qk8 */
     int prefill;           /* batches with q_len > 1 run the prefill kernel (attn_prefill.hip) */
     int pdl;               /* attn_kparams.pdl: the reduce as a programmatic dependent launch */
     int pdl_capable;       /* the platform and the device have it (NVIDIA sm_90+) */
-    int cluster_merge;     /* attn_kparams.cluster_merge_ok: segments merge in a cluster */
-    int cluster_merge_capable; /* the platform and the device have clusters (NVIDIA sm_90+) */
     /* The launch plan of the shape on the device's arch: the same function
      * (attn_launch_plan.h) the plugin's predicate accepted the shape with. */
     attn_launch_plan plan;

@@ -133,53 +133,13 @@ struct mtp_smem {
                   "merge buffer must fit in the stages");
 };
 
-#ifdef ATTN_MTP_MMA
-/* Q for the fp8 Q K^T (QK8): a lane's 8 elements of a bf16 row, scaled by
- * the power of two 2^sh that puts the row's largest magnitude in [2^7, 2^8)
- * (exact), split into Q1 = e4m3(x) and Q2 = e4m3(x - Q1), so that Q1 + Q2
- * carries x to within e4m3's subnormal step (2^-9 against a row maximum of
- * at least 2^7; a bf16 element of 2^-2 or more is exact: its residual has at
- * most 4 significant bits). Returns sh (the row's score multiplier is
- * 2^-sh). A row with a non-finite element becomes NaN codes, as its scores
- * would be. */
-__device__ __forceinline__ int mtp_q_split_e4m3(const float (&v)[8], float row_max, uint2 &q1,
-                                                uint2 &q2)
-{
-    const bool finite = isfinite(row_max);
-    int e = 0;
-    if (finite && row_max > 0.f)
-        (void)frexpf(row_max, &e);
-    const int sh = finite && row_max > 0.f ? 8 - e : 0;
-    uint32_t w1[4], w2[4];
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-        const float x0 = ldexpf(v[2 * k], sh), x1 = ldexpf(v[2 * k + 1], sh);
-        uint16_t a, b;
-        uint32_t back;
-        asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(a) : "f"(x1), "f"(x0));
-        asm("cvt.rn.f16x2.e4m3x2 %0, %1;\n" : "=r"(back) : "h"(a));
-        const float r0 = x0 - attn_f16_to_f32(back & 0xFFFFu);
-        const float r1 = x1 - attn_f16_to_f32(back >> 16);
-        asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;\n" : "=h"(b) : "f"(r1), "f"(r0));
-        w1[k] = a;
-        w2[k] = b;
-    }
-    q1 = make_uint2(w1[0] | (w1[1] << 16), w1[2] | (w1[3] << 16));
-    q2 = make_uint2(w2[0] | (w2[1] << 16), w2[2] | (w2[3] << 16));
-    if (!finite)
-        q1 = q2 = make_uint2(0x7F7F7F7Fu, 0x7F7F7F7Fu);
-    return sh;
-}
-#endif
-
 /* How far (log2 units) a row's scores may pass its running maximum before
  * the maximum moves and the accumulator is rescaled (see the loop). */
 #define MTP_RESCALE_SLACK 14.f
 
-template <int QW, bool WG, bool QK8>
+template <int QW, bool WG>
 __global__ void __launch_bounds__(128, ATTN_MTP_PROGRAMS_PER_CU) attn_mtp_kernel(const attn_kparams p)
 {
-    static_assert(!QK8 || WG, "the fp8 Q K^T is a warpgroup variant");
 #ifdef ATTN_MTP_MMA
 #ifndef ATTN_MTP_WGMMA
     if constexpr (WG) {
@@ -194,11 +154,6 @@ __global__ void __launch_bounds__(128, ATTN_MTP_PROGRAMS_PER_CU) attn_mtp_kernel
     constexpr int KC = KW / 16; /* k16 chunks of P x V per warp */
     constexpr int STAGES = L::STAGES;
     constexpr int ROW = L::ROW;
-    /* QK8: Qh holds Q1 (64 rows of 256 fp8 bytes) then Q2; Kh and Vh are
-     * the two V tiles of a double buffer (tile i converts into the one that
-     * P V of tile i - 1 does not read). */
-    constexpr int QK8_Q2 = 64 * MTP_D;
-    static_assert(!QK8 || 2 * QK8_Q2 == L::Q_BYTES, "Q1 and Q2 fill the Q tile");
     extern __shared__ __align__(16) uint8_t mtp_sm[];
     uint8_t *Qh = mtp_sm;
     if constexpr (L::PAD > 0)
@@ -244,18 +199,13 @@ __global__ void __launch_bounds__(128, ATTN_MTP_PROGRAMS_PER_CU) attn_mtp_kernel
                (int64_t)(kvh * MTP_GROUP + (row & 15)) * p.q_stride_head + lane * 8;
     };
     const bool q_fast = p.q_dtype == ATTN_DTYPE_BF16 && p.q_vec16;
-    /* QK8: the bf16 rows land in plain 512-byte rows over the two f16 V
-     * tiles (32 KiB, first written in the loop) and are split into Q1 and
-     * Q2 at Qh; else each lane's chunk lands where it is converted in place. */
-    auto q_src = [&](int row) -> uint8_t * {
-        return QK8 ? Kh + row * 512 + lane * 16 : Qh + L::chunk_off(row, lane, L::Q_ROWS);
-    };
     if (q_fast)
         for (int rr = 0; rr < RPW; rr++) {
             const int row = warp * RPW + rr;
             if ((row >> 4) >= qlen)
                 break; /* rows go token by token */
-            attn_cp_async16(q_src(row), (const uint16_t *)p.q + q_off(row), true);
+            attn_cp_async16(Qh + L::chunk_off(row, lane, L::Q_ROWS),
+                            (const uint16_t *)p.q + q_off(row), true);
         }
     attn_cp_async_commit();
     /* ---- This segment's keys: the reference split of [0, K) into nseg
@@ -292,10 +242,6 @@ __global__ void __launch_bounds__(128, ATTN_MTP_PROGRAMS_PER_CU) attn_mtp_kernel
     const int64_t slot_off0 = ckl * p.kv_stride_token + kvh * p.kv_stride_head + ccc * 16;
     const int64_t slot_off1 = slot_off0 + 8 * p.kv_stride_token;
     const int cdst = ckl * MTP_D + ((ccc ^ ckl) << 4); /* ckl = kl & 7 */
-    /* QK8: raw K in the wgmma 128-byte swizzle (blocks of 128 fp8 columns x
-     * 32 keys, chunk c of key k at (c % 8) ^ (k & 7) of its 128-byte row),
-     * the B operand of the fp8 Q K^T as it lands. */
-    const int kdst = QK8 ? attn_swz128_off(ckl, ccc, TILE) : cdst;
     auto load_tile = [&](int it, int st, int b0, int b1) {
         uint8_t *Ks = stage0 + st * L::STAGE;
         uint8_t *Vs = Ks + L::RAW;
@@ -306,8 +252,7 @@ __global__ void __launch_bounds__(128, ATTN_MTP_PROGRAMS_PER_CU) attn_mtp_kernel
             const int64_t off =
                 ok ? (int64_t)(i < 2 ? b0 : b1) * page_bytes + (i & 1 ? slot_off1 : slot_off0) : 0;
             const int dst = cdst + i * 8 * MTP_D;
-            attn_cp_async16(Ks + kdst + i * 8 * (QK8 ? 128 : MTP_D), (const uint8_t *)p.k_cache + off,
-                            ok);
+            attn_cp_async16(Ks + dst, (const uint8_t *)p.k_cache + off, ok);
             attn_cp_async16(Vs + dst, (const uint8_t *)p.v_cache + off, ok);
         }
     };
@@ -403,19 +348,11 @@ __global__ void __launch_bounds__(128, ATTN_MTP_PROGRAMS_PER_CU) attn_mtp_kernel
     for (int rr = 0; rr < RPW; rr++) {
         const int row = warp * RPW + rr; /* row = token*16 + head */
         const int tok = row >> 4;
-        uint8_t *chunk = q_src(row);
-        /* QK8: this lane's 8 elements are bytes 8 lane.. of the fp8 rows */
-        uint8_t *q1 = Qh + attn_swz128_off(row, lane >> 1, 64) + (lane & 1) * 8;
-        uint8_t *q2 = q1 + QK8_Q2;
+        uint8_t *chunk = Qh + L::chunk_off(row, lane, L::Q_ROWS);
         if (tok >= qlen) {
             if (!WG)
                 break;
-            if constexpr (QK8) {
-                *(uint2 *)q1 = make_uint2(0u, 0u);
-                *(uint2 *)q2 = make_uint2(0u, 0u);
-            } else {
-                *(uint4 *)chunk = make_uint4(0u, 0u, 0u, 0u);
-            }
+            *(uint4 *)chunk = make_uint4(0u, 0u, 0u, 0u);
             continue;
         }
         float v[8];
@@ -439,17 +376,9 @@ __global__ void __launch_bounds__(128, ATTN_MTP_PROGRAMS_PER_CU) attn_mtp_kernel
             mx = fmaxf(mx, fabsf(v[k]));
         for (int m = 16; m > 0; m >>= 1)
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, m));
-        int sh;
-        if constexpr (QK8) {
-            uint2 a, b;
-            sh = mtp_q_split_e4m3(v, mx, a, b);
-            *(uint2 *)q1 = a;
-            *(uint2 *)q2 = b;
-        } else {
-            uint32_t h[4];
-            sh = attn_q_to_f16_scaled(v, mx, h);
-            *(uint4 *)chunk = make_uint4(h[0], h[1], h[2], h[3]);
-        }
+        uint32_t h[4];
+        const int sh = attn_q_to_f16_scaled(v, mx, h);
+        *(uint4 *)chunk = make_uint4(h[0], h[1], h[2], h[3]);
         if (WG) {
             if (rr == g)
                 rm0 = ldexpf(base, -sh);
@@ -476,14 +405,12 @@ __global__ void __launch_bounds__(128, ATTN_MTP_PROGRAMS_PER_CU) attn_mtp_kernel
             for (int e = 0; e < 4; e++)
                 attn_reg_fence(pa[kc][e]);
     };
-    uint64_t dq0 = 0, dk0 = 0, dv0 = 0, dv1 = 0;
+    uint64_t dq0 = 0, dk0 = 0, dv0 = 0;
     if constexpr (WG) {
         attn_fence_proxy_async(); /* Q, written by plain stores, is read by wgmma */
         dq0 = attn_wgmma_desc(attn_smem_addr(Qh), 16);
         dk0 = attn_wgmma_desc(attn_smem_addr(Kh), 16);
-        /* QK8: V tiles alternate between Kh (even tiles) and Vh (odd) */
-        dv0 = attn_wgmma_desc(attn_smem_addr(QK8 ? Kh : Vh), TILE * 128); /* next 64 columns */
-        dv1 = attn_wgmma_desc(attn_smem_addr(Vh), TILE * 128);
+        dv0 = attn_wgmma_desc(attn_smem_addr(Vh), TILE * 128); /* next 64 columns */
     }
 #endif
     __syncthreads(); /* Q and rowmul visible */
@@ -494,64 +421,6 @@ __global__ void __launch_bounds__(128, ATTN_MTP_PROGRAMS_PER_CU) attn_mtp_kernel
 
     for (int it = 0; it < ntiles; it++) {
         const int st = it % STAGES;
-        /* S = Q K^T for this warp's KW keys: column n of n-tile j is key
-         * kg*KW + 8j + n. */
-        /* Each n-tile's sum over the 16 k16 chunks is a chain of dependent
-         * mma, and a warp has only NT (2 or 4) of them: a second accumulator
-         * per n-tile (odd chunks) halves the chains (ptxas: no spills). */
-        constexpr int CHAINS = 2;
-        float sacc[NT][4], sodd[NT][4];
-#pragma unroll
-        for (int j = 0; j < NT; j++)
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                sacc[j][e] = sodd[j][e] = 0.f;
-        if constexpr (QK8) {
-#ifdef ATTN_MTP_WGMMA
-            /* The fp8 Q K^T (QK8): the raw K tile is the B operand as it
-             * landed, so only V is converted, and into the V tile that P V
-             * of the previous tile does not read. Order: the copies of tile
-             * `it` land (B1; every warp has also retired P V of tile it-2,
-             * which read the V tile converted into below, and Q K^T of
-             * tile it-1, which read the stage the next copies fill); Q K^T
-             * is issued (Q1 and Q2 against the raw K: two chains of 8 k32
-             * steps); the next copies are issued; V is converted while Q
-             * K^T and the previous P V run on the tensor cores; one wait
-             * retires both; the softmax; B2 (the V tile complete); P V. */
-            const uint8_t *Ks = stage0 + st * L::STAGE;
-            attn_cp_async_wait(STAGES - 2);
-            attn_fence_proxy_async(); /* this thread's raw K copies are read by wgmma */
-            __syncthreads();          /* B1 */
-            const uint64_t dk = attn_wgmma_desc(attn_smem_addr(Ks), 16);
-            attn_wgmma_fence();
-#pragma unroll
-            for (int kk = 0; kk < 8; kk++) {
-                const uint64_t qo = ((kk >> 2) * 64 * 128 + (kk & 3) * 32) >> 4;
-                const uint64_t ko = ((kk >> 2) * TILE * 128 + (kk & 3) * 32) >> 4;
-                attn_wgmma_e4m3<32>::ss(reinterpret_cast<float(&)[16]>(sacc), dq0 + qo, dk + ko,
-                                        kk > 0);
-                attn_wgmma_e4m3<32>::ss(reinterpret_cast<float(&)[16]>(sodd),
-                                        dq0 + (QK8_Q2 >> 4) + qo, dk + ko, kk > 0);
-            }
-            attn_wgmma_commit();
-            if (it + STAGES - 1 < ntiles)
-                load_tile(it + STAGES - 1, (it + STAGES - 1) % STAGES, nb0, nb1);
-            attn_cp_async_commit();
-            fetch_bt(it + STAGES, nb0, nb1); /* used by the next iteration's copies */
-            convert(Ks + L::RAW, (it & 1) ? Vh : Kh);
-            attn_fence_proxy_async(); /* the V tile is read by wgmma after B2 */
-            attn_wgmma_wait<0>();
-            pin_pv_registers();
-#pragma unroll
-            for (int j = 0; j < NT; j++)
-#pragma unroll
-                for (int e = 0; e < 4; e++) {
-                    attn_reg_fence(sacc[j][e]);
-                    attn_reg_fence(sodd[j][e]);
-                    sacc[j][e] += sodd[j][e];
-                }
-#endif
-        } else {
         attn_cp_async_wait(STAGES - 2);
 #ifdef ATTN_MTP_WGMMA
         if constexpr (WG) {
@@ -578,6 +447,18 @@ __global__ void __launch_bounds__(128, ATTN_MTP_PROGRAMS_PER_CU) attn_mtp_kernel
         if (!WG && !active)
             continue; /* (a warpgroup computes all 64 rows together) */
 
+        /* S = Q K^T for this warp's KW keys: column n of n-tile j is key
+         * kg*KW + 8j + n. */
+        /* Each n-tile's sum over the 16 k16 chunks is a chain of dependent
+         * mma, and a warp has only NT (2 or 4) of them: a second accumulator
+         * per n-tile (odd chunks) halves the chains (ptxas: no spills). */
+        constexpr int CHAINS = 2;
+        float sacc[NT][4], sodd[NT][4];
+#pragma unroll
+        for (int j = 0; j < NT; j++)
+#pragma unroll
+            for (int e = 0; e < 4; e++)
+                sacc[j][e] = sodd[j][e] = 0.f;
         if constexpr (WG) {
 #ifdef ATTN_MTP_WGMMA
             /* 16 k16 steps over D. Step kk reads 16 columns of 64-column
@@ -629,7 +510,6 @@ __global__ void __launch_bounds__(128, ATTN_MTP_PROGRAMS_PER_CU) attn_mtp_kernel
                         sacc[j][e] += sodd[j][e];
             }
         }
-        } /* QK8 or not */
 
         /* Scores in log2 units, masks, online softmax (rows g, g+8). */
         const int kb = kstart + it * TILE + kg * KW;
@@ -723,16 +603,12 @@ __global__ void __launch_bounds__(128, ATTN_MTP_PROGRAMS_PER_CU) attn_mtp_kernel
         if constexpr (WG) {
 #ifdef ATTN_MTP_WGMMA
             /* Two k16 steps (keys 0-15, 16-31: 8-key groups 1024 bytes
-             * apart); left in flight until the next tile's first barrier
-             * (QK8: until the wait after the next tile's Q K^T). */
-            if constexpr (QK8)
-                __syncthreads(); /* B2: the V tile complete */
-            const uint64_t dvt = QK8 && (it & 1) ? dv1 : dv0;
+             * apart); left in flight until the next tile's first barrier. */
             attn_wgmma_fence();
 #pragma unroll
             for (int kc = 0; kc < KC; kc++)
                 attn_wgmma<256, false>::rs_tb(reinterpret_cast<float(&)[128]>(o), pa[kc],
-                                              dvt + ((kc * 16 * 128) >> 4));
+                                              dv0 + ((kc * 16 * 128) >> 4));
             attn_wgmma_commit();
 #endif
         } else {
@@ -809,42 +685,6 @@ __global__ void __launch_bounds__(128, ATTN_MTP_PROGRAMS_PER_CU) attn_mtp_kernel
         }
     }
 
-    if (p.cluster_merge) {
-        /* The cluster's segments merge through distributed shared memory
-         * (attn_cluster_merge): this program's rows go to the stages and the
-         * f16 tiles, free now (every copy landed, every wgmma retired, and
-         * the barrier below orders the QW = 2 merge's reads before them). */
-        constexpr int CST = attn_launch_plan_cluster_merge_stride(MTP_D);
-        static_assert(attn_launch_plan_cluster_merge_bytes(L::Q_ROWS, MTP_D) <=
-                          STAGES * L::STAGE + 2 * L::HALF,
-                      "the merge rows fit the stages and the f16 tiles");
-        float *cacc = (float *)stage0;
-        float *cml = cacc + L::Q_ROWS * CST;
-        __syncthreads();
-        if (kg == 0 && active) {
-            const int r0 = tw * 16 + g, r1 = r0 + 8;
-#pragma unroll
-            for (int dt = 0; dt < 32; dt++) {
-                *(float2 *)(cacc + r0 * CST + 8 * dt + 2 * t) = make_float2(o[dt][0], o[dt][1]);
-                *(float2 *)(cacc + r1 * CST + 8 * dt + 2 * t) = make_float2(o[dt][2], o[dt][3]);
-            }
-            if (t == 0) {
-                *(float2 *)(cml + 2 * r0) = make_float2(m0, l0);
-                *(float2 *)(cml + 2 * r1) = make_float2(m1, l1);
-            }
-        }
-        attn_cluster_sync();
-        attn_cluster_merge(p, cacc, cml, L::Q_ROWS, 128, tid, [&](int r, int &token, int &head) {
-            if ((r >> 4) >= qlen)
-                return false; /* rows of absent tokens */
-            token = q0 + (r >> 4);
-            head = kvh * MTP_GROUP + (r & 15);
-            return true;
-        });
-        attn_cluster_sync();
-        return;
-    }
-
     if (kg == 0 && active) {
         const int token = q0 + tw;
         const int64_t i0 = ((int64_t)seg * p.num_tokens + token) * p.hq + kvh * MTP_GROUP + g;
@@ -866,35 +706,16 @@ __global__ void __launch_bounds__(128, ATTN_MTP_PROGRAMS_PER_CU) attn_mtp_kernel
 #endif
 }
 
-template <int QW, bool WG, bool QK8 = false>
+template <int QW, bool WG>
 static hipError_t launch_mtp_t(const attn_kparams *p, int nseg, hipStream_t stream)
 {
     const int smem = mtp_smem<QW, WG>::TOTAL;
     /* more than 48 KB of shared memory (see the generic launcher) */
-    hipError_t e = attn_func_opt_in((const void *)attn_mtp_kernel<QW, WG, QK8>, smem, -1);
+    hipError_t e = attn_func_opt_in((const void *)attn_mtp_kernel<QW, WG>, smem, -1);
     if (e != hipSuccess)
         return e;
     dim3 grid(p->num_seqs, p->hkv, nseg);
-    if (p->cluster_merge) {
-        /* One cluster per (sequence, KV head): its nseg segments. */
-        const hipError_t ce = attn_func_allow_cluster((const void *)attn_mtp_kernel<QW, WG, QK8>, nseg);
-        if (ce != hipSuccess)
-            return ce;
-        cudaLaunchAttribute attr[1];
-        attr[0].id = cudaLaunchAttributeClusterDimension;
-        attr[0].val.clusterDim.x = 1;
-        attr[0].val.clusterDim.y = 1;
-        attr[0].val.clusterDim.z = (unsigned)nseg;
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = grid;
-        cfg.blockDim = dim3(128);
-        cfg.dynamicSmemBytes = (size_t)smem;
-        cfg.stream = stream;
-        cfg.attrs = attr;
-        cfg.numAttrs = 1;
-        return cudaLaunchKernelEx(&cfg, attn_mtp_kernel<QW, WG, QK8>, *p);
-    }
-    attn_mtp_kernel<QW, WG, QK8><<<grid, 128, smem, stream>>>(*p);
+    attn_mtp_kernel<QW, WG><<<grid, 128, smem, stream>>>(*p);
     return hipGetLastError();
 }
 
@@ -927,21 +748,17 @@ hipError_t attn_launch_mtp(const attn_kparams *p, int max_seqlen_q, int nseg, hi
     hipError_t e;
     attn_kparams q = *p;
     q.nseg = nseg;
-    q.partials = 1; /* the MTP kernel always writes partials (or merges them in its cluster) */
+    q.partials = 1; /* the MTP kernel always writes partials */
 #if defined(ATTN_PLATFORM_CUDA)
-    q.cluster_merge = p->cluster_merge_ok && nseg <= ATTN_CLUSTER_MERGE_MAX_SEGMENTS;
     /* p->mtp_wgmma: 1 = the warpgroup kernel for every q_len, 2 = for
      * q_len 3-4 only (the launcher's choice, see gpu_attn.hip). */
-    /* p->mtp_qk8: the wgmma variant's Q K^T in fp8 (attn_kparams.mtp_qk8) */
     if (max_seqlen_q <= 2)
-        e = p->mtp_wgmma != 1  ? launch_mtp_t<2, false>(&q, nseg, stream)
-            : p->mtp_qk8       ? launch_mtp_t<2, true, true>(&q, nseg, stream)
-                               : launch_mtp_t<2, true>(&q, nseg, stream);
+        e = p->mtp_wgmma == 1 ? launch_mtp_t<2, true>(&q, nseg, stream)
+                              : launch_mtp_t<2, false>(&q, nseg, stream);
     else
-        e = !p->mtp_wgmma ? launch_mtp_t<4, false>(&q, nseg, stream)
-            : p->mtp_qk8  ? launch_mtp_t<4, true, true>(&q, nseg, stream)
-                          : launch_mtp_t<4, true>(&q, nseg, stream);
-    if (e != hipSuccess || q.cluster_merge)
+        e = p->mtp_wgmma ? launch_mtp_t<4, true>(&q, nseg, stream)
+                         : launch_mtp_t<4, false>(&q, nseg, stream);
+    if (e != hipSuccess)
         return e;
     return attn_launch_reduce(&q, nseg, stream);
 #else

@@ -78,26 +78,11 @@ int gpu_attn_force_generic(gpu_attn_ctx *ctx, int stages, int raw_kv);
  * variant in use, -1 for a context that is not the MTP kernel's. */
 int gpu_attn_force_mtp_variant(gpu_attn_ctx *ctx, int variant);
 
-/* The MTP warpgroup variant's Q K^T (the bench's and the tests'
- * ATTNREG_MTP_QK8): 1 = on fp8 wgmma, the raw K tile as it landed and Q as
- * two e4m3 terms (only V is converted to f16), 0 = f16 wgmma over converted
- * K. Returns the setting in effect (0 where the build or the device has no
- * wgmma variant), -1 for a context that is not the MTP kernel's. */
-int gpu_attn_force_mtp_qk8(gpu_attn_ctx *ctx, int use);
-
 /* For benchmarks (the bench's ATTNREG_BENCH_PDL=0): launch the reduce kernel
  * as a programmatic dependent of the attention kernel (use = 1, the default
  * on sm_90 and later) or plainly (0). Returns the setting in effect (0 where
  * the device or platform has none), -1 for no context. */
 int gpu_attn_force_pdl(gpu_attn_ctx *ctx, int use);
-
-/* For benchmarks and tests (the bench's ATTNREG_BENCH_CLUSTER=0, the test's
- * ATTNREG_CLUSTER_MERGE): let the decode-mma and MTP kernels merge up to
- * ATTN_CLUSTER_MERGE_MAX_SEGMENTS segments inside a thread-block cluster
- * (use = 1, where the device has clusters: sm_90 and later) or always
- * through the workspace and the reduce kernel (0, the default). Returns the setting in effect (0
- * where the device or platform has no clusters), -1 for no context. */
-int gpu_attn_force_cluster_merge(gpu_attn_ctx *ctx, int use);
 
 /* For benchmarks: the matrix-unit decode kernel's shared-memory carveout
  * (percent of 228 KB on sm_90; 0 = the default, 100) and the programs per

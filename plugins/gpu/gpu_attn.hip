@@ -101,39 +101,6 @@ hipError_t attn_func_opt_in(const void *func, int smem_bytes, int carveout_perce
     return hipSuccess;
 }
 
-/* A cluster of more than 8 programs (the portable size) needs the kernel's
- * non-portable opt-in, made once per kernel and device (every sm_90 part
- * takes 16). */
-hipError_t attn_func_allow_cluster(const void *func, int cluster_size)
-{
-#if defined(ATTN_PLATFORM_CUDA)
-    if (cluster_size <= 8)
-        return hipSuccess;
-    int dev = 0;
-    hipError_t e = hipGetDevice(&dev);
-    if (e != hipSuccess)
-        return e;
-    static std::mutex lock;
-    static struct {
-        const void *func;
-        int device;
-    } done[64];
-    static int ndone = 0;
-    std::lock_guard<std::mutex> hold(lock);
-    for (int i = 0; i < ndone; i++)
-        if (done[i].func == func && done[i].device == dev)
-            return hipSuccess;
-    e = cudaFuncSetAttribute(func, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-    if (e == hipSuccess && ndone < 64)
-        done[ndone++] = {func, dev};
-    return e;
-#else
-    (void)func;
-    (void)cluster_size;
-    return hipErrorInvalidValue;
-#endif
-}
-
 /* What this build holds beyond the portable kernels (the plans' features,
  * attn_launch_plan_build_features). */
 extern "C" __attribute__((visibility("hidden"))) int attn_gpu_kernels_have_wgmma(void)
@@ -331,14 +298,6 @@ extern "C" attn_status gpu_attn_create(gpu_attn_kernel kernel, const attn_shape 
     c->pdl_capable = prop.major >= 9; /* programmatic dependent launch: sm_90 and later */
 #endif
     c->pdl = c->pdl_capable;
-#if defined(ATTN_PLATFORM_CUDA)
-    /* thread-block clusters and distributed shared memory: sm_90 and later */
-    c->cluster_merge_capable = prop.major >= 9;
-#endif
-    /* Off: measured slower than the workspace and the reduce on every batch
-     * of more than 2 segments (bench/RESULTS.md, version 15); the bench's
-     * and the tests' switch turns it on. */
-    c->cluster_merge = 0;
     ops->configure(c, &prop);
     *out = c;
     return ATTN_OK;
@@ -352,28 +311,12 @@ extern "C" int gpu_attn_force_mtp_variant(gpu_attn_ctx *ctx, int variant)
     return ctx->mtp_wgmma;
 }
 
-extern "C" int gpu_attn_force_mtp_qk8(gpu_attn_ctx *ctx, int use)
-{
-    if (!ctx || ctx->kernel != GPU_ATTN_KERNEL_MTP)
-        return -1;
-    ctx->mtp_qk8 = use && ctx->mtp_wgmma_capable;
-    return ctx->mtp_qk8;
-}
-
 extern "C" int gpu_attn_force_pdl(gpu_attn_ctx *ctx, int use)
 {
     if (!ctx)
         return -1;
     ctx->pdl = use && ctx->pdl_capable;
     return ctx->pdl;
-}
-
-extern "C" int gpu_attn_force_cluster_merge(gpu_attn_ctx *ctx, int use)
-{
-    if (!ctx)
-        return -1;
-    ctx->cluster_merge = use && ctx->cluster_merge_capable;
-    return ctx->cluster_merge;
 }
 
 extern "C" int gpu_attn_force_prefill(gpu_attn_ctx *ctx, int use)
@@ -585,9 +528,7 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
     p.q_vec16 = ((uintptr_t)a->q % 16 == 0) && a->q_stride_token % 8 == 0 &&
                 a->q_stride_head % 8 == 0;
     p.mtp_wgmma = ctx->mtp_wgmma;
-    p.mtp_qk8 = ctx->mtp_qk8;
     p.pdl = ctx->pdl;
-    p.cluster_merge_ok = ctx->cluster_merge;
     p.q_stride_head = a->q_stride_head;
     p.k_cache = a->k_cache;
     p.v_cache = a->v_cache;

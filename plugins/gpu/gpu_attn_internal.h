@@ -50,7 +50,6 @@ typedef struct attn_kparams {
     int32_t raw_kv;         /* generic kernel: K/V read raw from the stages (the plan's) */
     int32_t q_vec16;        /* q rows start 16-byte aligned: vector loads are safe */
     int32_t mtp_wgmma;      /* MTP: 0 mma.sync variant, 1 wgmma variant, 2 wgmma for q_len > 2 */
-    int32_t mtp_qk8;        /* MTP wgmma variant: Q K^T on fp8 wgmma (Q split in two e4m3 terms) */
     int32_t page_shift;     /* log2(page) when the page size is a power of two, else -1 */
     /* 1: the reduce kernel is launched as a programmatic dependent of the
      * kernel before it (NVIDIA sm_90+): it is scheduled while that kernel's
@@ -77,16 +76,6 @@ typedef struct attn_kparams {
     int32_t partials;
     float *lse; /* NULL = not wanted; [token * lse_stride_token + head * lse_stride_head] */
     int64_t lse_stride_token, lse_stride_head;
-    /* 1 (NVIDIA sm_90, the decode-mma and MTP kernels, at most
-     * ATTN_CLUSTER_MERGE_MAX_SEGMENTS segments): the segments of one
-     * (sequence, KV head, head split) run as one thread-block cluster and
-     * merge their partials through distributed shared memory
-     * (attn_cluster_merge), writing the output and the log-sum-exp
-     * themselves: no workspace round trip, no reduce launch. Set per launch
-     * by the kernel's launcher from attn_kparams.cluster_merge_ok. */
-    int32_t cluster_merge;
-    /* The context allows it (gpu_attn_ctx.cluster_merge). */
-    int32_t cluster_merge_ok;
 } attn_kparams;
 
 enum { ATTN_PART_ALL = 0, ATTN_PART_SINGLE = 1, ATTN_PART_MULTI = 2 };
@@ -453,131 +442,6 @@ __device__ __forceinline__ void attn_mma16816(float *c, const uint32_t *a, uint3
 }
 #endif
 
-/* ---- The segment merge inside a thread-block cluster (NVIDIA sm_90; see
- * attn_kparams.cluster_merge and attn_launch_plan_cluster_merge_bytes). The
- * helpers exist on every target so that the kernels compile everywhere; the
- * launcher sets cluster_merge only where the device has clusters. */
-#if defined(ATTN_PLATFORM_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define ATTN_HAVE_CLUSTER 1
-#endif
-/* Every thread of every program of the cluster arrives; the shared-memory
- * writes before it are visible to the whole cluster after it (release /
- * acquire). Also a barrier of the program's own threads. */
-__device__ __forceinline__ void attn_cluster_sync()
-{
-#ifdef ATTN_HAVE_CLUSTER
-    asm volatile("barrier.cluster.arrive.release.aligned;\n"
-                 "barrier.cluster.wait.acquire.aligned;\n" ::
-                     : "memory");
-#endif
-}
-
-/* The segment merge of one (sequence, KV head, head split): the cluster's
- * nseg programs (one per segment, rank = segment) have each left, in their
- * own shared memory, `rows` rows of (max in log2 units, sum) at ml[2r],
- * ml[2r + 1] and of unnormalised output at acc[r * stride + c] (stride:
- * attn_launch_plan_cluster_merge_stride(dv)), then passed attn_cluster_sync.
- * The rows x dv/4 float4 items are dealt out in equal runs to the ranks and
- * in turn to their nthreads threads; each item is merged over the segments
- * read through distributed shared memory, with the rule and the float math
- * of attn_reduce_kernel (a segment without keys weighs 0, the sink joins the
- * denominator, v_scale, the log-sum-exp by the item of column 0), and
- * stored where row_dest(r, token, head) says (false: not written). The
- * caller passes attn_cluster_sync again before its program exits, so no
- * program's shared memory goes while another still reads it. */
-template <typename RowDest>
-__device__ __forceinline__ void attn_cluster_merge(const attn_kparams &p, const float *acc,
-                                                   const float *ml, int rows, int nthreads, int tid,
-                                                   RowDest row_dest)
-{
-#ifdef ATTN_HAVE_CLUSTER
-    constexpr int MAXS = ATTN_CLUSTER_MERGE_MAX_SEGMENTS;
-    const int nseg = p.nseg;
-    uint32_t rank;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
-    const int stride = attn_launch_plan_cluster_merge_stride(p.dv);
-    const int q4 = p.dv / 4;
-    const int items = rows * q4;
-    const int per = (items + nseg - 1) / nseg;
-    const int i_end = min(items, ((int)rank + 1) * per);
-    uint32_t acc_at[MAXS], ml_at[MAXS];
-#pragma unroll
-    for (int j = 0; j < MAXS; j++)
-        if (j < nseg) {
-            asm("mapa.shared::cluster.u32 %0, %1, %2;\n"
-                : "=r"(acc_at[j])
-                : "r"(attn_smem_addr(acc)), "r"(j));
-            asm("mapa.shared::cluster.u32 %0, %1, %2;\n"
-                : "=r"(ml_at[j])
-                : "r"(attn_smem_addr(ml)), "r"(j));
-        }
-    int cur = -1;
-    bool live = false;
-    float w[MAXS], scale = 0.f;
-    int64_t ob = 0;
-    for (int i = (int)rank * per + tid; i < i_end; i += nthreads) {
-        const int r = i / q4, c4 = i - r * q4;
-        if (r != cur) {
-            cur = r;
-            int token = 0, head = 0;
-            live = row_dest(r, token, head);
-            if (live) {
-                float m[MAXS], l[MAXS], mx = -INFINITY;
-#pragma unroll
-                for (int j = 0; j < MAXS; j++)
-                    if (j < nseg)
-                        asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];\n"
-                                     : "=f"(m[j]), "=f"(l[j])
-                                     : "r"(ml_at[j] + 8u * r));
-#pragma unroll
-                for (int j = 0; j < MAXS; j++)
-                    if (j < nseg && l[j] > 0.f)
-                        mx = fmaxf(mx, m[j]);
-                const float sk = p.sinks ? p.sinks[head] * ATTN_LOG2E : -INFINITY;
-                const float M = fmaxf(mx, sk);
-                const float mu = M == -INFINITY ? 0.f : M;
-                float den = 0.f;
-#pragma unroll
-                for (int j = 0; j < MAXS; j++) {
-                    w[j] = j < nseg && l[j] > 0.f ? exp2f(m[j] - mu) : 0.f;
-                    den += j < nseg ? l[j] * w[j] : 0.f;
-                }
-                den += p.sinks ? exp2f(sk - mu) : 0.f;
-                scale = den > 0.f ? p.v_scale / den : 0.f;
-                if (p.lse && c4 == 0)
-                    p.lse[(int64_t)token * p.lse_stride_token + (int64_t)head * p.lse_stride_head] =
-                        den > 0.f ? (mu + log2f(den)) * ATTN_LN2 : -INFINITY;
-                ob = (int64_t)token * p.out_stride_token + (int64_t)head * p.out_stride_head;
-            }
-        }
-        if (!live)
-            continue;
-        float4 x[MAXS];
-#pragma unroll
-        for (int j = 0; j < MAXS; j++)
-            if (j < nseg && w[j] != 0.f)
-                asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-                             : "=f"(x[j].x), "=f"(x[j].y), "=f"(x[j].z), "=f"(x[j].w)
-                             : "r"(acc_at[j] + 4u * (uint32_t)(r * stride + 4 * c4)));
-        float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
-#pragma unroll
-        for (int j = 0; j < MAXS; j++)
-            if (j < nseg && w[j] != 0.f) {
-                a.x += x[j].x * w[j];
-                a.y += x[j].y * w[j];
-                a.z += x[j].z * w[j];
-                a.w += x[j].w * w[j];
-            }
-        const float v[4] = {a.x, a.y, a.z, a.w};
-#pragma unroll
-        for (int e = 0; e < 4; e++)
-            attn_store_elem(p.out, ob + 4 * c4 + e, p.out_dtype, v[e] * scale);
-    }
-#else
-    (void)p, (void)acc, (void)ml, (void)rows, (void)nthreads, (void)tid, (void)row_dest;
-#endif
-}
-
 /* Which sequence owns query tile `tile` of a grid whose tiles of sequence s
  * start at cu[s] / block_q + s (a bound that needs no scan: each sequence
  * gets at least ceil(q_len / block_q) tiles). Binary search for the last
@@ -675,9 +539,6 @@ hipError_t attn_launch_decode_mma(const attn_kparams *p, hipStream_t stream);
  * but hipGetDevice, so forwards under graph capture stay capture-safe once
  * a first forward has run. */
 hipError_t attn_func_opt_in(const void *func, int smem_bytes, int carveout_percent);
-/* Lets `func` run in clusters of cluster_size programs (> 8: the
- * non-portable opt-in, once per kernel and device; NVIDIA only). */
-hipError_t attn_func_allow_cluster(const void *func, int cluster_size);
 
 /* Shared memory one block may opt in to on sm_90 (H100/H200): 227 KB. */
 #define ATTN_SM90_SMEM_PER_BLOCK (227 * 1024)

@@ -440,11 +440,6 @@ static bool run_case(const Case &c, Stats &st, bool verbose)
     /* the test's own switch for the MTP variant (the library reads none) */
     if (c.kernel == GPU_ATTN_KERNEL_MTP && getenv("ATTNREG_MTP_WGMMA"))
         gpu_attn_force_mtp_variant(ctx, atoi(getenv("ATTNREG_MTP_WGMMA")) ? 1 : 0);
-    if (c.kernel == GPU_ATTN_KERNEL_MTP && getenv("ATTNREG_MTP_QK8"))
-        gpu_attn_force_mtp_qk8(ctx, atoi(getenv("ATTNREG_MTP_QK8")));
-    /* the test's switch for the in-cluster segment merge (default: off) */
-    if (getenv("ATTNREG_CLUSTER_MERGE"))
-        gpu_attn_force_cluster_merge(ctx, atoi(getenv("ATTNREG_CLUSTER_MERGE")));
     const int forced = c.stages ? gpu_attn_force_generic(ctx, c.stages, c.raw_kv) : 0;
     /* Which kernel runs this batch: the prefill kernel (matrix units) takes
      * multi-token batches of the shapes it supports, unless the case asks

@@ -1,0 +1,105 @@
+#!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
+# One device call that measures a build the way bench/RESULTS.md reports it:
+# the GPU kernel tests, gpu_attn_bench, attnreg verify through the registry
+# (scripts/device-verify.sh) and the peer bench, in that order, inside a time
+# budget. Run it on the GPU machine from the repository root, with
+# .device-carry (scripts/device-carry.sh, made here) and .peer_bench (a copy of
+# ../shared/tools/peer_bench) carried:
+#
+#   bash scripts/device-run.sh [STEP ...]     # default: tests bench verify peers
+#
+# Steps: tests, bench, verify, peers, python (scripts/h200_python.sh). Extra
+# `gpu_attn_bench` runs for an A/B go in ATTNREG_RUN_AB, one per line, as
+# "LABEL ENV=VALUE ... -- BENCH ARGS" (e.g. "nseg8 ATTNREG_BENCH_NSEG=8 --
+# --mtp-only"): each writes bench_LABEL.json / .log beside the default run's.
+# Environment: ATTNREG_RUN_BUDGET (seconds the whole run may take, default
+# 560: the device tool stops a command at 600), ATTNREG_RUN_TESTS (cases per
+# family, default 24; the prefill families take a third). The peer bench gets
+# what is left of the budget (skipped under 90 s).
+#
+# Why: the device tool returns at most 8 files and kills a command at its
+# limit, so every step's log goes to one folder that is packed into
+# $OUT/logs.tgz after each step: what finished comes back even when a later
+# step runs out of time. The last lines printed are each step's summary.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+t0=$(date +%s)
+budget=${ATTNREG_RUN_BUDGET:-560}
+cases=${ATTNREG_RUN_TESTS:-24}
+steps=${*:-tests bench verify peers}
+out=${OUT:-./device-run-out}
+work=$(mktemp -d)
+C=.device-carry
+elapsed() { echo $(($(date +%s) - t0)); }
+left() { echo $((budget - $(elapsed))); }
+pack() { mkdir -p "$out" && (cd "$work" && tar czf "$out/logs.tgz" .) 2>/dev/null; }
+note() { echo "[$(elapsed) s] $*" | tee -a "$work/summary.txt"; }
+
+[ -d $C ] || { echo "device-run: $C missing (scripts/device-carry.sh on the build machine)" >&2; exit 2; }
+bash $C/unpack.sh || { echo "device-run: unpacking $C failed" >&2; exit 2; }
+export LD_LIBRARY_PATH=$PWD/$C/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader \
+  > "$work/gpu.txt" 2>&1
+note "device: $(head -1 "$work/gpu.txt")"
+
+for step in $steps; do
+  if [ "$(left)" -le 30 ]; then
+    note "$step: skipped, the budget is spent"
+    continue
+  fi
+  case $step in
+  tests)
+    fams=generic,mtp,decode,decode-mma,decode-fp8,prefill,chunked,mixed,append,merge
+    timeout "$(left)" $C/bin/gpu_attn_test $C/lib/attnreg/libattn_cpu_ref.so "$cases" $fams \
+      $(((cases + 2) / 3)) > "$work/tests.log" 2>&1
+    rc=$?
+    note "tests (rc $rc): $(grep -c 'configurations, 0 failed' "$work/tests.log") families clean;" \
+      "$(grep -E '^[a-z].*configurations, [1-9]' "$work/tests.log" | tr '\n' ' ')"
+    ;;
+  bench)
+    timeout "$(left)" $C/bin/gpu_attn_bench "$work/bench.json" > "$work/bench.log" 2>&1
+    note "bench (rc $?): bench.json, bench.log"
+    if [ -n "${ATTNREG_RUN_AB:-}" ]; then
+      while IFS= read -r line; do
+        [ -n "$line" ] || continue
+        label=${line%% *}
+        rest=${line#"$label"}
+        envs=${rest%%--*}
+        args=${rest#*--}
+        # shellcheck disable=SC2086
+        env $envs timeout "$(left)" $C/bin/gpu_attn_bench $args "$work/bench_$label.json" \
+          > "$work/bench_$label.log" 2>&1
+        note "bench $label (rc $?): $envs-- $args"
+      done <<< "$ATTNREG_RUN_AB"
+    fi
+    ;;
+  verify)
+    ATTNREG_CARRY=$C ATTNREG_VERIFY_GPU_TEST_COUNT=0 timeout "$(left)" \
+      bash scripts/device-verify.sh > "$work/cli_verify.log" 2>&1
+    rc=$?
+    note "verify (rc $rc): $(grep 'verify summary' "$work/cli_verify.log" || echo 'no summary (cut short)')"
+    ;;
+  peers)
+    l=$(left)
+    if [ "$l" -lt 90 ]; then
+      note "peers: skipped, $l s left"
+    else
+      timeout "$l" python3 .peer_bench/peer_bench.py --carry $C --budget-s $((l - 25)) \
+        --out "$work" > "$work/peer.log" 2>&1
+      note "peers (rc $?): peer_bench.md, peer_bench.json"
+    fi
+    ;;
+  python)
+    OUT="$work/py" timeout "$(left)" bash scripts/h200_python.sh $C > "$work/python.log" 2>&1
+    note "python (rc $?): $(grep -E '[0-9]+ passed' "$work/python.log" | tail -1)"
+    ;;
+  *)
+    note "$step: unknown step (tests, bench, verify, peers, python)"
+    ;;
+  esac
+  pack
+done
+pack
+echo "== device-run summary (logs in $out/logs.tgz)"
+cat "$work/summary.txt"

@@ -31,7 +31,11 @@
  *   --mtp-only: only the MTP kernel on the MTP shapes (no generic, no decode).
  *   Environment (tuning runs): ATTNREG_BENCH_NSEG=N forces N key segments
  *   (gpu_attn_force_segments), ATTNREG_BENCH_PDL=0 launches the reduce
- *   plainly (gpu_attn_force_pdl), ATTNREG_MTP_WGMMA picks the MTP variant,
+ *   plainly (gpu_attn_force_pdl), ATTNREG_BENCH_REDUCE_ROWS=0 merges every
+ *   segment count with the per-row reduce (gpu_attn_force_reduce_rows),
+ *   ATTNREG_BENCH_L2_FETCH=B sets the device's L2 fetch granularity hint,
+ *   ATTNREG_BENCH_L2_HINT=0 drops decode-mma's copy hint (gpu_attn_force_l2_hint),
+ *   ATTNREG_MTP_WGMMA picks the MTP variant,
  *   ATTNREG_BENCH_DMMA_CARVEOUT / _TARGET tune the decode-mma kernel.
  */
 #include <math.h>
@@ -281,6 +285,10 @@ static Result run_batch(const char *family, gpu_attn_kernel kernel, int hq, int 
     /* the bench's switches for the reduce launch and the segment count */
     if (getenv("ATTNREG_BENCH_PDL"))
         gpu_attn_force_pdl(ctx, atoi(getenv("ATTNREG_BENCH_PDL")));
+    if (getenv("ATTNREG_BENCH_L2_HINT"))
+        gpu_attn_force_l2_hint(ctx, atoi(getenv("ATTNREG_BENCH_L2_HINT")));
+    if (getenv("ATTNREG_BENCH_REDUCE_ROWS"))
+        gpu_attn_force_reduce_rows(ctx, atoi(getenv("ATTNREG_BENCH_REDUCE_ROWS")));
     if (getenv("ATTNREG_BENCH_NSEG"))
         gpu_attn_force_segments(ctx, atoi(getenv("ATTNREG_BENCH_NSEG")));
     const int prefill = q_len > 1 && gpu_attn_force_prefill(ctx, !scalar);
@@ -543,6 +551,17 @@ int main(int argc, char **argv)
         return 77;
     }
     CHECK_HIP(hipStreamCreate(&stream));
+#if defined(ATTN_PLATFORM_CUDA)
+    /* A diagnosis (not a library setting): the device's L2 fetch granularity
+     * hint (cudaLimitMaxL2FetchGranularity, bytes 0-128) for the whole run. */
+    if (getenv("ATTNREG_BENCH_L2_FETCH")) {
+        CHECK_HIP(cudaDeviceSetLimit(cudaLimitMaxL2FetchGranularity,
+                                     (size_t)atoi(getenv("ATTNREG_BENCH_L2_FETCH"))));
+        size_t got = 0;
+        CHECK_HIP(cudaDeviceGetLimit(&got, cudaLimitMaxL2FetchGranularity));
+        printf("L2 fetch granularity: %zu bytes\n", got);
+    }
+#endif
     if (argc > 1 && strcmp(argv[1], "--one") == 0 && argc >= 10) {
         /* One configuration, for a profiler:
          *   --one KERNEL(0 generic, 1 mtp) HQ HKV D KV(8 = fp8, 16 = bf16) Q_LEN KV_LEN BATCH */

@@ -131,6 +131,12 @@ ATTN_PLAN_FN int attn_launch_plan_decode_heads(int group, int d)
 #define ATTN_REDUCE_THREADS_MANY 256
 #define ATTN_REDUCE_MANY_SEGMENTS 16
 #define ATTN_REDUCE_ML_FLOATS (2 * ATTN_REDUCE_MAX_SEGMENTS + 4)
+/* Its row-wise form (attn_reduce_rows_kernel): up to this many segments,
+ * every thread one column quad of one (token, head) row and all of that
+ * row's segments in flight at once, ATTN_REDUCE_ROWS_THREADS threads a
+ * block (as many whole rows as fit), no LDS. */
+#define ATTN_REDUCE_ROWS_MAX_SEGMENTS 8
+#define ATTN_REDUCE_ROWS_THREADS 256
 ATTN_PLAN_FN int attn_launch_plan_reduce_bytes(int threads)
 {
     return 16 * threads + 4 * ATTN_REDUCE_ML_FLOATS;

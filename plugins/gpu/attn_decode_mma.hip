@@ -341,8 +341,13 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
                 const bool ok = full || (kb + (int)r >= klo && kb + (int)r < khi);
                 const int64_t off = base + (int64_t)r * row_stride + c * 16;
                 const unsigned dst = DIRECT ? r * RROW + c * 16 : idx * 16;
-                attn_cp_async16(Kr + dst, kc + off, ok);
-                attn_cp_async16(Vr + dst, vc + off, ok);
+                if (p.kv_l2_hint) {
+                    attn_cp_async16<true>(Kr + dst, kc + off, ok);
+                    attn_cp_async16<true>(Vr + dst, vc + off, ok);
+                } else {
+                    attn_cp_async16(Kr + dst, kc + off, ok);
+                    attn_cp_async16(Vr + dst, vc + off, ok);
+                }
             }
         } else {
             uint8_t *Ks = stage0 + st * STAGE;
@@ -353,8 +358,13 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
                 const unsigned r = idx / CH, c = idx % CH;
                 const bool ok = full || (kb + (int)r >= klo && kb + (int)r < khi);
                 const int64_t off = base + (int64_t)r * row_stride + c * 16;
-                attn_cp_async16(Ks + r * ROWB + c * 16, kc + off, ok);
-                attn_cp_async16(Vs + r * ROWB + c * 16, vc + off, ok);
+                if (p.kv_l2_hint) {
+                    attn_cp_async16<true>(Ks + r * ROWB + c * 16, kc + off, ok);
+                    attn_cp_async16<true>(Vs + r * ROWB + c * 16, vc + off, ok);
+                } else {
+                    attn_cp_async16(Ks + r * ROWB + c * 16, kc + off, ok);
+                    attn_cp_async16(Vs + r * ROWB + c * 16, vc + off, ok);
+                }
             }
         }
     };

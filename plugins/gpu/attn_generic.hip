@@ -547,6 +547,83 @@ __global__ void __launch_bounds__(THREADS, 1024 / THREADS) attn_reduce_kernel(co
     }
 }
 
+/* The reduce for few segments (nseg <= ATTN_REDUCE_ROWS_MAX_SEGMENTS):
+ * thread t owns column quad t % (dv / 4) of row t / (dv / 4) of the block's
+ * rows (a row = one (token, head)), issues the 16-byte loads of every
+ * segment's acc and (max, sum) at once, works out the weights itself (the
+ * row's threads read the same pairs: one L1 line) and stores. A step is
+ * then one memory round trip a thread, in blocks of several rows. The
+ * per-row kernel above gives each (token, head) its own block: at batch 64
+ * of the MTP shape (4096 rows of 4 segments) that is 4096 blocks of a round
+ * trip each, 13 us for 17 MB (version 14's profile), where this form has
+ * 1024 blocks and the same bytes. */
+#define RED_ROWS_MAX ATTN_REDUCE_ROWS_MAX_SEGMENTS
+__global__ void __launch_bounds__(ATTN_REDUCE_ROWS_THREADS)
+    attn_reduce_rows_kernel(const attn_kparams p, int nseg)
+{
+    const int nq = p.dv / 4;
+    const int rows = ATTN_REDUCE_ROWS_THREADS / nq;
+    const int rb = threadIdx.x / nq, cq = threadIdx.x % nq;
+    const int nidx = p.batch_part == ATTN_PART_SINGLE ? p.num_seqs : p.num_tokens;
+    const int64_t row = (int64_t)blockIdx.x * rows + rb;
+    if (rb >= rows || row >= (int64_t)nidx * p.hq)
+        return;
+    const int idx = (int)(row / p.hq), head = (int)(row % p.hq);
+    int token = idx;
+    if (p.batch_part == ATTN_PART_SINGLE) {
+        /* the decode part of a mixed batch: sequence idx's one token */
+        token = p.cu_seqlens_q[idx];
+        if (p.cu_seqlens_q[idx + 1] - token != 1)
+            return;
+    }
+    const int64_t stride = (int64_t)p.num_tokens * p.hq;
+    const int64_t base = (int64_t)token * p.hq + head;
+    attn_pdl_wait(); /* launched with p.pdl: the partials are written */
+    float4 x[RED_ROWS_MAX];
+    float m[RED_ROWS_MAX], l[RED_ROWS_MAX];
+#pragma unroll
+    for (int k = 0; k < RED_ROWS_MAX; k++) {
+        x[k] = make_float4(0.f, 0.f, 0.f, 0.f);
+        m[k] = -INFINITY;
+        l[k] = 0.f; /* segments past nseg weigh 0 */
+        if (k < nseg) {
+            x[k] = *(const float4 *)(p.ws_acc + (base + k * stride) * p.dv + cq * 4);
+            m[k] = p.ws_ml[2 * (base + k * stride)];
+            l[k] = p.ws_ml[2 * (base + k * stride) + 1];
+        }
+    }
+    float mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < RED_ROWS_MAX; k++)
+        if (l[k] > 0.f) /* a segment without keys weighs 0 */
+            mx = fmaxf(mx, m[k]);
+    const float sk = p.sinks ? p.sinks[head] * ATTN_LOG2E : -INFINITY;
+    const float M = fmaxf(mx, sk);
+    const float mu = M == -INFINITY ? 0.f : M;
+    float4 a = make_float4(0.f, 0.f, 0.f, 0.f);
+    float denom = p.sinks ? exp2f(sk - mu) : 0.f;
+#pragma unroll
+    for (int k = 0; k < RED_ROWS_MAX; k++) {
+        const float w = l[k] > 0.f ? exp2f(m[k] - mu) : 0.f;
+        if (w != 0.f) { /* a segment without keys left its acc unwritten */
+            denom += l[k] * w;
+            a.x += x[k].x * w;
+            a.y += x[k].y * w;
+            a.z += x[k].z * w;
+            a.w += x[k].w * w;
+        }
+    }
+    const float inv = denom > 0.f ? p.v_scale / denom : 0.f;
+    if (p.lse && cq == 0)
+        p.lse[(int64_t)token * p.lse_stride_token + (int64_t)head * p.lse_stride_head] =
+            denom > 0.f ? (mu + log2f(denom)) * ATTN_LN2 : -INFINITY;
+    const int64_t ob = (int64_t)token * p.out_stride_token + (int64_t)head * p.out_stride_head;
+    const float v[4] = {a.x, a.y, a.z, a.w};
+#pragma unroll
+    for (int e = 0; e < 4; e++)
+        attn_store_elem(p.out, ob + cq * 4 + e, p.out_dtype, v[e] * inv);
+}
+
 static int kv_bytes_of(int dtype)
 {
     return attn_launch_plan_kv_bytes(dtype);
@@ -578,8 +655,12 @@ static hipError_t launch_generic_t(const attn_kparams *p, hipStream_t stream)
     return attn_launch_reduce(p, p->nseg, stream);
 }
 
-template <int VEC, int THREADS>
-static hipError_t launch_reduce_t(const attn_kparams *p, int nseg, dim3 grid, hipStream_t stream)
+/* One launch of a reduce kernel: plainly, or (p->pdl) as a programmatic
+ * dependent of the attention kernel before it (see attn_kparams.pdl;
+ * captured into a CUDA graph as such an edge). */
+template <typename Kernel>
+static hipError_t launch_reduce_kernel(const attn_kparams *p, int nseg, dim3 grid, int threads,
+                                       Kernel kernel, hipStream_t stream)
 {
 #if defined(ATTN_PLATFORM_CUDA)
     if (p->pdl) {
@@ -590,16 +671,22 @@ static hipError_t launch_reduce_t(const attn_kparams *p, int nseg, dim3 grid, hi
         attr[0].val.programmaticStreamSerializationAllowed = 1;
         cudaLaunchConfig_t cfg = {};
         cfg.gridDim = grid;
-        cfg.blockDim = dim3(THREADS);
+        cfg.blockDim = dim3(threads);
         cfg.dynamicSmemBytes = 0;
         cfg.stream = stream;
         cfg.attrs = attr;
         cfg.numAttrs = 1;
-        return cudaLaunchKernelEx(&cfg, attn_reduce_kernel<VEC, THREADS>, *p, nseg);
+        return cudaLaunchKernelEx(&cfg, kernel, *p, nseg);
     }
 #endif
-    attn_reduce_kernel<VEC, THREADS><<<grid, THREADS, 0, stream>>>(*p, nseg);
+    kernel<<<grid, threads, 0, stream>>>(*p, nseg);
     return hipGetLastError();
+}
+
+template <int VEC, int THREADS>
+static hipError_t launch_reduce_t(const attn_kparams *p, int nseg, dim3 grid, hipStream_t stream)
+{
+    return launch_reduce_kernel(p, nseg, grid, THREADS, attn_reduce_kernel<VEC, THREADS>, stream);
 }
 
 hipError_t attn_launch_reduce(const attn_kparams *p, int nseg, hipStream_t stream)
@@ -608,6 +695,14 @@ hipError_t attn_launch_reduce(const attn_kparams *p, int nseg, hipStream_t strea
     /* 16-byte partial loads where the workspace is 16-byte aligned (the
      * host's pointer; every built head size is a multiple of 4 floats). */
     const bool vec = ((uintptr_t)p->ws_acc % 16) == 0 && p->dv % 4 == 0;
+    if (vec && p->reduce_rows && nseg <= RED_ROWS_MAX && p->dv / 4 <= ATTN_REDUCE_ROWS_THREADS) {
+        const int rows = ATTN_REDUCE_ROWS_THREADS / (p->dv / 4);
+        const int64_t n = (int64_t)(p->batch_part == ATTN_PART_SINGLE ? p->num_seqs : p->num_tokens) *
+                          p->hq;
+        const dim3 rgrid((unsigned)((n + rows - 1) / rows));
+        return launch_reduce_kernel(p, nseg, rgrid, ATTN_REDUCE_ROWS_THREADS,
+                                    attn_reduce_rows_kernel, stream);
+    }
     if (nseg >= RED_MANY_SEGMENTS)
         return vec ? launch_reduce_t<4, RED_THREADS_MANY>(p, nseg, grid, stream)
                    : launch_reduce_t<1, RED_THREADS_MANY>(p, nseg, grid, stream);

@@ -78,6 +78,8 @@ int main(void)
                 snprintf(name, sizeof name, "attn_reduce_kernel<%d, %d>", vec, t);
                 line(lim, name, t, attn_launch_plan_reduce_bytes(t), 0, 1);
             }
+        /* Its row-wise form for few segments: no LDS. */
+        line(lim, "attn_reduce_rows_kernel", ATTN_REDUCE_ROWS_THREADS, 0, 0, 1);
         /* KV append (no LDS) and the state merge (12 bytes a head of
          * dynamic LDS, at most 48 KB: gpu_attn_merge_states refuses more). */
         line(lim, "attn_append_kernel", 128, 0, 0, 1);

@@ -440,6 +440,12 @@ static bool run_case(const Case &c, Stats &st, bool verbose)
     /* the test's own switch for the MTP variant (the library reads none) */
     if (c.kernel == GPU_ATTN_KERNEL_MTP && getenv("ATTNREG_MTP_WGMMA"))
         gpu_attn_force_mtp_variant(ctx, atoi(getenv("ATTNREG_MTP_WGMMA")) ? 1 : 0);
+    /* the bench's switches of the kernels' variants, so that both sides of
+     * an A/B are checked (gpu_attn_bench.cu lists them) */
+    if (getenv("ATTNREG_BENCH_L2_HINT"))
+        gpu_attn_force_l2_hint(ctx, atoi(getenv("ATTNREG_BENCH_L2_HINT")));
+    if (getenv("ATTNREG_BENCH_REDUCE_ROWS"))
+        gpu_attn_force_reduce_rows(ctx, atoi(getenv("ATTNREG_BENCH_REDUCE_ROWS")));
     const int forced = c.stages ? gpu_attn_force_generic(ctx, c.stages, c.raw_kv) : 0;
     /* Which kernel runs this batch: the prefill kernel (matrix units) takes
      * multi-token batches of the shapes it supports, unless the case asks

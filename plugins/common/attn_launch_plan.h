@@ -137,6 +137,12 @@ ATTN_PLAN_FN int attn_launch_plan_decode_heads(int group, int d)
  * block (as many whole rows as fit), no LDS. */
 #define ATTN_REDUCE_ROWS_MAX_SEGMENTS 8
 #define ATTN_REDUCE_ROWS_THREADS 256
+/* The (token, head) rows of dv floats one block of it merges (0: a row has
+ * more column quads than the block has threads, and the per-row form runs). */
+ATTN_PLAN_FN int attn_launch_plan_reduce_rows_per_block(int dv)
+{
+    return dv >= 4 ? ATTN_REDUCE_ROWS_THREADS / (dv / 4) : 0;
+}
 ATTN_PLAN_FN int attn_launch_plan_reduce_bytes(int threads)
 {
     return 16 * threads + 4 * ATTN_REDUCE_ML_FLOATS;

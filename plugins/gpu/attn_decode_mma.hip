@@ -318,6 +318,14 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
         }
         return __shfl_sync(0xffffffffu, win_cur, idx & 31);
     };
+    /* One 16-byte K/V copy, with the .L2::128B prefetch size unless the
+     * bench switched it off (gpu_attn_force_l2_hint). */
+    auto copy16 = [&](uint8_t *dst, const uint8_t *src, bool ok) {
+        if (p.kv_l2_hint)
+            attn_cp_async16<true>(dst, src, ok);
+        else
+            attn_cp_async16(dst, src, ok);
+    };
     /* Issue the copies of one tile: lane-chunk i is key row r = idx / CH,
      * 16-byte chunk c = idx % CH of both K and V; keys outside the visible
      * range are zero-filled. */
@@ -341,13 +349,8 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
                 const bool ok = full || (kb + (int)r >= klo && kb + (int)r < khi);
                 const int64_t off = base + (int64_t)r * row_stride + c * 16;
                 const unsigned dst = DIRECT ? r * RROW + c * 16 : idx * 16;
-                if (p.kv_l2_hint) {
-                    attn_cp_async16<true>(Kr + dst, kc + off, ok);
-                    attn_cp_async16<true>(Vr + dst, vc + off, ok);
-                } else {
-                    attn_cp_async16(Kr + dst, kc + off, ok);
-                    attn_cp_async16(Vr + dst, vc + off, ok);
-                }
+                copy16(Kr + dst, kc + off, ok);
+                copy16(Vr + dst, vc + off, ok);
             }
         } else {
             uint8_t *Ks = stage0 + st * STAGE;
@@ -358,13 +361,8 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
                 const unsigned r = idx / CH, c = idx % CH;
                 const bool ok = full || (kb + (int)r >= klo && kb + (int)r < khi);
                 const int64_t off = base + (int64_t)r * row_stride + c * 16;
-                if (p.kv_l2_hint) {
-                    attn_cp_async16<true>(Ks + r * ROWB + c * 16, kc + off, ok);
-                    attn_cp_async16<true>(Vs + r * ROWB + c * 16, vc + off, ok);
-                } else {
-                    attn_cp_async16(Ks + r * ROWB + c * 16, kc + off, ok);
-                    attn_cp_async16(Vs + r * ROWB + c * 16, vc + off, ok);
-                }
+                copy16(Ks + r * ROWB + c * 16, kc + off, ok);
+                copy16(Vs + r * ROWB + c * 16, vc + off, ok);
             }
         }
     };

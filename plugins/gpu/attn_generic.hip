@@ -562,7 +562,7 @@ __global__ void __launch_bounds__(ATTN_REDUCE_ROWS_THREADS)
     attn_reduce_rows_kernel(const attn_kparams p, int nseg)
 {
     const int nq = p.dv / 4;
-    const int rows = ATTN_REDUCE_ROWS_THREADS / nq;
+    const int rows = attn_launch_plan_reduce_rows_per_block(p.dv);
     const int rb = threadIdx.x / nq, cq = threadIdx.x % nq;
     const int nidx = p.batch_part == ATTN_PART_SINGLE ? p.num_seqs : p.num_tokens;
     const int64_t row = (int64_t)blockIdx.x * rows + rb;
@@ -695,10 +695,9 @@ hipError_t attn_launch_reduce(const attn_kparams *p, int nseg, hipStream_t strea
     /* 16-byte partial loads where the workspace is 16-byte aligned (the
      * host's pointer; every built head size is a multiple of 4 floats). */
     const bool vec = ((uintptr_t)p->ws_acc % 16) == 0 && p->dv % 4 == 0;
-    if (vec && p->reduce_rows && nseg <= RED_ROWS_MAX && p->dv / 4 <= ATTN_REDUCE_ROWS_THREADS) {
-        const int rows = ATTN_REDUCE_ROWS_THREADS / (p->dv / 4);
-        const int64_t n = (int64_t)(p->batch_part == ATTN_PART_SINGLE ? p->num_seqs : p->num_tokens) *
-                          p->hq;
+    const int rows = attn_launch_plan_reduce_rows_per_block(p->dv);
+    if (vec && p->reduce_rows && nseg <= RED_ROWS_MAX && rows > 0) {
+        const int64_t n = (int64_t)grid.x * p->hq; /* the (token, head) rows */
         const dim3 rgrid((unsigned)((n + rows - 1) / rows));
         return launch_reduce_kernel(p, nseg, rgrid, ATTN_REDUCE_ROWS_THREADS,
                                     attn_reduce_rows_kernel, stream);

@@ -178,9 +178,24 @@ ATTN_PLAN_FN int attn_launch_plan_decode_mma_fp8_direct(int d)
 {
     return d % 32 == 0;
 }
+/* Bytes a 16-bit row (Q, K, V or the f16 tile of an fp8 cache) takes in
+ * shared memory. Rows of a multiple of 128 bytes are stored unpadded with
+ * their 16-byte chunks XOR-swizzled (chunk c of row r at c ^ (r & 7)), so
+ * that the 8 rows one ldmatrix phase reads fall in 8 bank groups and every
+ * cp.async of a 128-byte line lands in one 128-byte line of shared memory;
+ * the others (D 80, 96) are padded by 16 bytes. (Padded 256-byte rows made
+ * each 16-byte copy's destination straddle shared-memory lines that its
+ * source sectors do not: Nsight Compute counted 24 L2 sectors per warp's
+ * copy of two rows instead of 16, 1.5x the K/V bytes through the L2 -> SM
+ * crossbar; bench/RESULTS.md version 17.) */
+ATTN_PLAN_FN int attn_launch_plan_decode_mma_row(int d)
+{
+    return d * 2 % 128 == 0 ? d * 2 : d * 2 + 16;
+}
 ATTN_PLAN_FN int attn_launch_plan_decode_mma_bytes(int d, int kv8)
 {
-    const int row = d * 2 + 16, q = d <= ATTN_DMMA_QREG_MAX_D ? 0 : ATTN_DMMA_TILE * row;
+    const int row = attn_launch_plan_decode_mma_row(d),
+              q = d <= ATTN_DMMA_QREG_MAX_D ? 0 : ATTN_DMMA_TILE * row;
     if (kv8 && attn_launch_plan_decode_mma_fp8_direct(d))
         return q + ATTN_DMMA_ROWMUL_BYTES + ATTN_DMMA_FP8_STAGES * 2 * ATTN_DMMA_TILE * (d + 16);
     return kv8 ? q + 2 * ATTN_DMMA_TILE * row + ATTN_DMMA_ROWMUL_BYTES +

@@ -28,8 +28,14 @@
  *     tile lies in one page (one block-table entry), and the entries are
  *     read 32 tiles ahead (a window of 32 in the lanes), so no copy waits on
  *     a dependent lookup.
- *   - Shared rows are padded by 16 bytes: the 8 rows one ldmatrix phase reads
- *     then start in 8 different 16-byte bank groups for every head size.
+ *   - 16-bit rows of a multiple of 128 bytes (D 64, 128, 192, 256) are
+ *     stored unpadded with their 16-byte chunks XOR-swizzled (chunk c of row
+ *     r at c ^ (r & 7)); D 80 and 96 rows are padded by 16 bytes. Either way
+ *     the 8 rows one ldmatrix phase reads fall in 8 different 16-byte bank
+ *     groups. The swizzle also keeps each 128-byte line a copy reads inside
+ *     one 128-byte line of shared memory: with padded rows every warp's copy
+ *     of two 256-byte rows cost 24 L2 sectors instead of 16
+ *     (attn_launch_plan_decode_mma_row).
  *   - S = Q K^T: A = Q (ldmatrix, row-major [head][d]), B = K (ldmatrix,
  *     [key][d] is the "col" layout B wants). f32 accumulation; the score
  *     multiplier (scale x log2 e) is applied to the f32 scores, so Q enters
@@ -122,7 +128,8 @@ static int dmma_carveout_percent(void)
  * of raw K and V (16 rows of D bytes each): two raw tiles in flight. */
 template <int D, bool KV8>
 struct dmma_plan {
-    static constexpr int ROW = D * 2 + 16;
+    static constexpr int ROW = attn_launch_plan_decode_mma_row(D);
+    static constexpr bool SWZ = ROW == D * 2; /* chunk c of row r at c ^ (r & 7) */
     static constexpr int STAGES = attn_launch_plan_decode_mma_stages(KV8);
     static constexpr int SMEM = attn_launch_plan_decode_mma_bytes(D, KV8); /* the plan table's */
     /* Q in registers (D <= 128): its rows pass through a stage not yet in
@@ -265,6 +272,11 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
     constexpr bool DIRECT = plan::DIRECT;
     constexpr int RROW = plan::RROW;
     constexpr bool nuz = KV8 && NUZ;
+    /* Byte offset of 16-byte chunk c of row r of a 16-bit tile (Q, K, V, the
+     * f16 tile): swizzled rows (plan::SWZ) or padded ones. */
+    auto chunk_at = [](int r, int c) -> int {
+        return plan::SWZ ? r * ROWB + ((c ^ (r & 7)) << 4) : r * ROWB + c * 16;
+    };
 
     const int lane = threadIdx.x;
     const int g = lane >> 2, t = lane & 3;
@@ -361,8 +373,8 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
                 const unsigned r = idx / CH, c = idx % CH;
                 const bool ok = full || (kb + (int)r >= klo && kb + (int)r < khi);
                 const int64_t off = base + (int64_t)r * row_stride + c * 16;
-                copy16(Ks + r * ROWB + c * 16, kc + off, ok);
-                copy16(Vs + r * ROWB + c * 16, vc + off, ok);
+                copy16(Ks + chunk_at(r, c), kc + off, ok);
+                copy16(Vs + chunk_at(r, c), vc + off, ok);
             }
         }
     };
@@ -379,8 +391,8 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
             const unsigned r = idx / RCH, c = idx % RCH;
             uint32_t y[8];
             dmma_fp8x16_to_f16(*(const uint4 *)(src + idx * 16), nuz, y);
-            *(uint4 *)(dst + r * ROWB + c * 32) = make_uint4(y[0], y[1], y[2], y[3]);
-            *(uint4 *)(dst + r * ROWB + c * 32 + 16) = make_uint4(y[4], y[5], y[6], y[7]);
+            *(uint4 *)(dst + chunk_at(r, 2 * c)) = make_uint4(y[0], y[1], y[2], y[3]);
+            *(uint4 *)(dst + chunk_at(r, 2 * c + 1)) = make_uint4(y[4], y[5], y[6], y[7]);
         }
     };
 
@@ -461,7 +473,7 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
                 }
                 sh = attn_q_to_f16_scaled(v, mx, w);
             }
-            *(uint4 *)(Qs + r * ROWB + c * 16) = make_uint4(w[0], w[1], w[2], w[3]);
+            *(uint4 *)(Qs + chunk_at(r, c)) = make_uint4(w[0], w[1], w[2], w[3]);
         }
         if (half == 0)
             rowmul[r] = ldexpf(1.f, -sh);
@@ -487,7 +499,7 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
                 v = make_uint4(w[0], w[1], w[2], w[3]);
             }
         }
-        *(uint4 *)(Qs + r * ROWB + c * 16) = v;
+        *(uint4 *)(Qs + chunk_at(r, c)) = v;
     }
     }
 
@@ -502,10 +514,9 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
     uint32_t qf[plan::QREG ? KC : 1][4];
     if constexpr (plan::QREG) {
         __syncwarp();
-        const int qa = (lane & 15) * ROWB + (lane >> 4) * 16;
 #pragma unroll
         for (int kk = 0; kk < KC; kk++)
-            attn_ldsm_x4(attn_smem_addr(Qs + qa + kk * 32), qf[kk]);
+            attn_ldsm_x4(attn_smem_addr(Qs + chunk_at(lane & 15, 2 * kk + (lane >> 4))), qf[kk]);
         __syncwarp();
     }
 
@@ -514,9 +525,18 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
      * B (K): matrix j = (keys 0-7 | 8-15 for j / 2) x (chunk 2kc + j % 2).
      * B (V, transposed): matrix j = (keys 0-7 | 8-15 for j % 2) x (chunk
      * 2n2 + j / 2). */
-    const int a_off = (lane & 15) * ROWB + (lane >> 4) * 16;
-    const int k_off = ((lane & 7) + 8 * (lane >> 4)) * ROWB + ((lane >> 3) & 1) * 16;
-    const int v_off = ((lane & 7) + 8 * ((lane >> 3) & 1)) * ROWB + (lane >> 4) * 16;
+    /* A lane reads chunk 2k + j of its row, k the loop's step: with the
+     * swizzle (rows of a lane's matrix are 8-aligned, so the row's swizzle
+     * term is lane & 7) that chunk is 8 (k / 4) + ((2 (k % 4) + j) ^ (lane &
+     * 7)), so a lane keeps one offset per k % 4 and adds 128 (k / 4) bytes,
+     * a compile-time constant in the unrolled loops. */
+    int a_off[4], k_off[4], v_off[4];
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+        a_off[u] = chunk_at(lane & 15, 2 * u + (lane >> 4));
+        k_off[u] = chunk_at((lane & 7) + 8 * (lane >> 4), 2 * u + ((lane >> 3) & 1));
+        v_off[u] = chunk_at((lane & 7) + 8 * ((lane >> 3) & 1), 2 * u + (lane >> 4));
+    }
 
     for (int it = 0; it < nt; it++) {
         attn_cp_async_wait(STAGES - 2);
@@ -566,7 +586,7 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
                 for (int e = 0; e < 4; e++)
                     a[e] = qf[kk][e];
             } else {
-                attn_ldsm_x4(attn_smem_addr(Qs + a_off + kk * 32), a);
+                attn_ldsm_x4(attn_smem_addr(Qs + a_off[kk & 3] + (kk >> 2) * 128), a);
             }
             if constexpr (DIRECT) {
                 /* B of keys 8j + g: the raw bytes 4t..4t+3 of chunk kk (Q's
@@ -579,7 +599,7 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
                                         dmma_fp8x2_to_f16x2(w >> 16, nuz));
                 }
             } else {
-                attn_ldsm_x4(attn_smem_addr(Ks + k_off + kk * 32), b);
+                attn_ldsm_x4(attn_smem_addr(Ks + k_off[kk & 3] + (kk >> 2) * 128), b);
                 attn_mma16816<BF16>(kk & 1 ? sx[0] : sc[0], a, b[0], b[1]);
                 attn_mma16816<BF16>(kk & 1 ? sx[1] : sc[1], a, b[2], b[3]);
             }
@@ -684,7 +704,7 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
 #pragma unroll
             for (int n2 = 0; n2 < NT / 2; n2++) {
                 uint32_t b[4];
-                attn_ldsm_x4_trans(attn_smem_addr(Vs + v_off + n2 * 32), b);
+                attn_ldsm_x4_trans(attn_smem_addr(Vs + v_off[n2 & 3] + (n2 >> 2) * 128), b);
                 attn_mma16816<BF16>(o[2 * n2], ph, b[0], b[1]);
                 attn_mma16816<BF16>(o[2 * n2], pl, b[0], b[1]);
                 attn_mma16816<BF16>(o[2 * n2 + 1], ph, b[2], b[3]);

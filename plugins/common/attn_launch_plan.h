@@ -192,12 +192,21 @@ ATTN_PLAN_FN int attn_launch_plan_decode_mma_row(int d)
 {
     return d * 2 % 128 == 0 ? d * 2 : d * 2 + 16;
 }
+/* Bytes a raw fp8 row takes in the stages of the direct path: unpadded and
+ * swizzled the same way where it is a multiple of 128 bytes (D 128, 256),
+ * else padded by 16 bytes so that the fragments' 4-byte reads of 8 rows
+ * fall in distinct banks. */
+ATTN_PLAN_FN int attn_launch_plan_decode_mma_raw_row(int d)
+{
+    return d % 128 == 0 ? d : d + 16;
+}
 ATTN_PLAN_FN int attn_launch_plan_decode_mma_bytes(int d, int kv8)
 {
     const int row = attn_launch_plan_decode_mma_row(d),
               q = d <= ATTN_DMMA_QREG_MAX_D ? 0 : ATTN_DMMA_TILE * row;
     if (kv8 && attn_launch_plan_decode_mma_fp8_direct(d))
-        return q + ATTN_DMMA_ROWMUL_BYTES + ATTN_DMMA_FP8_STAGES * 2 * ATTN_DMMA_TILE * (d + 16);
+        return q + ATTN_DMMA_ROWMUL_BYTES +
+               ATTN_DMMA_FP8_STAGES * 2 * ATTN_DMMA_TILE * attn_launch_plan_decode_mma_raw_row(d);
     return kv8 ? q + 2 * ATTN_DMMA_TILE * row + ATTN_DMMA_ROWMUL_BYTES +
                      ATTN_DMMA_FP8_STAGES * 2 * ATTN_DMMA_TILE * d
                : q + ATTN_DMMA_STAGES * 2 * ATTN_DMMA_TILE * row;

@@ -67,10 +67,13 @@
  * (g, t) reads the words at column 32G + 4g of keys 2t, 2t+1, 2t+8, 2t+9
  * and byte-permutes them into the B fragments of output n-tiles 4G..4G+3,
  * whose column n is then 32G + 4n + i: the output is stored in that order.
- * With the padding the 32 lanes' reads fall in 32 distinct banks. There is
- * no f16 tile, no shared-memory round trip and no warp barrier between the
- * copies and the mma, so a program needs 18.5 KB at D 128 (the f16 tile path
- * 25 KB) and its tile's chain of latencies is shorter.
+ * Raw rows of 128 or 256 bytes (D 128, 256) are stored unpadded with their
+ * 16-byte chunks XOR-swizzled like the 16-bit rows (chunk c of row r at c ^
+ * (r & 7)), the others (D 64, 192) padded by 16 bytes; either way the 32
+ * lanes' reads fall in 32 distinct banks. There is no f16 tile, no
+ * shared-memory round trip and no warp barrier between the copies and the
+ * mma, so a program needs 16.1 KB at D 128 (the f16 tile path 25 KB) and its
+ * tile's chain of latencies is shorter.
  *
  * D 80 (not DIRECT): the raw fp8 tiles (D bytes a row, half the copies)
  * stream through ATTN_DMMA_FP8_STAGES stages; each lane converts exactly the 16-byte chunks
@@ -137,10 +140,13 @@ struct dmma_plan {
      * the f16 tile, first written after Q is read). Else Q's own rows. */
     static constexpr bool QREG = D <= ATTN_DMMA_QREG_MAX_D;
     static constexpr int Q_BYTES = QREG ? 0 : DMMA_TILE * ROW;
-    /* KV8: the raw tiles read straight into the fragments (no f16 tile),
-     * their rows padded by 16 bytes (attn_launch_plan_decode_mma_fp8_direct). */
+    /* KV8: the raw tiles read straight into the fragments (no f16 tile;
+     * attn_launch_plan_decode_mma_fp8_direct). */
     static constexpr bool DIRECT = KV8 && attn_launch_plan_decode_mma_fp8_direct(D);
-    static constexpr int RROW = DIRECT ? D + 16 : D; /* KV8: bytes a raw row takes */
+    /* KV8: bytes a raw row takes; DIRECT rows of 128 or 256 bytes are
+     * swizzled like the 16-bit ones (RSWZ), the others padded */
+    static constexpr int RROW = DIRECT ? attn_launch_plan_decode_mma_raw_row(D) : D;
+    static constexpr bool RSWZ = DIRECT && RROW == D;
     /* KV8: after Q and (not DIRECT) the f16 K and V tile */
     static constexpr int ROWMUL = Q_BYTES + (DIRECT ? 0 : 2 * DMMA_TILE * ROW);
     static constexpr int RAW = ROWMUL + ATTN_DMMA_ROWMUL_BYTES; /* KV8: the raw stages */
@@ -360,7 +366,9 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
                 const unsigned r = idx / RCH, c = idx % RCH;
                 const bool ok = full || (kb + (int)r >= klo && kb + (int)r < khi);
                 const int64_t off = base + (int64_t)r * row_stride + c * 16;
-                const unsigned dst = DIRECT ? r * RROW + c * 16 : idx * 16;
+                const unsigned dst = !DIRECT     ? idx * 16
+                                     : plan::RSWZ ? r * RROW + ((c ^ (r & 7)) << 4)
+                                                  : r * RROW + c * 16;
                 copy16(Kr + dst, kc + off, ok);
                 copy16(Vr + dst, vc + off, ok);
             }
@@ -537,6 +545,22 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
         k_off[u] = chunk_at((lane & 7) + 8 * (lane >> 4), 2 * u + ((lane >> 3) & 1));
         v_off[u] = chunk_at((lane & 7) + 8 * ((lane >> 3) & 1), 2 * u + (lane >> 4));
     }
+    /* fp8 read directly (DIRECT): lane (g, t) reads 4 bytes at 4t of chunk
+     * kk of K rows 8j + g, and 4 bytes at column 32G + 4g (chunk 2G + g / 4)
+     * of V rows 2t, 2t + 1, 2t + 8, 2t + 9. With swizzled raw rows (RSWZ)
+     * the K row's term is g and the V rows' terms are 2t and 2t + 1, so the
+     * in-row offsets are kept per kk % 8 (K) and per G % 4 (V, one set per
+     * term), plus 128 bytes per 8 chunks. */
+    int rk_off[8], rv_off0[4], rv_off1[4]; /* (used where plan::RSWZ) */
+#pragma unroll
+    for (int u = 0; u < 8; u++)
+        rk_off[u] = ((u ^ g) << 4) + 4 * t;
+#pragma unroll
+    for (int u = 0; u < 4; u++) {
+        const int c = 2 * u + (g >> 2);
+        rv_off0[u] = ((c ^ (2 * t)) << 4) + 4 * (g & 3);
+        rv_off1[u] = ((c ^ (2 * t + 1)) << 4) + 4 * (g & 3);
+    }
 
     for (int it = 0; it < nt; it++) {
         attn_cp_async_wait(STAGES - 2);
@@ -594,7 +618,9 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
 #pragma unroll
                 for (int j = 0; j < 2; j++) {
                     const uint32_t w =
-                        *(const uint32_t *)(Ks + (8 * j + g) * RROW + kk * 16 + 4 * t);
+                        *(const uint32_t *)(Ks + (8 * j + g) * RROW +
+                                            (plan::RSWZ ? rk_off[kk & 7] + (kk >> 3) * 128
+                                                        : kk * 16 + 4 * t));
                     attn_mma16816<BF16>(kk & 1 ? sx[j] : sc[j], a, dmma_fp8x2_to_f16x2(w, nuz),
                                         dmma_fp8x2_to_f16x2(w >> 16, nuz));
                 }
@@ -686,11 +712,14 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
              * 32G + 4g, two keys a pair. */
 #pragma unroll
             for (int G = 0; G < NT / 4; G++) {
-                const uint8_t *vb = Vs + 32 * G + 4 * g;
-                const uint32_t w0 = *(const uint32_t *)(vb + (2 * t) * RROW);
-                const uint32_t w1 = *(const uint32_t *)(vb + (2 * t + 1) * RROW);
-                const uint32_t w2 = *(const uint32_t *)(vb + (2 * t + 8) * RROW);
-                const uint32_t w3 = *(const uint32_t *)(vb + (2 * t + 9) * RROW);
+                const uint8_t *vb0 =
+                    Vs + (plan::RSWZ ? rv_off0[G & 3] + (G >> 2) * 128 : 32 * G + 4 * g);
+                const uint8_t *vb1 =
+                    Vs + (plan::RSWZ ? rv_off1[G & 3] + (G >> 2) * 128 : 32 * G + 4 * g);
+                const uint32_t w0 = *(const uint32_t *)(vb0 + (2 * t) * RROW);
+                const uint32_t w1 = *(const uint32_t *)(vb1 + (2 * t + 1) * RROW);
+                const uint32_t w2 = *(const uint32_t *)(vb0 + (2 * t + 8) * RROW);
+                const uint32_t w3 = *(const uint32_t *)(vb1 + (2 * t + 9) * RROW);
 #pragma unroll
                 for (int i = 0; i < 4; i++) {
                     const uint32_t sel = (uint32_t)i | ((uint32_t)(4 + i) << 4);

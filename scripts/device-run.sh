@@ -9,7 +9,11 @@
 #
 #   bash scripts/device-run.sh [STEP ...]     # default: tests bench verify peers
 #
-# Steps: tests, bench, verify, peers, python (scripts/h200_python.sh). Extra
+# Steps: tests, bench, verify, peers, python (scripts/h200_python.sh), profile
+# (Nsight Compute on one decode (bf16, fp8) and one MTP launch, and on cuDNN's
+# decode of the same shape: time, DRAM bytes and busy, and the L2 -> SM
+# sectors against the K/V bytes the shape must move; not in the default
+# list). Extra
 # `gpu_attn_bench` runs for an A/B go in ATTNREG_RUN_AB, one per line, as
 # "LABEL ENV=VALUE ... -- BENCH ARGS" (e.g. "nseg8 ATTNREG_BENCH_NSEG=8 --
 # --mtp-only"): each writes bench_LABEL.json / .log beside the default run's.
@@ -96,8 +100,46 @@ for step in $steps; do
     OUT="$work/py" timeout "$(left)" bash scripts/h200_python.sh $C > "$work/python.log" 2>&1
     note "python (rc $?): $(grep -E '[0-9]+ passed' "$work/python.log" | tail -1)"
     ;;
+  profile)
+    # Version 17 found decode-mma's copies moving 1.5x the K/V bytes from L2
+    # to the SMs this way (bench/RESULTS.md): the ratio is the check.
+    met=l1tex__m_xbar2l1tex_read_sectors.sum,dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,gpu__time_duration.sum
+    prof() { # LABEL KERNEL_REGEX BENCH_ONE_ARGS...
+      local label=$1 kre=$2
+      shift 2
+      timeout "$(left)" ncu --clock-control none --metrics $met -k "regex:$kre" -c 1 \
+        $C/bin/gpu_attn_bench --one "$@" > "$work/ncu_$label.txt" 2>&1
+      note "profile $label (rc $?): $(grep -E 'xbar2l1tex|dram__bytes_read|dram__throughput|gpu__time' \
+        "$work/ncu_$label.txt" | awk '{print $1 "=" $NF $(NF-1)}' | tr '\n' ' ')"
+    }
+    # decode 32/8 D128 batch 32 x 16k keys: K/V 2.15 GB (bf16) / 1.07 GB (fp8),
+    # 67.1M / 33.6M sectors; MTP q4 batch 32 x 4k: 67.1 MB, 2.1M sectors
+    prof decode_bf16 attn_decode_mma 0 32 8 128 16 1 16384 32
+    prof decode_fp8 attn_decode_mma 0 32 8 128 8 1 16384 32
+    prof mtp_q4 attn_mtp_kernel 1 16 1 256 8 4 4096 32
+    cat > "$work/cudnn_decode.py" << 'PY'
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+q = torch.randn(32, 32, 1, 128, device="cuda", dtype=torch.bfloat16)
+k = torch.randn(32, 8, 16384, 128, device="cuda", dtype=torch.bfloat16)
+v = torch.randn_like(k)
+with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+    for _ in range(3):
+        F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+    torch.cuda.synchronize()
+    torch.cuda.profiler.start()
+    F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+    torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
+PY
+    timeout "$(left)" ncu --clock-control none --metrics $met --profile-from-start off \
+      python3 "$work/cudnn_decode.py" > "$work/ncu_cudnn_decode_bf16.txt" 2>&1
+    note "profile cudnn_decode_bf16 (rc $?): $(grep -E 'xbar2l1tex|dram__bytes_read|dram__throughput|gpu__time' \
+      "$work/ncu_cudnn_decode_bf16.txt" | awk '{print $1 "=" $NF $(NF-1)}' | tr '\n' ' ')"
+    ;;
   *)
-    note "$step: unknown step (tests, bench, verify, peers, python)"
+    note "$step: unknown step (tests, bench, verify, peers, python, profile)"
     ;;
   esac
   pack

@@ -381,6 +381,53 @@ START_TEST(generic_page_sizes)
 }
 END_TEST
 
+/* The matrix-unit decode kernel's shared-memory rows (version 17): for every
+ * head size it takes, the 8 rows one ldmatrix phase (or one fragment read)
+ * touches start their chunk in 8 distinct 16-byte bank groups, swizzled rows
+ * are whole 128-byte lines (so a copy's 128-byte source line lands in one
+ * shared-memory line), and 8 programs of the bf16 D 128 kernel still fit an
+ * sm_90 multiprocessor. */
+static void check_rows_conflict_free(int d, int row, int swizzled, int chunks)
+{
+    for (int c = 0; c < chunks; c++) {
+        int seen = 0;
+        for (int r = 0; r < 8; r++) {
+            const int off =
+                swizzled ? r * row + (((c & ~7) | ((c & 7) ^ r)) << 4) : r * row + c * 16;
+            const int group = (off / 16) % 8;
+            ck_assert_msg(!(seen & (1 << group)), "D %d chunk %d: rows share bank group %d", d, c,
+                          group);
+            seen |= 1 << group;
+        }
+    }
+}
+START_TEST(decode_mma_rows)
+{
+    static const int dims[] = {64, 80, 96, 128, 192, 256};
+    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++) {
+        const int d = dims[i];
+        const int row = attn_launch_plan_decode_mma_row(d);
+        const int swz = row == d * 2;
+        ck_assert_msg(swz == (d * 2 % 128 == 0), "D %d: 16-bit row %d", d, row);
+        ck_assert_msg(swz || row == d * 2 + 16, "D %d: padded row %d", d, row);
+        check_rows_conflict_free(d, row, swz, d / 8);
+        if (attn_launch_plan_decode_mma_fp8_direct(d)) {
+            const int raw = attn_launch_plan_decode_mma_raw_row(d);
+            const int rswz = raw == d;
+            ck_assert_msg(rswz == (d % 128 == 0) && (rswz || raw == d + 16), "D %d: raw row %d", d,
+                          raw);
+            check_rows_conflict_free(d, raw, rswz, d / 16);
+            /* Q's f16 rows pass through the last raw stage (D <= 128) */
+            if (d <= ATTN_DMMA_QREG_MAX_D)
+                ck_assert_int_ge(2 * ATTN_DMMA_TILE * raw, ATTN_DMMA_TILE * row);
+        }
+    }
+    /* 228 KB a multiprocessor, 1 KB reserved per block */
+    ck_assert_int_le(8 * (attn_launch_plan_decode_mma_bytes(128, 0) + 1024), 228 * 1024);
+    ck_assert_int_le(8 * (attn_launch_plan_decode_mma_bytes(128, 1) + 1024), 228 * 1024);
+}
+END_TEST
+
 /* cpu-ref promises no graph capture; the plan query says it has none. */
 START_TEST(cpu_ref_is_not_capturable)
 {
@@ -518,6 +565,7 @@ static Suite *launch_plan_suite(void)
     tcase_add_test(tc, gfx942_plans_smaller_programs);
     tcase_add_test(tc, no_fit_names_the_resource);
     tcase_add_test(tc, generic_page_sizes);
+    tcase_add_test(tc, decode_mma_rows);
     tcase_add_test(tc, cpu_ref_is_not_capturable);
     tcase_add_test(tc, replay_model_shapes);
     suite_add_tcase(s, tc);

@@ -104,13 +104,16 @@ for step in $steps; do
     # Version 17 found decode-mma's copies moving 1.5x the K/V bytes from L2
     # to the SMs this way (bench/RESULTS.md): the ratio is the check.
     met=l1tex__m_xbar2l1tex_read_sectors.sum,dram__bytes_read.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,gpu__time_duration.sum
+    metrics_of() { # an ncu report -> "metric=valueunit ..."
+      grep -E 'xbar2l1tex|dram__bytes_read|dram__throughput|gpu__time' "$1" |
+        awk '{print $1 "=" $NF $(NF-1)}' | tr '\n' ' '
+    }
     prof() { # LABEL KERNEL_REGEX BENCH_ONE_ARGS...
       local label=$1 kre=$2
       shift 2
       timeout "$(left)" ncu --clock-control none --metrics $met -k "regex:$kre" -c 1 \
         $C/bin/gpu_attn_bench --one "$@" > "$work/ncu_$label.txt" 2>&1
-      note "profile $label (rc $?): $(grep -E 'xbar2l1tex|dram__bytes_read|dram__throughput|gpu__time' \
-        "$work/ncu_$label.txt" | awk '{print $1 "=" $NF $(NF-1)}' | tr '\n' ' ')"
+      note "profile $label (rc $?): $(metrics_of "$work/ncu_$label.txt")"
     }
     # decode 32/8 D128 batch 32 x 16k keys: K/V 2.15 GB (bf16) / 1.07 GB (fp8),
     # 67.1M / 33.6M sectors; MTP q4 batch 32 x 4k: 67.1 MB, 2.1M sectors
@@ -135,8 +138,7 @@ with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
 PY
     timeout "$(left)" ncu --clock-control none --metrics $met --profile-from-start off \
       python3 "$work/cudnn_decode.py" > "$work/ncu_cudnn_decode_bf16.txt" 2>&1
-    note "profile cudnn_decode_bf16 (rc $?): $(grep -E 'xbar2l1tex|dram__bytes_read|dram__throughput|gpu__time' \
-      "$work/ncu_cudnn_decode_bf16.txt" | awk '{print $1 "=" $NF $(NF-1)}' | tr '\n' ' ')"
+    note "profile cudnn_decode_bf16 (rc $?): $(metrics_of "$work/ncu_cudnn_decode_bf16.txt")"
     ;;
   *)
     note "$step: unknown step (tests, bench, verify, peers, python, profile)"

@@ -238,6 +238,15 @@ static __device__ __forceinline__ uint32_t dmma_fp8x2_to_f16x2(uint32_t x, bool 
     }
     return y;
 }
+
+/* Byte offset of 16-byte chunk c of row r in a tile of ROW-byte rows:
+ * XOR-swizzled (SWZ: chunk c at c ^ (r & 7), rows a whole number of
+ * 128-byte lines) or plain (padded rows). The 16-bit tiles and the direct
+ * fp8 path's raw rows share it (plan::SWZ / plan::RSWZ). */
+template <int ROW, bool SWZ> static __device__ __forceinline__ int dmma_chunk_off(int r, int c)
+{
+    return SWZ ? r * ROW + ((c ^ (r & 7)) << 4) : r * ROW + c * 16;
+}
 #endif /* ATTN_DMMA_DEVICE */
 
 /* NUZ: an e4m3fnuz cache (a template argument, not a runtime test: the fix
@@ -278,11 +287,8 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
     constexpr bool DIRECT = plan::DIRECT;
     constexpr int RROW = plan::RROW;
     constexpr bool nuz = KV8 && NUZ;
-    /* Byte offset of 16-byte chunk c of row r of a 16-bit tile (Q, K, V, the
-     * f16 tile): swizzled rows (plan::SWZ) or padded ones. */
-    auto chunk_at = [](int r, int c) -> int {
-        return plan::SWZ ? r * ROWB + ((c ^ (r & 7)) << 4) : r * ROWB + c * 16;
-    };
+    /* chunk c of row r of a 16-bit tile (Q, K, V, the f16 tile) */
+    auto chunk_at = [](int r, int c) -> int { return dmma_chunk_off<ROWB, plan::SWZ>(r, c); };
 
     const int lane = threadIdx.x;
     const int g = lane >> 2, t = lane & 3;
@@ -366,9 +372,8 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
                 const unsigned r = idx / RCH, c = idx % RCH;
                 const bool ok = full || (kb + (int)r >= klo && kb + (int)r < khi);
                 const int64_t off = base + (int64_t)r * row_stride + c * 16;
-                const unsigned dst = !DIRECT     ? idx * 16
-                                     : plan::RSWZ ? r * RROW + ((c ^ (r & 7)) << 4)
-                                                  : r * RROW + c * 16;
+                const unsigned dst =
+                    DIRECT ? dmma_chunk_off<RROW, plan::RSWZ>(r, c) : idx * 16;
                 copy16(Kr + dst, kc + off, ok);
                 copy16(Vr + dst, vc + off, ok);
             }

@@ -489,7 +489,7 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
             *(uint4 *)(Qs + chunk_at(r, c)) = make_uint4(w[0], w[1], w[2], w[3]);
         }
         if (half == 0)
-            rowmul[r] = ldexpf(1.f, -sh);
+            rowmul[r] = attn_mul_pow2(1.f, -sh);
         __syncwarp();
         qmul0 *= rowmul[g];
         qmul1 *= rowmul[g + 8];

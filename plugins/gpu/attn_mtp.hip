@@ -332,60 +332,85 @@ __global__ void __launch_bounds__(128, ATTN_MTP_PROGRAMS_PER_CU) attn_mtp_kernel
     const bool active = tw < qlen;
     const int pos = ctx0 + tw;
 
-    int nb0 = 0, nb1 = 0;
+    /* The block-table entries of the first STAGES tiles, all requested
+     * before any copy waits for them (one tile at a time, the first tiles'
+     * copies waited for a global round trip each). */
+    int bt0[STAGES], bt1[STAGES];
+#pragma unroll
+    for (int i = 0; i < STAGES; i++) {
+        bt0[i] = bt1[i] = 0;
+        fetch_bt(i, bt0[i], bt1[i]);
+    }
 #pragma unroll
     for (int i = 0; i < STAGES - 1; i++) {
-        if (i < ntiles) {
-            fetch_bt(i, nb0, nb1);
-            load_tile(i, i, nb0, nb1);
-        }
+        if (i < ntiles)
+            load_tile(i, i, bt0[i], bt1[i]);
         attn_cp_async_commit(); /* empty groups keep the counting uniform */
     }
-    fetch_bt(STAGES - 1, nb0, nb1);
+    int nb0 = bt0[STAGES - 1], nb1 = bt1[STAGES - 1];
 
-    /* Q's conversion, while the first tiles' copies are in flight. */
+    /* Q's conversion, while the first tiles' copies are in flight. QB rows
+     * at a time: each row's largest |element| is a chain of five dependent
+     * shuffles, and the rows' chains are independent, so they overlap (one
+     * row at a time, the prologue took 7.5 us of a 40 us step at q_len 4,
+     * batch 32 x 4096 keys: per-program timestamps, bench/RESULTS.md
+     * version 18). A warp's rows go token by token, QB of them at a time,
+     * so a group of QB rows is one token's. */
+    constexpr int QB = 4;
+    static_assert(RPW % QB == 0 && 16 % QB == 0, "a group of rows is one token's");
     attn_cp_async_wait(STAGES - 1); /* Q's group: this thread's own copies */
-    for (int rr = 0; rr < RPW; rr++) {
-        const int row = warp * RPW + rr; /* row = token*16 + head */
-        const int tok = row >> 4;
-        uint8_t *chunk = Qh + L::chunk_off(row, lane, L::Q_ROWS);
-        if (tok >= qlen) {
-            if (!WG)
+    for (int r0 = 0; r0 < RPW; r0 += QB) {
+        const int row0 = warp * RPW + r0; /* row = token*16 + head */
+        if ((row0 >> 4) >= qlen) {
+            if constexpr (WG) { /* every row enters the wgmma: zeros */
+#pragma unroll
+                for (int k = 0; k < QB; k++)
+                    *(uint4 *)(Qh + L::chunk_off(row0 + k, lane, L::Q_ROWS)) = make_uint4(0u, 0u, 0u, 0u);
+                continue;
+            } else {
                 break;
-            *(uint4 *)chunk = make_uint4(0u, 0u, 0u, 0u);
-            continue;
-        }
-        float v[8];
-        float mx = 0.f;
-        if (q_fast) {
-            const uint4 u = *(const uint4 *)chunk;
-            uint32_t w4[4] = {u.x, u.y, u.z, u.w};
-#pragma unroll
-            for (int k = 0; k < 4; k++) {
-                v[2 * k] = attn_bf16_to_f32(w4[k] & 0xFFFFu);
-                v[2 * k + 1] = attn_bf16_to_f32(w4[k] >> 16);
             }
-        } else {
-            const int64_t off = q_off(row);
+        }
+        float v[QB][8], mx[QB];
 #pragma unroll
-            for (int k = 0; k < 8; k++)
-                v[k] = attn_load_elem(p.q, off + k, p.q_dtype);
+        for (int k = 0; k < QB; k++) {
+            if (q_fast) {
+                const uint4 u = *(const uint4 *)(Qh + L::chunk_off(row0 + k, lane, L::Q_ROWS));
+                const uint32_t w4[4] = {u.x, u.y, u.z, u.w};
+#pragma unroll
+                for (int e = 0; e < 4; e++) {
+                    v[k][2 * e] = attn_bf16_to_f32(w4[e] & 0xFFFFu);
+                    v[k][2 * e + 1] = attn_bf16_to_f32(w4[e] >> 16);
+                }
+            } else {
+                const int64_t off = q_off(row0 + k);
+#pragma unroll
+                for (int e = 0; e < 8; e++)
+                    v[k][e] = attn_load_elem(p.q, off + e, p.q_dtype);
+            }
+            mx[k] = 0.f;
+#pragma unroll
+            for (int e = 0; e < 8; e++)
+                mx[k] = fmaxf(mx[k], fabsf(v[k][e]));
         }
 #pragma unroll
-        for (int k = 0; k < 8; k++)
-            mx = fmaxf(mx, fabsf(v[k]));
         for (int m = 16; m > 0; m >>= 1)
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, m));
-        uint32_t h[4];
-        const int sh = attn_q_to_f16_scaled(v, mx, h);
-        *(uint4 *)chunk = make_uint4(h[0], h[1], h[2], h[3]);
-        if (WG) {
-            if (rr == g)
-                rm0 = ldexpf(base, -sh);
-            if (rr == g + 8)
-                rm1 = ldexpf(base, -sh);
-        } else if (lane == 0) {
-            rowmul[row] = ldexpf(base, -sh);
+#pragma unroll
+            for (int k = 0; k < QB; k++)
+                mx[k] = fmaxf(mx[k], __shfl_xor_sync(0xffffffffu, mx[k], m));
+#pragma unroll
+        for (int k = 0; k < QB; k++) {
+            uint32_t h[4];
+            const int sh = attn_q_to_f16_scaled(v[k], mx[k], h);
+            *(uint4 *)(Qh + L::chunk_off(row0 + k, lane, L::Q_ROWS)) = make_uint4(h[0], h[1], h[2], h[3]);
+            if (WG) {
+                if (r0 + k == g)
+                    rm0 = attn_mul_pow2(base, -sh);
+                if (r0 + k == g + 8)
+                    rm1 = attn_mul_pow2(base, -sh);
+            } else if (lane == 0) {
+                rowmul[row0 + k] = attn_mul_pow2(base, -sh);
+            }
         }
     }
 

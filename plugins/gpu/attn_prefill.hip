@@ -371,7 +371,7 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
             const int sh = attn_q_to_f16_scaled(v, mx, h);
             *(uint4 *)dst = make_uint4(h[0], h[1], h[2], h[3]);
             if (c == 0)
-                rowmul[row] = ldexpf(1.f, -sh);
+                rowmul[row] = attn_mul_pow2(1.f, -sh);
         } else if (p.q_vec16) {
             attn_cp_async16(dst, (const uint16_t *)p.q + off, ok);
         } else {

@@ -421,6 +421,19 @@ __device__ __forceinline__ void attn_fp8_nuz_fix(uint4 x, uint32_t (&y)[8])
 }
 #endif
 
+/* x * 2^e, for -252 <= e <= 254, as two multiplies by normal powers of two:
+ * exact wherever the result is a normal float or zero, so the same value as
+ * ldexpf there (ldexpf is a library call of about 20 instructions on the
+ * device, and the Q prologues call it for every element). A result below
+ * the normal range may be rounded twice: a Q element, converted to f16
+ * afterwards, is 0 either way, and a row multiplier that small belongs to a
+ * row whose scores are zero to f32 precision. */
+__device__ __forceinline__ float attn_mul_pow2(float x, int e)
+{
+    const int a = e >> 1, b = e - a;
+    return x * __int_as_float((127 + a) << 23) * __int_as_float((127 + b) << 23);
+}
+
 /* Eight elements of a Q row (v) into f16 for the f16 matrix units (fp8
  * caches, where K and V are f16): the row is scaled by the power of two that
  * puts its largest |element| (row_max, over the whole row) in [2^14, 2^15),
@@ -437,7 +450,7 @@ __device__ __forceinline__ int attn_q_to_f16_scaled(const float (&v)[8], float r
     const int sh = scale ? 15 - e : 0;
 #pragma unroll
     for (int k = 0; k < 4; k++)
-        h[k] = attn_pack2<false>(ldexpf(v[2 * k], sh), ldexpf(v[2 * k + 1], sh));
+        h[k] = attn_pack2<false>(attn_mul_pow2(v[2 * k], sh), attn_mul_pow2(v[2 * k + 1], sh));
     return sh;
 }
 

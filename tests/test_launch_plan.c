@@ -425,6 +425,41 @@ START_TEST(decode_mma_rows)
     /* 228 KB a multiprocessor, 1 KB reserved per block */
     ck_assert_int_le(8 * (attn_launch_plan_decode_mma_bytes(128, 0) + 1024), 228 * 1024);
     ck_assert_int_le(8 * (attn_launch_plan_decode_mma_bytes(128, 1) + 1024), 228 * 1024);
+    /* two blocks of 4 warps at D 128 (8 programs a multiprocessor, as before) */
+    for (int kv8 = 0; kv8 <= 1; kv8++)
+        ck_assert_int_le(
+            2 * (ATTN_DMMA_MAX_WARPS * attn_launch_plan_decode_mma_slice(128, kv8) + 1024),
+            228 * 1024);
+}
+END_TEST
+
+/* Blocks of W one-warp programs: W divides the segments, the W slices fit
+ * the block's shared memory, each slice 128-byte aligned and holding its
+ * program and, at the end, its merge state (D / 8 x 4 accumulators and 4 row
+ * values a lane). */
+START_TEST(decode_mma_warps)
+{
+    static const int dims[] = {64, 80, 96, 128, 192, 256};
+    const int lim = 227 * 1024;
+    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
+        for (int kv8 = 0; kv8 <= 1; kv8++) {
+            const int d = dims[i], slice = attn_launch_plan_decode_mma_slice(d, kv8);
+            ck_assert_int_eq(slice % 128, 0);
+            ck_assert_int_ge(slice, attn_launch_plan_decode_mma_bytes(d, kv8));
+            ck_assert_int_lt(slice - attn_launch_plan_decode_mma_bytes(d, kv8), 128);
+            ck_assert_int_le((d / 8 * 4 + 4) * 32 * 4, slice);
+            for (int nseg = 1; nseg <= 64; nseg++) {
+                const int w = attn_launch_plan_decode_mma_warps(d, kv8, nseg, lim);
+                ck_assert_msg(w >= 1 && w <= ATTN_DMMA_MAX_WARPS && nseg % w == 0,
+                              "D %d kv8 %d nseg %d: %d warps", d, kv8, nseg, w);
+                ck_assert_int_le(w * slice, lim);
+                /* the largest such: 4 wherever 4 divides and fits */
+                if (nseg % 4 == 0 && 4 * slice <= lim)
+                    ck_assert_int_eq(w, 4);
+            }
+            /* a block too small for two slices: one warp */
+            ck_assert_int_eq(attn_launch_plan_decode_mma_warps(d, kv8, 8, slice), 1);
+        }
 }
 END_TEST
 
@@ -566,6 +601,7 @@ static Suite *launch_plan_suite(void)
     tcase_add_test(tc, no_fit_names_the_resource);
     tcase_add_test(tc, generic_page_sizes);
     tcase_add_test(tc, decode_mma_rows);
+    tcase_add_test(tc, decode_mma_warps);
     tcase_add_test(tc, cpu_ref_is_not_capturable);
     tcase_add_test(tc, replay_model_shapes);
     suite_add_tcase(s, tc);

@@ -211,6 +211,26 @@ ATTN_PLAN_FN int attn_launch_plan_decode_mma_bytes(int d, int kv8)
                      ATTN_DMMA_FP8_STAGES * 2 * ATTN_DMMA_TILE * d
                : q + ATTN_DMMA_STAGES * 2 * ATTN_DMMA_TILE * row;
 }
+/* A decode-mma launch groups up to ATTN_DMMA_MAX_WARPS of these one-warp
+ * programs into one block: warp w takes key segment W z + w, each in its own
+ * slice of the block's shared memory (the bytes above, rounded up to 128 so
+ * that every slice keeps the rows' 128-byte alignment), and the W states
+ * merge through shared memory at the end. W segments then write one partial,
+ * and a launch whose segments all fit one block writes the output itself,
+ * with no reduce launch. W is the largest of 4, 2, 1 that divides the
+ * segment count and whose slices fit max_bytes (a block's shared memory). */
+#define ATTN_DMMA_MAX_WARPS 4
+ATTN_PLAN_FN int attn_launch_plan_decode_mma_slice(int d, int kv8)
+{
+    return (attn_launch_plan_decode_mma_bytes(d, kv8) + 127) / 128 * 128;
+}
+ATTN_PLAN_FN int attn_launch_plan_decode_mma_warps(int d, int kv8, int nseg, int max_bytes)
+{
+    int w = ATTN_DMMA_MAX_WARPS;
+    while (w > 1 && (nseg % w != 0 || w * attn_launch_plan_decode_mma_slice(d, kv8) > max_bytes))
+        w /= 2;
+    return w;
+}
 
 /* MTP kernel (attn_mtp.hip, NVIDIA): D 256, 32-key fp8 tiles in 3 raw
  * stages, f16 K and V tiles, Q of qw warps x 16 rows (64 rows for the

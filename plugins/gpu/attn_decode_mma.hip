@@ -157,6 +157,12 @@ struct dmma_plan {
                       : SMEM == Q_BYTES + STAGES * 2 * DMMA_TILE * ROW,
                   "Q and the stages");
     static_assert(RAW % 16 == 0 && RAW_STAGE % 16 == 0, "16-byte copies");
+    /* A warp's slice of a block of several (ATTN_DMMA_MAX_WARPS); at the
+     * end it holds the warp's state for the merge: D / 8 x 4 accumulators
+     * and 4 row values, per lane. */
+    static constexpr int SLICE = attn_launch_plan_decode_mma_slice(D, KV8);
+    static_assert(SLICE >= SMEM && SLICE % 128 == 0, "the plan table's slice");
+    static_assert((D / 8 * 4 + 4) * 32 * 4 <= SLICE, "the merge state fits a slice");
 };
 
 #if defined(ATTN_PLATFORM_CUDA)
@@ -254,7 +260,7 @@ template <int ROW, bool SWZ> static __device__ __forceinline__ int dmma_chunk_of
  * a branch there keeps the compiler from interleaving loads, conversions and
  * mma). */
 template <int D, bool BF16Q, bool KV8, bool NUZ>
-__global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams p)
+__global__ void __launch_bounds__(32 * ATTN_DMMA_MAX_WARPS) attn_decode_mma_kernel(const attn_kparams p)
 {
 #ifdef ATTN_DMMA_DEVICE
     using plan = dmma_plan<D, KV8>;
@@ -272,7 +278,11 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
      * last pass partial) */
     constexpr int RCH = D / 16;
     constexpr int RLOADS = (DMMA_TILE * RCH + 31) / 32;
-    extern __shared__ __align__(16) uint8_t dmma_sm[];
+    extern __shared__ __align__(128) uint8_t dmma_block_sm[];
+    /* A block holds W = blockDim.x / 32 warps: warp w is the program of key
+     * segment W blockIdx.z + w, in its own slice (see the merge below). */
+    const int W = blockDim.x >> 5, wid = threadIdx.x >> 5;
+    uint8_t *const dmma_sm = dmma_block_sm + wid * plan::SLICE;
     /* 16-bit cache: the stages; fp8: the one f16 K/V tile */
     uint8_t *stage0 = dmma_sm + plan::Q_BYTES;
     float *rowmul = (float *)(dmma_sm + plan::ROWMUL);
@@ -290,11 +300,11 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
     /* chunk c of row r of a 16-bit tile (Q, K, V, the f16 tile) */
     auto chunk_at = [](int r, int c) -> int { return dmma_chunk_off<ROWB, plan::SWZ>(r, c); };
 
-    const int lane = threadIdx.x;
+    const int lane = threadIdx.x & 31;
     const int g = lane >> 2, t = lane & 3;
     const int s = blockIdx.y;
     const int kvh = blockIdx.x / p.head_splits, hsplit = blockIdx.x % p.head_splits;
-    const int seg = blockIdx.z;
+    const int seg = blockIdx.z * W + wid;
     const int q0 = p.cu_seqlens_q[s];
     if (p.cu_seqlens_q[s + 1] - q0 != 1)
         return; /* no query token for this sequence in this step, or (a mixed batch's
@@ -305,7 +315,7 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
     /* Tiles at absolute multiples of 16 keys; this segment's share of them. */
     const int tfirst = klo / DMMA_TILE;
     const int ntile = khi > klo ? (khi + DMMA_TILE - 1) / DMMA_TILE - tfirst : 0;
-    const int per = (ntile + p.nseg - 1) / p.nseg;
+    const int per = (ntile + p.nseg * W - 1) / (p.nseg * W);
     const int t_lo = tfirst + min(ntile, seg * per);
     const int t_hi = tfirst + min(ntile, seg * per + per);
     const int nt = t_hi - t_lo;
@@ -755,6 +765,53 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
     l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
     l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
 
+    /* The block's W segments merge here: warps 1..W-1 leave their rows'
+     * (max, sum) and accumulators in their own slices (their copies have
+     * all landed), and warp 0 folds them into its own with the log-sum-exp
+     * rule, then writes the block's one partial (or the output). One
+     * partial per W segments: fewer bytes through L2, and where the grid's
+     * segments fit one block (batch 32 and 64) no reduce launch: 0.96-0.98x
+     * the time at 1k keys and at batch 1-8 on an H100 (bench/RESULTS.md
+     * version 18). */
+    if (W > 1) {
+        constexpr int NS = NT * 4 * 32; /* accumulator floats of a slice */
+        if (wid > 0) {
+            float *mine = (float *)dmma_sm;
+#pragma unroll
+            for (int j = 0; j < NT; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    mine[(j * 4 + e) * 32 + lane] = o[j][e];
+            mine[NS + lane] = m0;
+            mine[NS + 32 + lane] = m1;
+            mine[NS + 64 + lane] = l0;
+            mine[NS + 96 + lane] = l1;
+        }
+        __syncthreads();
+        if (wid > 0)
+            return;
+        for (int w = 1; w < W; w++) {
+            const float *th = (const float *)(dmma_block_sm + w * plan::SLICE);
+            const float bm0 = th[NS + lane], bm1 = th[NS + 32 + lane];
+            const float bl0 = th[NS + 64 + lane], bl1 = th[NS + 96 + lane];
+            const float M0 = fmaxf(m0, bm0), M1 = fmaxf(m1, bm1);
+            const float u0 = M0 == -INFINITY ? 0.f : M0, u1 = M1 == -INFINITY ? 0.f : M1;
+            const float fa0 = exp2f(m0 - u0), fb0 = exp2f(bm0 - u0);
+            const float fa1 = exp2f(m1 - u1), fb1 = exp2f(bm1 - u1);
+#pragma unroll
+            for (int j = 0; j < NT; j++) {
+                o[j][0] = o[j][0] * fa0 + th[(j * 4 + 0) * 32 + lane] * fb0;
+                o[j][1] = o[j][1] * fa0 + th[(j * 4 + 1) * 32 + lane] * fb0;
+                o[j][2] = o[j][2] * fa1 + th[(j * 4 + 2) * 32 + lane] * fb1;
+                o[j][3] = o[j][3] * fa1 + th[(j * 4 + 3) * 32 + lane] * fb1;
+            }
+            l0 = l0 * fa0 + bl0 * fb0;
+            l1 = l1 * fa1 + bl1 * fb1;
+            m0 = M0;
+            m1 = M1;
+        }
+    }
+
     const int token = q0;
     /* The output columns of o[j][2 half] and o[j][2 half + 1]: 8j + 2t and
      * the next; fp8 read directly: 32 (j / 4) + 8t + j % 4 and 4 further
@@ -779,7 +836,7 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
                                 o[j][2 * half + 1] * inv);
             }
         } else {
-            const int64_t wi = ((int64_t)seg * p.num_tokens + token) * p.hq + head;
+            const int64_t wi = ((int64_t)blockIdx.z * p.num_tokens + token) * p.hq + head;
             if (t == 0) {
                 p.ws_ml[2 * wi] = M;
                 p.ws_ml[2 * wi + 1] = Ls;
@@ -804,9 +861,16 @@ __global__ void __launch_bounds__(32) attn_decode_mma_kernel(const attn_kparams 
 }
 
 template <int D, bool BF16Q, bool KV8, bool NUZ>
-static hipError_t launch_dmma_t(const attn_kparams *p, hipStream_t stream)
+static hipError_t launch_dmma_t(const attn_kparams *p0, hipStream_t stream)
 {
-    constexpr int smem = dmma_plan<D, KV8>::SMEM;
+    /* W segments a block (attn_launch_plan_decode_mma_warps): the grid's z
+     * counts blocks, and so does the partials' segment count. */
+    const int W = attn_launch_plan_decode_mma_warps(D, KV8, p0->nseg, ATTN_SM90_SMEM_PER_BLOCK);
+    attn_kparams q = *p0;
+    q.nseg = p0->nseg / W;
+    q.partials = q.nseg > 1 || q.lse != NULL;
+    const attn_kparams *p = &q;
+    const int smem = W * dmma_plan<D, KV8>::SLICE;
     hipError_t e = attn_func_opt_in((const void *)attn_decode_mma_kernel<D, BF16Q, KV8, NUZ>, smem,
                                     dmma_carveout_percent());
     if (e != hipSuccess)
@@ -816,7 +880,7 @@ static hipError_t launch_dmma_t(const attn_kparams *p, hipStream_t stream)
      * of hkv x D per key) close in time, which DRAM serves better than
      * scattered rows. */
     dim3 grid(p->hkv * p->head_splits, p->num_seqs, p->nseg);
-    attn_decode_mma_kernel<D, BF16Q, KV8, NUZ><<<grid, 32, smem, stream>>>(*p);
+    attn_decode_mma_kernel<D, BF16Q, KV8, NUZ><<<grid, 32 * W, smem, stream>>>(*p);
     e = hipGetLastError();
     if (e != hipSuccess || !p->partials)
         return e;
@@ -847,7 +911,7 @@ int attn_decode_mma_programs_per_cu(int d, int kv8)
             kb = c;
             break;
         }
-    const int smem = attn_launch_plan_decode_mma_bytes(d, kv8);
+    const int smem = attn_launch_plan_decode_mma_slice(d, kv8);
     const int n = kb * 1024 / (smem + 1024);
     return n < 1 ? 1 : n > 32 ? 32 : n;
 }

@@ -433,6 +433,27 @@ START_TEST(decode_mma_rows)
 }
 END_TEST
 
+/* The MTP warpgroup kernel's pair form: one 256-thread program a CU (227 KB
+ * a block, 228 KB a CU less 1 KB reserved), Q's 64 rows shared, two
+ * warpgroups of ATTN_MTP_PAIR_STAGES raw stages and an f16 K/V tile each,
+ * warpgroup 1's merge state (128 accumulators and 4 row values a thread)
+ * inside its own part, and at least the one-warpgroup program's stages. */
+START_TEST(mtp_pair_layout)
+{
+    const int wg = attn_launch_plan_mtp_pair_wg_bytes(), all = attn_launch_plan_mtp_pair_bytes();
+    ck_assert_int_le(all, 227 * 1024);
+    ck_assert_int_le(all + 1024, 228 * 1024);
+    ck_assert_int_le((32 * 4 + 4) * 128 * 4, wg);
+    ck_assert_int_ge(ATTN_MTP_PAIR_STAGES, ATTN_MTP_STAGES);
+    ck_assert_int_eq(all, 1024 + 64 * ATTN_MTP_D * 2 + 2 * wg + 64 * 4);
+    /* two one-warpgroup programs would not fit the stages the pair has */
+    ck_assert_int_gt(2 * (attn_launch_plan_mtp_bytes(4, 1) + 1024) -
+                         2 * (ATTN_MTP_STAGES - ATTN_MTP_PAIR_STAGES) * 2 * ATTN_MTP_TILE *
+                             ATTN_MTP_D,
+                     228 * 1024);
+}
+END_TEST
+
 /* Blocks of W one-warp programs: W divides the segments, the W slices fit
  * the block's shared memory, each slice 128-byte aligned and holding its
  * program and, at the end, its merge state (D / 8 x 4 accumulators and 4 row
@@ -602,6 +623,7 @@ static Suite *launch_plan_suite(void)
     tcase_add_test(tc, generic_page_sizes);
     tcase_add_test(tc, decode_mma_rows);
     tcase_add_test(tc, decode_mma_warps);
+    tcase_add_test(tc, mtp_pair_layout);
     tcase_add_test(tc, cpu_ref_is_not_capturable);
     tcase_add_test(tc, replay_model_shapes);
     suite_add_tcase(s, tc);

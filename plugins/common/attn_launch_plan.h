@@ -260,6 +260,22 @@ ATTN_PLAN_FN int attn_launch_plan_mtp_bytes(int qw, int wg)
            ATTN_MTP_STAGES * 2 * ATTN_MTP_TILE * ATTN_MTP_D + 2 * ATTN_MTP_TILE * ATTN_MTP_D * 2 +
            (wg ? 0 : attn_launch_plan_mtp_rows(qw, wg) * 4);
 }
+/* The warpgroup variant's pair form: one 256-thread program a CU whose two
+ * warpgroups share the 64 Q rows (converted once, by all 8 warps, their row
+ * multipliers in shared memory), each with its own ATTN_MTP_PAIR_STAGES raw
+ * stages and f16 K/V tile, taking two consecutive key segments and merging
+ * them at the end: half the partials and half the Q work of two one-warpgroup
+ * programs on the same CU. */
+#define ATTN_MTP_PAIR_STAGES 4
+ATTN_PLAN_FN int attn_launch_plan_mtp_pair_wg_bytes(void)
+{
+    return ATTN_MTP_PAIR_STAGES * 2 * ATTN_MTP_TILE * ATTN_MTP_D +
+           2 * ATTN_MTP_TILE * ATTN_MTP_D * 2;
+}
+ATTN_PLAN_FN int attn_launch_plan_mtp_pair_bytes(void)
+{
+    return 1024 + 64 * ATTN_MTP_D * 2 + 2 * attn_launch_plan_mtp_pair_wg_bytes() + 64 * 4;
+}
 
 /* Prefill kernel (attn_prefill.hip, sm_90a): 128 rows, one producer and two
  * consumer warpgroups, 128-key tiles (64 at D >= 192), a ring of as many

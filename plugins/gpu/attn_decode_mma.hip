@@ -794,10 +794,9 @@ __global__ void __launch_bounds__(32 * ATTN_DMMA_MAX_WARPS) attn_decode_mma_kern
             const float *th = (const float *)(dmma_block_sm + w * plan::SLICE);
             const float bm0 = th[NS + lane], bm1 = th[NS + 32 + lane];
             const float bl0 = th[NS + 64 + lane], bl1 = th[NS + 96 + lane];
-            const float M0 = fmaxf(m0, bm0), M1 = fmaxf(m1, bm1);
-            const float u0 = M0 == -INFINITY ? 0.f : M0, u1 = M1 == -INFINITY ? 0.f : M1;
-            const float fa0 = exp2f(m0 - u0), fb0 = exp2f(bm0 - u0);
-            const float fa1 = exp2f(m1 - u1), fb1 = exp2f(bm1 - u1);
+            float fa0, fb0, fa1, fb1;
+            const float M0 = attn_merge_factors(m0, bm0, fa0, fb0);
+            const float M1 = attn_merge_factors(m1, bm1, fa1, fb1);
 #pragma unroll
             for (int j = 0; j < NT; j++) {
                 o[j][0] = o[j][0] * fa0 + th[(j * 4 + 0) * 32 + lane] * fb0;

@@ -282,11 +282,26 @@ static int mtp_segments(const gpu_attn_ctx *c, const attn_batch_dims *b)
     return n;
 }
 
+/* The warpgroup kernel's pair form (attn_mtp.hip: two segments a program of
+ * two warpgroups, one program a CU) where its grid of nseg / 2 programs still
+ * covers the CUs (9 in 10): it holds as many warpgroups on a CU as two
+ * one-warpgroup programs, but converts Q once and writes half the partials.
+ * Below that (batch 8 and less) the one-warpgroup programs keep every CU
+ * busy. */
+static int mtp_pair_rule(const gpu_attn_ctx *c, const attn_batch_dims *b, int nseg)
+{
+    if (c->mtp_pair >= 0)
+        return c->mtp_pair;
+    const long pairs = (long)b->seqs * attn_shape_kv_heads(&c->shape) * (nseg / 2);
+    return nseg >= 2 && pairs * 10 >= 9L * c->cus;
+}
+
 static hipError_t mtp_launch(const gpu_attn_ctx *c, const attn_kparams *p,
                              const attn_batch_dims *b, hipStream_t stream)
 {
-    (void)c;
-    return attn_launch_mtp(p, b->max_q, p->nseg, stream);
+    attn_kparams q = *p;
+    q.mtp_pair = mtp_pair_rule(c, b, p->nseg);
+    return attn_launch_mtp(&q, b->max_q, p->nseg, stream);
 }
 
 /* Its programs write partials at every segment count: the reduce writes the

@@ -65,6 +65,17 @@
  *   warp and tile and is latency-bound at 8 warps per SM; here a warp
  *   issues 18 wgmma per tile. At q_len <= 2 half the 64 rows are padding,
  *   and the mma.sync variant (32 rows) stays faster there.
+ * Pair form of the warpgroup variant (PAIR; the family's rule takes it where
+ * the grid of nseg / 2 programs still covers the CUs: batch >= 32): one
+ * 256-thread program a CU whose two warpgroups share the 64 Q rows (every
+ * warp converts 8 of them; the row multipliers go through shared memory)
+ * and each run the loop above on their own key segment (2z and 2z + 1), with
+ * their own 4 raw stages and f16 tile and their own named barriers; at the
+ * end warpgroup 1 leaves its state in its stages and warpgroup 0 merges it
+ * and writes one partial. Against two one-warpgroup programs on the CU: Q
+ * converted once, half the partials (16.8 -> 8.4 MB at q_len 4, batch 32 x
+ * 4096 keys) and one more tile in flight per warpgroup: 0.83-0.96x the time
+ * at batch 32-64 (H100, bench/RESULTS.md version 18).
  * On AMD the launcher runs the portable generic kernel with 64-row programs
  * instead, which keeps the "one KV read for all tokens" property but uses
  * scalar math. NVIDIA devices below sm_89 (no e4m3 conversion instruction)
@@ -98,11 +109,13 @@
  * (wgmma) variant, whose Q tile always has 64 rows (the wgmma M), whose
  * tiles must start on 1024-byte boundaries (PAD aligns the base), and which
  * keeps the row multipliers in registers. */
-template <int QW, bool WG = false>
+template <int QW, bool WG = false, bool PAIR = false>
 struct mtp_smem {
+    static_assert(!PAIR || WG, "the pair form is the warpgroup variant's");
     static constexpr int TILE = 32;                /* keys per tile */
     static constexpr int KW = WG ? TILE : 8 * QW; /* keys of a tile per warp */
-    static constexpr int STAGES = 3;               /* raw KV stages: 2 tiles in flight */
+    /* raw KV stages of a warpgroup: 2 tiles in flight (pair: 3) */
+    static constexpr int STAGES = PAIR ? ATTN_MTP_PAIR_STAGES : ATTN_MTP_STAGES;
     static constexpr int ROW = MTP_D * 2;          /* f16 row: 32 swizzled 16-byte chunks */
     static constexpr int Q_ROWS = WG ? 64 : QW * 16;
     static constexpr int Q_BYTES = Q_ROWS * ROW;
@@ -110,12 +123,21 @@ struct mtp_smem {
     static constexpr int STAGE = 2 * RAW;    /* K then V */
     static constexpr int HALF = TILE * ROW;  /* one f16 K or V tile */
     static constexpr int PAD = WG ? 1024 : 0;
-    static constexpr int ROWMUL = WG ? 0 : Q_ROWS * 4;
-    static constexpr int TOTAL = attn_launch_plan_mtp_bytes(QW, WG); /* the plan table's */
-    static_assert(TOTAL == PAD + Q_BYTES + STAGES * STAGE + 2 * HALF + ROWMUL,
+    /* the row multipliers: in registers where the warp that converts a Q
+     * row computes it (WG, not PAIR), else in shared memory */
+    static constexpr int ROWMUL = WG && !PAIR ? 0 : Q_ROWS * 4;
+    /* one warpgroup's stages and f16 K/V tile (a pair has two, one after the other) */
+    static constexpr int WG_BYTES = STAGES * STAGE + 2 * HALF;
+    static constexpr int TOTAL = PAIR ? attn_launch_plan_mtp_pair_bytes()
+                                      : attn_launch_plan_mtp_bytes(QW, WG); /* the plan table's */
+    static_assert(TOTAL == PAD + Q_BYTES + (PAIR ? 2 : 1) * WG_BYTES + ROWMUL,
                   "the plan table's MTP layout");
-    static_assert(TILE == ATTN_MTP_TILE && STAGES == ATTN_MTP_STAGES && MTP_D == ATTN_MTP_D,
-                  "the plan table's MTP tiles");
+    static_assert(!PAIR || WG_BYTES == attn_launch_plan_mtp_pair_wg_bytes(), "the pair's warpgroup");
+    static_assert(TILE == ATTN_MTP_TILE && MTP_D == ATTN_MTP_D, "the plan table's MTP tiles");
+    /* The pair's merge: warpgroup 1 leaves 128 accumulators and 4 row
+     * values a thread in its own stages. */
+    static_assert(!PAIR || (32 * 4 + 4) * 128 * 4 <= WG_BYTES, "the pair's merge state fits");
+    static_assert(!PAIR || TOTAL + 1024 <= 228 * 1024, "one pair a multiprocessor");
     /* Where f16 chunk c (8 columns) of row r of a tile lives. Plain layout:
      * rows of 512 bytes, chunk c at c ^ (r & 7). WG layout: 64-column
      * blocks of `rows` x 128 bytes, chunk c in block c / 8 at (c % 8) ^ (r &
@@ -126,7 +148,7 @@ struct mtp_smem {
     }
     /* ATTN_MTP_PROGRAMS_PER_CU programs per SM: 228 KiB, less 1 KiB
      * reserved per program. */
-    static_assert(ATTN_MTP_PROGRAMS_PER_CU * (TOTAL + 1024) <= 228 * 1024,
+    static_assert(PAIR || ATTN_MTP_PROGRAMS_PER_CU * (TOTAL + 1024) <= 228 * 1024,
                   "the programs an SM holds must fit");
     /* The QW = 2 merge reuses the raw stages. */
     static_assert(QW != 2 || (QW * 128 * 32 + QW * 4 * 32) * 4 <= STAGES * STAGE,
@@ -137,8 +159,19 @@ struct mtp_smem {
  * the maximum moves and the accumulator is rescaled (see the loop). */
 #define MTP_RESCALE_SLACK 14.f
 
-template <int QW, bool WG>
-__global__ void __launch_bounds__(128, ATTN_MTP_PROGRAMS_PER_CU) attn_mtp_kernel(const attn_kparams p)
+/* A barrier of the threads that share a program's tiles: the whole block,
+ * or one warpgroup of a pair (named barriers 1 and 2). */
+template <bool PAIR> static __device__ __forceinline__ void mtp_tile_barrier(int wg)
+{
+    if constexpr (PAIR)
+        asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
+    else
+        __syncthreads();
+}
+
+template <int QW, bool WG, bool PAIR = false>
+__global__ void __launch_bounds__(PAIR ? 256 : 128, PAIR ? 1 : ATTN_MTP_PROGRAMS_PER_CU)
+    attn_mtp_kernel(const attn_kparams p)
 {
 #ifdef ATTN_MTP_MMA
 #ifndef ATTN_MTP_WGMMA
@@ -147,7 +180,7 @@ __global__ void __launch_bounds__(128, ATTN_MTP_PROGRAMS_PER_CU) attn_mtp_kernel
         return;
     }
 #endif
-    using L = mtp_smem<QW, WG>;
+    using L = mtp_smem<QW, WG, PAIR>;
     constexpr int TILE = L::TILE;
     constexpr int KW = L::KW;
     constexpr int NT = KW / 8;  /* n8 score tiles per warp */
@@ -158,16 +191,21 @@ __global__ void __launch_bounds__(128, ATTN_MTP_PROGRAMS_PER_CU) attn_mtp_kernel
     uint8_t *Qh = mtp_sm;
     if constexpr (L::PAD > 0)
         Qh += (L::PAD - (attn_smem_addr(mtp_sm) & (L::PAD - 1))) & (L::PAD - 1);
-    uint8_t *stage0 = Qh + L::Q_BYTES;
+    /* PAIR: warpgroup wg has its own stages and f16 tile, and takes key
+     * segment 2 blockIdx.z + wg of 2 nseg; both share Q. */
+    const int tid = threadIdx.x, lane = tid & 31;
+    const int wg = PAIR ? tid >> 7 : 0, wtid = tid & 127, warp = wtid >> 5;
+    const int qwarp = tid >> 5; /* Q's rows are converted by every warp of the program */
+    uint8_t *stage0 = Qh + L::Q_BYTES + wg * L::WG_BYTES;
     uint8_t *Kh = stage0 + STAGES * L::STAGE;
     uint8_t *Vh = Kh + L::HALF;
-    float *rowmul = (float *)(Vh + L::HALF);
+    float *rowmul = (float *)(Qh + L::Q_BYTES + (PAIR ? 2 : 1) * L::WG_BYTES);
 
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, t = lane & 3;
     /* WG: warp w holds the wgmma rows 16w..16w+15, token w, all keys. */
     const int tw = WG ? warp : warp % QW, kg = WG ? 0 : warp / QW;
-    const int s = blockIdx.x, kvh = blockIdx.y, seg = blockIdx.z;
+    const int s = blockIdx.x, kvh = blockIdx.y;
+    const int seg = PAIR ? 2 * blockIdx.z + wg : blockIdx.z, nsplit = (PAIR ? 2 : 1) * p.nseg;
     const int q0 = p.cu_seqlens_q[s];
     const int qlen = min(p.cu_seqlens_q[s + 1] - q0, QW);
     if (qlen <= 0)
@@ -191,7 +229,7 @@ __global__ void __launch_bounds__(128, ATTN_MTP_PROGRAMS_PER_CU) attn_mtp_kernel
      * Compute), and keeping the rows in registers needed the conversion
      * unrolled: 10k instructions that pushed the main loop out of the
      * instruction cache (30 % of the samples "no instruction"). */
-    constexpr int RPW = WG ? 16 : QW * 4;
+    constexpr int RPW = PAIR ? 8 : WG ? 16 : QW * 4;
     const float base = p.softcap > 0.f ? p.score_scale : p.score_scale * ATTN_LOG2E;
     float rm0 = 0.f, rm1 = 0.f;
     auto q_off = [&](int row) -> int64_t {
@@ -201,7 +239,7 @@ __global__ void __launch_bounds__(128, ATTN_MTP_PROGRAMS_PER_CU) attn_mtp_kernel
     const bool q_fast = p.q_dtype == ATTN_DTYPE_BF16 && p.q_vec16;
     if (q_fast)
         for (int rr = 0; rr < RPW; rr++) {
-            const int row = warp * RPW + rr;
+            const int row = qwarp * RPW + rr;
             if ((row >> 4) >= qlen)
                 break; /* rows go token by token */
             attn_cp_async16(Qh + L::chunk_off(row, lane, L::Q_ROWS),
@@ -211,7 +249,7 @@ __global__ void __launch_bounds__(128, ATTN_MTP_PROGRAMS_PER_CU) attn_mtp_kernel
     /* ---- This segment's keys: the reference split of [0, K) into nseg
      * slices of whole 32-key blocks, clipped to what any row can see. */
     const int blocks32 = (K + 31) / 32;
-    const int per = (blocks32 + p.nseg - 1) / p.nseg * 32;
+    const int per = (blocks32 + nsplit - 1) / nsplit * 32;
     int kstart = seg * per, kend = min(K, kstart + per);
     if (p.window_left >= 0)
         kstart = max(kstart, (ctx0 - p.window_left) / 32 * 32);
@@ -238,7 +276,7 @@ __global__ void __launch_bounds__(128, ATTN_MTP_PROGRAMS_PER_CU) attn_mtp_kernel
      * b1), and the source offset is blk * page_bytes plus one of two
      * per-thread constants. */
     const int64_t page_bytes = p.kv_stride_block;
-    const int ckl = tid >> 4, ccc = tid & 15;
+    const int ckl = wtid >> 4, ccc = wtid & 15;
     const int64_t slot_off0 = ckl * p.kv_stride_token + kvh * p.kv_stride_head + ccc * 16;
     const int64_t slot_off1 = slot_off0 + 8 * p.kv_stride_token;
     const int cdst = ckl * MTP_D + ((ccc ^ ckl) << 4); /* ckl = kl & 7 */
@@ -263,7 +301,7 @@ __global__ void __launch_bounds__(128, ATTN_MTP_PROGRAMS_PER_CU) attn_mtp_kernel
      * thus reads and writes one chunk of 8 consecutive keys, which the
      * swizzles spread over 8 bank groups. Every address is a per-thread base
      * plus a compile-time offset. */
-    const int cr = tid & 7, cc = tid >> 3;
+    const int cr = wtid & 7, cc = wtid >> 3;
     const int raw_off = cr * MTP_D + ((cc ^ cr) << 4);
     const int h_off0 = L::chunk_off(cr, 2 * cc, TILE);
     const int h_off1 = L::chunk_off(cr, 2 * cc + 1, TILE);
@@ -360,7 +398,7 @@ __global__ void __launch_bounds__(128, ATTN_MTP_PROGRAMS_PER_CU) attn_mtp_kernel
     static_assert(RPW % QB == 0 && 16 % QB == 0, "a group of rows is one token's");
     attn_cp_async_wait(STAGES - 1); /* Q's group: this thread's own copies */
     for (int r0 = 0; r0 < RPW; r0 += QB) {
-        const int row0 = warp * RPW + r0; /* row = token*16 + head */
+        const int row0 = qwarp * RPW + r0; /* row = token*16 + head */
         if ((row0 >> 4) >= qlen) {
             if constexpr (WG) { /* every row enters the wgmma: zeros */
 #pragma unroll
@@ -403,7 +441,7 @@ __global__ void __launch_bounds__(128, ATTN_MTP_PROGRAMS_PER_CU) attn_mtp_kernel
             uint32_t h[4];
             const int sh = attn_q_to_f16_scaled(v[k], mx[k], h);
             *(uint4 *)(Qh + L::chunk_off(row0 + k, lane, L::Q_ROWS)) = make_uint4(h[0], h[1], h[2], h[3]);
-            if (WG) {
+            if (WG && !PAIR) {
                 if (r0 + k == g)
                     rm0 = attn_mul_pow2(base, -sh);
                 if (r0 + k == g + 8)
@@ -439,7 +477,7 @@ __global__ void __launch_bounds__(128, ATTN_MTP_PROGRAMS_PER_CU) attn_mtp_kernel
     }
 #endif
     __syncthreads(); /* Q and rowmul visible */
-    if (!WG) {
+    if (!WG || PAIR) {
         rm0 = rowmul[tw * 16 + g];
         rm1 = rowmul[tw * 16 + g + 8];
     }
@@ -455,7 +493,7 @@ __global__ void __launch_bounds__(128, ATTN_MTP_PROGRAMS_PER_CU) attn_mtp_kernel
             pin_pv_registers();
         }
 #endif
-        __syncthreads(); /* B1: tile `it` landed; tile it-1's stage and Kh/Vh are free */
+        mtp_tile_barrier<PAIR>(wg); /* B1: tile `it` landed; tile it-1's stage and Kh/Vh are free */
         if (it + STAGES - 1 < ntiles)
             load_tile(it + STAGES - 1, (it + STAGES - 1) % STAGES, nb0, nb1);
         attn_cp_async_commit();
@@ -468,7 +506,7 @@ __global__ void __launch_bounds__(128, ATTN_MTP_PROGRAMS_PER_CU) attn_mtp_kernel
         if constexpr (WG)
             attn_fence_proxy_async();
 #endif
-        __syncthreads(); /* B2: Kh and Vh complete */
+        mtp_tile_barrier<PAIR>(wg); /* B2: Kh and Vh complete */
         if (!WG && !active)
             continue; /* (a warpgroup computes all 64 rows together) */
 
@@ -671,6 +709,45 @@ __global__ void __launch_bounds__(128, ATTN_MTP_PROGRAMS_PER_CU) attn_mtp_kernel
     l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
     l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
 
+    if constexpr (PAIR) {
+        /* The pair's two segments merge: warpgroup 1 leaves its state in
+         * its own stages (thread-major, conflict-free), warpgroup 0 folds it
+         * into its own with the log-sum-exp rule (each state's maximum is
+         * the one its accumulators were scaled by) and writes the partial. */
+        float *scr = (float *)(Qh + L::Q_BYTES + L::WG_BYTES);
+        __syncthreads(); /* both warpgroups are past their last tile */
+        if (wg == 1) {
+#pragma unroll
+            for (int i = 0; i < 32; i++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    scr[(i * 4 + e) * 128 + wtid] = o[i][e];
+            scr[128 * 128 + wtid] = m0;
+            scr[129 * 128 + wtid] = m1;
+            scr[130 * 128 + wtid] = l0;
+            scr[131 * 128 + wtid] = l1;
+        }
+        __syncthreads();
+        if (wg == 1)
+            return;
+        const float bm0 = scr[128 * 128 + wtid], bm1 = scr[129 * 128 + wtid];
+        const float bl0 = scr[130 * 128 + wtid], bl1 = scr[131 * 128 + wtid];
+        float fa0, fb0, fa1, fb1;
+        const float M0 = attn_merge_factors(m0, bm0, fa0, fb0);
+        const float M1 = attn_merge_factors(m1, bm1, fa1, fb1);
+#pragma unroll
+        for (int i = 0; i < 32; i++) {
+            o[i][0] = o[i][0] * fa0 + scr[(i * 4 + 0) * 128 + wtid] * fb0;
+            o[i][1] = o[i][1] * fa0 + scr[(i * 4 + 1) * 128 + wtid] * fb0;
+            o[i][2] = o[i][2] * fa1 + scr[(i * 4 + 2) * 128 + wtid] * fb1;
+            o[i][3] = o[i][3] * fa1 + scr[(i * 4 + 3) * 128 + wtid] * fb1;
+        }
+        l0 = l0 * fa0 + bl0 * fb0;
+        l1 = l1 * fa1 + bl1 * fb1;
+        m0 = M0;
+        m1 = M1;
+    }
+
     if (QW == 2 && !WG) {
         /* Merge the two key groups of each token through shared memory (the
          * stage buffers are free now). */
@@ -692,10 +769,9 @@ __global__ void __launch_bounds__(128, ATTN_MTP_PROGRAMS_PER_CU) attn_mtp_kernel
         if (kg == 0 && active) {
             const float bm0 = ml[(tw * 4 + 0) * 32 + lane], bm1 = ml[(tw * 4 + 1) * 32 + lane];
             const float bl0 = ml[(tw * 4 + 2) * 32 + lane], bl1 = ml[(tw * 4 + 3) * 32 + lane];
-            const float M0 = fmaxf(m0, bm0), M1 = fmaxf(m1, bm1);
-            const float u0 = M0 == -INFINITY ? 0.f : M0, u1 = M1 == -INFINITY ? 0.f : M1;
-            const float fa0 = exp2f(m0 - u0), fb0 = exp2f(bm0 - u0);
-            const float fa1 = exp2f(m1 - u1), fb1 = exp2f(bm1 - u1);
+            float fa0, fb0, fa1, fb1;
+            const float M0 = attn_merge_factors(m0, bm0, fa0, fb0);
+            const float M1 = attn_merge_factors(m1, bm1, fa1, fb1);
 #pragma unroll
             for (int i = 0; i < 32; i++) {
                 o[i][0] = o[i][0] * fa0 + mo[(tw * 128 + i * 4 + 0) * 32 + lane] * fb0;
@@ -712,7 +788,9 @@ __global__ void __launch_bounds__(128, ATTN_MTP_PROGRAMS_PER_CU) attn_mtp_kernel
 
     if (kg == 0 && active) {
         const int token = q0 + tw;
-        const int64_t i0 = ((int64_t)seg * p.num_tokens + token) * p.hq + kvh * MTP_GROUP + g;
+        /* the partial's segment: the program's (a pair's two are one) */
+        const int64_t i0 =
+            ((int64_t)blockIdx.z * p.num_tokens + token) * p.hq + kvh * MTP_GROUP + g;
         const int64_t i1 = i0 + 8;
         if (t == 0) {
             p.ws_ml[2 * i0] = m0;
@@ -731,16 +809,16 @@ __global__ void __launch_bounds__(128, ATTN_MTP_PROGRAMS_PER_CU) attn_mtp_kernel
 #endif
 }
 
-template <int QW, bool WG>
+template <int QW, bool WG, bool PAIR = false>
 static hipError_t launch_mtp_t(const attn_kparams *p, int nseg, hipStream_t stream)
 {
-    const int smem = mtp_smem<QW, WG>::TOTAL;
+    const int smem = mtp_smem<QW, WG, PAIR>::TOTAL;
     /* more than 48 KB of shared memory (see the generic launcher) */
-    hipError_t e = attn_func_opt_in((const void *)attn_mtp_kernel<QW, WG>, smem, -1);
+    hipError_t e = attn_func_opt_in((const void *)attn_mtp_kernel<QW, WG, PAIR>, smem, -1);
     if (e != hipSuccess)
         return e;
     dim3 grid(p->num_seqs, p->hkv, nseg);
-    attn_mtp_kernel<QW, WG><<<grid, 128, smem, stream>>>(*p);
+    attn_mtp_kernel<QW, WG, PAIR><<<grid, PAIR ? 256 : 128, smem, stream>>>(*p);
     return hipGetLastError();
 }
 
@@ -777,15 +855,23 @@ hipError_t attn_launch_mtp(const attn_kparams *p, int max_seqlen_q, int nseg, hi
 #if defined(ATTN_PLATFORM_CUDA)
     /* p->mtp_wgmma: 1 = the warpgroup kernel for every q_len, 2 = for
      * q_len 3-4 only (the launcher's choice, see gpu_attn.hip). */
+    /* p->mtp_pair (the family's rule, attn_families.hip): the warpgroup
+     * kernel's pair form, two segments a program, nseg / 2 partials. */
+    const bool wg = max_seqlen_q <= 2 ? p->mtp_wgmma == 1 : p->mtp_wgmma != 0;
+    const bool pair = wg && p->mtp_pair && nseg % 2 == 0;
+    const int nprog = pair ? nseg / 2 : nseg;
+    q.nseg = nprog;
     if (max_seqlen_q <= 2)
-        e = p->mtp_wgmma == 1 ? launch_mtp_t<2, true>(&q, nseg, stream)
-                              : launch_mtp_t<2, false>(&q, nseg, stream);
+        e = !wg ? launch_mtp_t<2, false>(&q, nprog, stream)
+            : pair ? launch_mtp_t<2, true, true>(&q, nprog, stream)
+                   : launch_mtp_t<2, true>(&q, nprog, stream);
     else
-        e = p->mtp_wgmma ? launch_mtp_t<4, true>(&q, nseg, stream)
-                         : launch_mtp_t<4, false>(&q, nseg, stream);
+        e = !wg ? launch_mtp_t<4, false>(&q, nprog, stream)
+            : pair ? launch_mtp_t<4, true, true>(&q, nprog, stream)
+                   : launch_mtp_t<4, true>(&q, nprog, stream);
     if (e != hipSuccess)
         return e;
-    return attn_launch_reduce(&q, nseg, stream);
+    return attn_launch_reduce(&q, nprog, stream);
 #else
     /* Portable path: the generic kernel with 64-row programs (all 4 tokens x
      * 16 heads of a sequence share each KV tile). */

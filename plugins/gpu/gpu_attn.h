@@ -78,6 +78,12 @@ int gpu_attn_force_generic(gpu_attn_ctx *ctx, int stages, int raw_kv);
  * variant in use, -1 for a context that is not the MTP kernel's. */
 int gpu_attn_force_mtp_variant(gpu_attn_ctx *ctx, int variant);
 
+/* For benchmarks and tests (ATTNREG_MTP_PAIR): the MTP warpgroup kernel's
+ * pair form (two key segments a program of two warpgroups) by the family's
+ * rule (-1, the default), never (0) or wherever the segment count is even
+ * (1). Returns the setting, -2 for a context that is not the MTP kernel's. */
+int gpu_attn_force_mtp_pair(gpu_attn_ctx *ctx, int use);
+
 /* For benchmarks (the bench's ATTNREG_BENCH_PDL=0): launch the reduce kernel
  * as a programmatic dependent of the attention kernel (use = 1, the default
  * on sm_90 and later) or plainly (0). Returns the setting in effect (0 where

@@ -298,6 +298,7 @@ extern "C" attn_status gpu_attn_create(gpu_attn_kernel kernel, const attn_shape 
     c->pdl_capable = prop.major >= 9; /* programmatic dependent launch: sm_90 and later */
 #endif
     c->pdl = c->pdl_capable;
+    c->mtp_pair = -1;
     c->reduce_rows = 1;
     c->kv_l2_hint = 1;
     ops->configure(c, &prop);
@@ -311,6 +312,14 @@ extern "C" int gpu_attn_force_mtp_variant(gpu_attn_ctx *ctx, int variant)
         return -1;
     ctx->mtp_wgmma = ctx->mtp_wgmma_capable ? variant : 0;
     return ctx->mtp_wgmma;
+}
+
+extern "C" int gpu_attn_force_mtp_pair(gpu_attn_ctx *ctx, int use)
+{
+    if (!ctx || ctx->kernel != GPU_ATTN_KERNEL_MTP || use < -1 || use > 1)
+        return -2;
+    ctx->mtp_pair = use;
+    return use;
 }
 
 extern "C" int gpu_attn_force_pdl(gpu_attn_ctx *ctx, int use)

@@ -50,6 +50,7 @@ typedef struct attn_kparams {
     int32_t raw_kv;         /* generic kernel: K/V read raw from the stages (the plan's) */
     int32_t q_vec16;        /* q rows start 16-byte aligned: vector loads are safe */
     int32_t mtp_wgmma;      /* MTP: 0 mma.sync variant, 1 wgmma variant, 2 wgmma for q_len > 2 */
+    int32_t mtp_pair;       /* MTP, wgmma variant: the pair form (two segments a program) */
     int32_t page_shift;     /* log2(page) when the page size is a power of two, else -1 */
     /* 1: the reduce kernel is launched as a programmatic dependent of the
      * kernel before it (NVIDIA sm_90+): it is scheduled while that kernel's
@@ -428,6 +429,18 @@ __device__ __forceinline__ void attn_fp8_nuz_fix(uint4 x, uint32_t (&y)[8])
  * the normal range may be rounded twice: a Q element, converted to f16
  * afterwards, is 0 either way, and a row multiplier that small belongs to a
  * row whose scores are zero to f32 precision. */
+/* Two states of one row (their maxima ma, mb, in log2 units; -inf for a
+ * side without keys) merged by the log-sum-exp rule: returns the merged
+ * maximum and each side's factor for its sum and accumulators (0 for an
+ * empty side; both 0 when both are empty). */
+__device__ __forceinline__ float attn_merge_factors(float ma, float mb, float &fa, float &fb)
+{
+    const float m = fmaxf(ma, mb), u = m == -INFINITY ? 0.f : m;
+    fa = exp2f(ma - u);
+    fb = exp2f(mb - u);
+    return m;
+}
+
 __device__ __forceinline__ float attn_mul_pow2(float x, int e)
 {
     const int a = e >> 1, b = e - a;

@@ -20,9 +20,12 @@
  *   - one program = ONE warp, owning (sequence, KV head, up to 16 query
  *     heads of it, key segment). The query heads are the 16 rows of the mma
  *     tile (a group of 4 uses 4 rows; the matrix units have throughput to
- *     spare). One-warp programs need no block barrier and no merge between
- *     warps, and many of them fit on a multiprocessor (each streams its own
+ *     spare). One-warp programs need no block barrier inside the key loop,
+ *     and many of them fit on a multiprocessor (each streams its own
  *     tiles), which is what keeps bytes in flight at every batch size.
+ *     A block holds up to 4 of them (consecutive key segments, each warp in
+ *     its own slice of shared memory), merged through shared memory after
+ *     the loop (attn_launch_plan_decode_mma_warps).
  *   - K and V tiles of 16 keys go global -> shared memory with cp.async in
  *     STAGES stages (STAGES - 1 tiles in flight while one is computed). A
  *     tile lies in one page (one block-table entry), and the entries are
@@ -48,8 +51,9 @@
  *     significant bits instead of 8 (bf16) or 11 (f16): two mma per n-tile,
  *     and the result is as close to cpu-ref's f32 math as the scalar kernel.
  *     B = V via ldmatrix.trans.
- *   - At the end: the normalised output (one segment) or the same (max, sum,
- *     acc) partials the other kernels write, merged by attn_reduce_kernel.
+ *   - At the end: the block's warps merged, then the normalised output (one
+ *     block's segments are all of them) or the same (max, sum, acc) partials
+ *     the other kernels write, merged by attn_reduce_kernel.
  * Keys are tiled at absolute multiples of 16; keys outside the visible range
  * [klo, khi) are zero-filled by the copy and masked to -inf.
  *

@@ -274,7 +274,8 @@ ATTN_PLAN_FN int attn_launch_plan_mtp_pair_wg_bytes(void)
 }
 ATTN_PLAN_FN int attn_launch_plan_mtp_pair_bytes(void)
 {
-    return 1024 + 64 * ATTN_MTP_D * 2 + 2 * attn_launch_plan_mtp_pair_wg_bytes() + 64 * 4;
+    const int rows = attn_launch_plan_mtp_rows(4, 1); /* the warpgroup variant's Q */
+    return 1024 + rows * ATTN_MTP_D * 2 + 2 * attn_launch_plan_mtp_pair_wg_bytes() + rows * 4;
 }
 
 /* Prefill kernel (attn_prefill.hip, sm_90a): 128 rows, one producer and two

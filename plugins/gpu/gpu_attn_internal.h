@@ -422,13 +422,6 @@ __device__ __forceinline__ void attn_fp8_nuz_fix(uint4 x, uint32_t (&y)[8])
 }
 #endif
 
-/* x * 2^e, for -252 <= e <= 254, as two multiplies by normal powers of two:
- * exact wherever the result is a normal float or zero, so the same value as
- * ldexpf there (ldexpf is a library call of about 20 instructions on the
- * device, and the Q prologues call it for every element). A result below
- * the normal range may be rounded twice: a Q element, converted to f16
- * afterwards, is 0 either way, and a row multiplier that small belongs to a
- * row whose scores are zero to f32 precision. */
 /* Two states of one row (their maxima ma, mb, in log2 units; -inf for a
  * side without keys) merged by the log-sum-exp rule: returns the merged
  * maximum and each side's factor for its sum and accumulators (0 for an
@@ -441,6 +434,13 @@ __device__ __forceinline__ float attn_merge_factors(float ma, float mb, float &f
     return m;
 }
 
+/* x * 2^e, for -252 <= e <= 254, as two multiplies by normal powers of two:
+ * exact wherever the result is a normal float or zero, so the same value as
+ * ldexpf there (whose device code clamps the exponent and multiplies each
+ * element four times; the Q prologues scale every element). A result below
+ * the normal range may be rounded twice: a Q element, converted to f16
+ * afterwards, is 0 either way, and a row multiplier that small belongs to a
+ * row whose scores are zero to f32 precision. */
 __device__ __forceinline__ float attn_mul_pow2(float x, int e)
 {
     const int a = e >> 1, b = e - a;

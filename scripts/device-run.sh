@@ -1,11 +1,12 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
 # One device call that measures a build the way bench/RESULTS.md reports it:
-# the GPU kernel tests, gpu_attn_bench, attnreg verify through the registry
-# (scripts/device-verify.sh) and the peer bench, in that order, inside a time
-# budget. Run it on the GPU machine from the repository root, with
-# .device-carry (scripts/device-carry.sh, made here) and .peer_bench (a copy of
-# ../shared/tools/peer_bench) carried:
+# the GPU kernel tests (then the prefill families again with the TMA tiles
+# forced, ATTNREG_PREFILL_TMA=1), gpu_attn_bench, attnreg verify through the
+# registry (scripts/device-verify.sh) and the peer bench, in that order,
+# inside a time budget. Run it on the GPU machine from the repository root,
+# with .device-carry (scripts/device-carry.sh, made here) and .peer_bench (a
+# copy of ../shared/tools/peer_bench) carried:
 #
 #   bash scripts/device-run.sh [STEP ...]     # default: tests bench verify peers
 #
@@ -62,6 +63,13 @@ for step in $steps; do
     rc=$?
     note "tests (rc $rc): $(grep -c 'configurations, 0 failed' "$work/tests.log") families clean;" \
       "$(grep -E '^[a-z].*configurations, [1-9]' "$work/tests.log" | tr '\n' ' ')"
+    # The prefill families again with the TMA tiles forced (off by default
+    # until measured): the kernel path a default run does not take.
+    if [ "$(left)" -gt 60 ]; then
+      ATTNREG_PREFILL_TMA=1 timeout "$(left)" $C/bin/gpu_attn_test \
+        $C/lib/attnreg/libattn_cpu_ref.so "$cases" prefill,chunked,mixed > "$work/tests_tma.log" 2>&1
+      note "tests prefill_tma (rc $?): $(grep -E 'configurations' "$work/tests_tma.log" | tr '\n' ' ')"
+    fi
     ;;
   bench)
     timeout "$(left)" $C/bin/gpu_attn_bench "$work/bench.json" > "$work/bench.log" 2>&1

@@ -322,6 +322,95 @@ ATTN_PLAN_FN attn_prefill_layout attn_launch_plan_prefill_layout(int d, int kv8)
     return l;
 }
 
+/* The prefill kernel's K/V tiles by TMA (NVIDIA sm_90, 16-bit caches): one
+ * 4-D tensor map per cache whose axes are the head dim and the cache's slot,
+ * head and block axes in the order of their strides (a tensor map wants each
+ * axis to span the ones before it), and whose box is 64 elements (128 bytes,
+ * the swizzle span of the consumers' wgmma tiles) by 16 slots by one head by
+ * one block. One box lands a 16-key run of one page as 16 swizzled rows of
+ * one 64-column block of a tile, exactly where the cp.async gather puts them,
+ * so a tile of BN keys is BN / 16 x padded_d / 64 boxes issued by one thread.
+ * Taken where the page is a multiple of 16 (a run never crosses a page), the
+ * head dim a multiple of 64 (no zero padding columns) and the strides, bases
+ * and extents fit a tensor map; anything else keeps the gather (`why`). */
+#define ATTN_PREFILL_TMA_COLS 64 /* box columns: 128 bytes of a 16-bit row */
+#define ATTN_PREFILL_TMA_KEYS 16 /* box rows: a 16-key run of one page */
+typedef struct attn_prefill_kv_tma {
+    int ok; /* 1: whole tiles go by TMA; 0: `why` */
+    const char *why;
+    uint64_t dims[4];                  /* elements along each axis: head dim first */
+    uint64_t strides[3];               /* bytes between steps of axes 1..3 */
+    uint32_t box[4];                   /* elements a copy takes along each axis */
+    int dim_slot, dim_head, dim_block; /* the axis (1..3) of each */
+} attn_prefill_kv_tma;
+static inline attn_prefill_kv_tma
+attn_launch_plan_prefill_kv_tma(int d, int elem_bytes, int page, int hkv, int64_t num_blocks,
+                                int64_t stride_token, int64_t stride_head, int64_t stride_block,
+                                uint64_t k_base, uint64_t v_base)
+{
+    attn_prefill_kv_tma t;
+    memset(&t, 0, sizeof t);
+    /* The three cache axes (0 slot, 1 head, 2 block): those of more than one
+     * step sorted by stride; an axis of one step (one KV head, one block) is
+     * never stepped (its coordinate is 0), so it goes last with the span of
+     * the others as its stride, whatever the caller's stride for it is. */
+    const int64_t stride_of[3] = {stride_token, stride_head, stride_block};
+    const int64_t ext_of[3] = {page, hkv, num_blocks};
+    int64_t st[3] = {0, 0, 0}, ext[3] = {0, 0, 0};
+    int role[3] = {0, 0, 0}, n = 0, i, j, a;
+    for (a = 0; a < 3; a++)
+        if (ext_of[a] > 1) {
+            for (j = n; j > 0 && st[j - 1] > stride_of[a]; j--) {
+                st[j] = st[j - 1];
+                ext[j] = ext[j - 1];
+                role[j] = role[j - 1];
+            }
+            st[j] = stride_of[a];
+            ext[j] = ext_of[a];
+            role[j] = a;
+            n++;
+        }
+    for (a = 0; a < 3; a++)
+        if (ext_of[a] <= 1) {
+            st[n] = n ? st[n - 1] * ext[n - 1] : (int64_t)d * elem_bytes;
+            ext[n] = 1;
+            role[n] = a;
+            n++;
+        }
+    if (elem_bytes != 2)
+        t.why = "the cache is not 16-bit (an fp8 tile is converted on its way)";
+    else if (d % ATTN_PREFILL_TMA_COLS != 0)
+        t.why = "the head dim is not a multiple of 64 (the tile has zero padding columns)";
+    else if (page <= 0 || page % ATTN_PREFILL_TMA_KEYS != 0)
+        t.why = "the page is not a multiple of 16 keys";
+    else if (hkv <= 0 || num_blocks <= 0 || num_blocks > (int64_t)UINT32_MAX)
+        t.why = "the cache's block count is not known (attn_forward_args.num_blocks)";
+    else if ((k_base | v_base) % 16 != 0)
+        t.why = "a cache base is not 16-byte aligned";
+    else if (st[0] < (int64_t)d * elem_bytes || st[1] < st[0] * ext[0] || st[2] < st[1] * ext[1])
+        t.why = "the cache's axes overlap (a stride is smaller than the span of the axes below it)";
+    else if (st[0] % 16 || st[1] % 16 || st[2] % 16 || st[0] >= ((int64_t)1 << 40) ||
+             st[1] >= ((int64_t)1 << 40) || st[2] >= ((int64_t)1 << 40))
+        t.why = "a stride is not a multiple of 16 bytes or reaches 2^40";
+    if (t.why)
+        return t;
+    t.ok = 1;
+    t.dims[0] = (uint64_t)d;
+    t.box[0] = ATTN_PREFILL_TMA_COLS;
+    for (i = 0; i < 3; i++) {
+        t.dims[i + 1] = (uint64_t)ext[i];
+        t.strides[i] = (uint64_t)st[i];
+        t.box[i + 1] = role[i] == 0 ? ATTN_PREFILL_TMA_KEYS : 1;
+        if (role[i] == 0)
+            t.dim_slot = i + 1;
+        else if (role[i] == 1)
+            t.dim_head = i + 1;
+        else
+            t.dim_block = i + 1;
+    }
+    return t;
+}
+
 /* ---- which kernels a shape runs ---------------------------------------- */
 
 static inline int attn_launch_plan_is_fp8(int32_t dtype)

@@ -67,7 +67,8 @@ for step in $steps; do
     # until measured): the kernel path a default run does not take.
     if [ "$(left)" -gt 60 ]; then
       ATTNREG_PREFILL_TMA=1 timeout "$(left)" $C/bin/gpu_attn_test \
-        $C/lib/attnreg/libattn_cpu_ref.so "$cases" prefill,chunked,mixed > "$work/tests_tma.log" 2>&1
+        $C/lib/attnreg/libattn_cpu_ref.so "$cases" prefill,chunked,mixed "$cases" \
+        > "$work/tests_tma.log" 2>&1
       note "tests prefill_tma (rc $?): $(grep -E 'configurations' "$work/tests_tma.log" | tr '\n' ' ')"
     fi
     ;;

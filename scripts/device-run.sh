@@ -14,7 +14,10 @@
 # (Nsight Compute on one decode (bf16, fp8) and one MTP launch, and on cuDNN's
 # decode of the same shape: time, DRAM bytes and busy, and the L2 -> SM
 # sectors against the K/V bytes the shape must move; not in the default
-# list). Extra
+# list), profile-prefill (Nsight Compute's speed-of-light, pipe, warp-state
+# and scheduler sections on the prefill kernel of 32/8 D128 x 8192 tokens,
+# with the cp.async gather and with the TMA tiles: the summary issue 19 asks
+# for before and after; not in the default list). Extra
 # `gpu_attn_bench` runs for an A/B go in ATTNREG_RUN_AB, one per line, as
 # "LABEL ENV=VALUE ... -- BENCH ARGS" (e.g. "nseg8 ATTNREG_BENCH_NSEG=8 --
 # --mtp-only"): each writes bench_LABEL.json / .log beside the default run's.
@@ -149,8 +152,18 @@ PY
       python3 "$work/cudnn_decode.py" > "$work/ncu_cudnn_decode_bf16.txt" 2>&1
     note "profile cudnn_decode_bf16 (rc $?): $(metrics_of "$work/ncu_cudnn_decode_bf16.txt")"
     ;;
+  profile-prefill)
+    for tma in 0 1; do
+      ATTNREG_PREFILL_TMA=$tma timeout "$(left)" ncu --clock-control none --section SpeedOfLight \
+        --section ComputeWorkloadAnalysis --section WarpStateStats --section SchedulerStats \
+        -k regex:attn_prefill_kernel -c 1 $C/bin/gpu_attn_bench --one 0 32 8 128 16 8192 8192 1 \
+        > "$work/ncu_prefill_tma$tma.txt" 2>&1
+      note "profile prefill tma=$tma (rc $?): $(grep -E 'Duration|Compute \(SM\) Throughput|Issue Slots Busy' \
+        "$work/ncu_prefill_tma$tma.txt" | awk '{print $1 "=" $NF}' | tr '\n' ' ')"
+    done
+    ;;
   *)
-    note "$step: unknown step (tests, bench, verify, peers, python, profile)"
+    note "$step: unknown step (tests, bench, verify, peers, python, profile, profile-prefill)"
     ;;
   esac
   pack

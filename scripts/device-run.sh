@@ -1,10 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
 # One device call that measures a build the way bench/RESULTS.md reports it:
-# the GPU kernel tests (then the prefill families again with the TMA tiles
-# forced, ATTNREG_PREFILL_TMA=1), gpu_attn_bench, attnreg verify through the
-# registry (scripts/device-verify.sh) and the peer bench, in that order,
-# inside a time budget. Run it on the GPU machine from the repository root,
+# the GPU kernel tests (then the prefill families again with the TMA tiles,
+# then the FMA-pipe exponentials forced), gpu_attn_bench, attnreg verify
+# through the registry (scripts/device-verify.sh) and the peer bench, in that
+# order, inside a time budget. Run it on the GPU machine from the repository root,
 # with .device-carry (scripts/device-carry.sh, made here) and .peer_bench (a
 # copy of ../shared/tools/peer_bench) carried:
 #
@@ -66,14 +66,19 @@ for step in $steps; do
     rc=$?
     note "tests (rc $rc): $(grep -c 'configurations, 0 failed' "$work/tests.log") families clean;" \
       "$(grep -E '^[a-z].*configurations, [1-9]' "$work/tests.log" | tr '\n' ' ')"
-    # The prefill families again with the TMA tiles forced (off by default
-    # until measured): the kernel path a default run does not take.
-    if [ "$(left)" -gt 60 ]; then
-      ATTNREG_PREFILL_TMA=1 timeout "$(left)" $C/bin/gpu_attn_test \
+    # The prefill families again with each kernel path a default run does
+    # not take (off by default until measured) forced, each capped at 150 s
+    # so that a hang cannot eat the budget.
+    for v in "tma ATTNREG_PREFILL_TMA=1" "exp2poly ATTNREG_PREFILL_EXP2_POLY=1"; do
+      [ "$(left)" -gt 90 ] || break
+      label=${v%% *}
+      l=$(left)
+      # shellcheck disable=SC2086
+      env ${v#* } timeout $((l < 150 ? l : 150)) $C/bin/gpu_attn_test \
         $C/lib/attnreg/libattn_cpu_ref.so "$cases" prefill,chunked,mixed "$cases" \
-        > "$work/tests_tma.log" 2>&1
-      note "tests prefill_tma (rc $?): $(grep -E 'configurations' "$work/tests_tma.log" | tr '\n' ' ')"
-    fi
+        > "$work/tests_$label.log" 2>&1
+      note "tests $label (rc $?): $(grep -E 'configurations' "$work/tests_$label.log" | tr '\n' ' ')"
+    done
     ;;
   bench)
     timeout "$(left)" $C/bin/gpu_attn_bench "$work/bench.json" > "$work/bench.log" 2>&1

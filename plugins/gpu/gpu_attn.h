@@ -92,10 +92,10 @@ int gpu_attn_force_mtp_pair(gpu_attn_ctx *ctx, int use);
 int gpu_attn_force_prefill_tma(gpu_attn_ctx *ctx, int use);
 
 /* For benchmarks and tests (ATTNREG_PREFILL_EXP2_POLY): the prefill
- * kernel's softmax takes one in C::EXP2_POLY_EVERY of its exponentials on the
- * FMA pipes (1; attn_exp2_poly.h) or all of them on the special-function
- * units (0, the default until measured on a device). Returns the setting, -1
- * for no context or a value other than 0 and 1. */
+ * kernel's softmax takes one in four of its exponentials on the FMA pipes
+ * (1; attn_exp2_poly.h, prefill_cfg::EXP2_POLY_EVERY) or all of them on the
+ * special-function units (0, the default until measured on a device).
+ * Returns the setting, -1 for no context or a value other than 0 and 1. */
 int gpu_attn_force_prefill_exp2_poly(gpu_attn_ctx *ctx, int use);
 
 /* For benchmarks (the bench's ATTNREG_BENCH_PDL=0): launch the reduce kernel

@@ -1,8 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
 # One device call that measures a build the way bench/RESULTS.md reports it:
-# the GPU kernel tests (then the prefill families again with the TMA tiles,
-# then the FMA-pipe exponentials forced), gpu_attn_bench, attnreg verify
+# the GPU kernel tests (then the prefill families again with the TMA tiles
+# forced), gpu_attn_bench, attnreg verify
 # through the registry (scripts/device-verify.sh) and the peer bench, in that
 # order, inside a time budget. Run it on the GPU machine from the repository root,
 # with .device-carry (scripts/device-carry.sh, made here) and .peer_bench (a
@@ -69,7 +69,7 @@ for step in $steps; do
     # The prefill families again with each kernel path a default run does
     # not take (off by default until measured) forced, each capped at 150 s
     # so that a hang cannot eat the budget.
-    for v in "tma ATTNREG_PREFILL_TMA=1" "exp2poly ATTNREG_PREFILL_EXP2_POLY=1"; do
+    for v in "tma ATTNREG_PREFILL_TMA=1"; do
       [ "$(left)" -gt 90 ] || break
       label=${v%% *}
       l=$(left)

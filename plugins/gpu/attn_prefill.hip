@@ -65,7 +65,6 @@
  */
 #include <math.h>
 
-#include "attn_exp2_poly.h"
 #include "attn_launch_plan.h"
 #include "attn_wgmma.h"
 #include "gpu_attn_internal.h"
@@ -111,9 +110,6 @@ struct prefill_cfg {
     static constexpr int RAW_LOADS = BN * RCH / 128; /* raw chunks per producer thread */
     static constexpr int PASSES = BN / 16; /* rows a producer thread copies per tile */
     static constexpr bool PINGPONG = true; /* the consumers take turns issuing wgmma */
-    /* attn_kparams.exp2_poly: every EXP2_POLY_EVERY-th n8 column tile of a
-     * softmax takes its 2^x on the FMA pipes (attn_exp2_poly) */
-    static constexpr int EXP2_POLY_EVERY = 4;
     static_assert(STAGES >= 2, "two stages must fit");
     static_assert(BN % 16 == 0, "16 rows per pass of 128 producer threads");
     static_assert(!KV8 || (D % 16 == 0 && BN * RCH % 128 == 0 && CPR <= 32 && 32 % CPR == 0),
@@ -579,22 +575,12 @@ __global__ void __launch_bounds__(384, 1)
         m0 = mn0;
         m1 = mn1;
         float ps[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
-        /* p.exp2_poly: a share of the exponentials on the FMA pipes, beside
-         * the special-function units' 16 a clock (attn_exp2_poly.h) */
-        const bool poly = p.exp2_poly != 0;
 #pragma unroll
         for (int j = 0; j < BN / 8; j++) {
-            if (j % C::EXP2_POLY_EVERY == C::EXP2_POLY_EVERY - 1 && poly) {
-                sacc[4 * j + 0] = attn_exp2_poly(fmaf(sacc[4 * j + 0], sc0, -mu0));
-                sacc[4 * j + 1] = attn_exp2_poly(fmaf(sacc[4 * j + 1], sc0, -mu0));
-                sacc[4 * j + 2] = attn_exp2_poly(fmaf(sacc[4 * j + 2], sc1, -mu1));
-                sacc[4 * j + 3] = attn_exp2_poly(fmaf(sacc[4 * j + 3], sc1, -mu1));
-            } else {
-                sacc[4 * j + 0] = attn_exp2_ftz(fmaf(sacc[4 * j + 0], sc0, -mu0));
-                sacc[4 * j + 1] = attn_exp2_ftz(fmaf(sacc[4 * j + 1], sc0, -mu0));
-                sacc[4 * j + 2] = attn_exp2_ftz(fmaf(sacc[4 * j + 2], sc1, -mu1));
-                sacc[4 * j + 3] = attn_exp2_ftz(fmaf(sacc[4 * j + 3], sc1, -mu1));
-            }
+            sacc[4 * j + 0] = attn_exp2_ftz(fmaf(sacc[4 * j + 0], sc0, -mu0));
+            sacc[4 * j + 1] = attn_exp2_ftz(fmaf(sacc[4 * j + 1], sc0, -mu0));
+            sacc[4 * j + 2] = attn_exp2_ftz(fmaf(sacc[4 * j + 2], sc1, -mu1));
+            sacc[4 * j + 3] = attn_exp2_ftz(fmaf(sacc[4 * j + 3], sc1, -mu1));
             ps[0][j & 3] += sacc[4 * j + 0] + sacc[4 * j + 1];
             ps[1][j & 3] += sacc[4 * j + 2] + sacc[4 * j + 3];
         }

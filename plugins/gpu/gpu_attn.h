@@ -91,13 +91,6 @@ int gpu_attn_force_mtp_pair(gpu_attn_ctx *ctx, int use);
  * Returns the setting, -1 for no context or a value other than 0 and 1. */
 int gpu_attn_force_prefill_tma(gpu_attn_ctx *ctx, int use);
 
-/* For benchmarks and tests (ATTNREG_PREFILL_EXP2_POLY): the prefill
- * kernel's softmax takes one in four of its exponentials on the FMA pipes
- * (1; attn_exp2_poly.h, prefill_cfg::EXP2_POLY_EVERY) or all of them on the
- * special-function units (0, the default until measured on a device).
- * Returns the setting, -1 for no context or a value other than 0 and 1. */
-int gpu_attn_force_prefill_exp2_poly(gpu_attn_ctx *ctx, int use);
-
 /* For benchmarks (the bench's ATTNREG_BENCH_PDL=0): launch the reduce kernel
  * as a programmatic dependent of the attention kernel (use = 1, the default
  * on sm_90 and later) or plainly (0). Returns the setting in effect (0 where

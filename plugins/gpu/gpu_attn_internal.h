@@ -86,9 +86,6 @@ typedef struct attn_kparams {
      * (attn_launch_plan_prefill_kv_tma). */
     int32_t kv_tma;
     int32_t kv_tma_dim_slot, kv_tma_dim_head, kv_tma_dim_block;
-    /* 1: the prefill kernel's softmax takes a share of its exponentials on
-     * the FMA pipes (attn_exp2_poly.h; gpu_attn_force_prefill_exp2_poly) */
-    int32_t exp2_poly;
     /* 1: every program writes (max, sum, acc) partials and attn_reduce_kernel
      * merges them (nseg > 1, the MTP kernel, or an lse output wanted: the
      * reduce is the one place that writes the log-sum-exp). */

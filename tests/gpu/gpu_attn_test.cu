@@ -444,8 +444,6 @@ static bool run_case(const Case &c, Stats &st, bool verbose)
         gpu_attn_force_mtp_pair(ctx, atoi(getenv("ATTNREG_MTP_PAIR")));
     if (getenv("ATTNREG_PREFILL_TMA"))
         gpu_attn_force_prefill_tma(ctx, atoi(getenv("ATTNREG_PREFILL_TMA")));
-    if (getenv("ATTNREG_PREFILL_EXP2_POLY"))
-        gpu_attn_force_prefill_exp2_poly(ctx, atoi(getenv("ATTNREG_PREFILL_EXP2_POLY")));
     /* the bench's switches of the kernels' variants, so that both sides of
      * an A/B are checked (gpu_attn_bench.cu lists them) */
     if (getenv("ATTNREG_BENCH_L2_HINT"))

@@ -704,15 +704,53 @@ __global__ void __launch_bounds__(384, 1)
         const float inv1 = ok1 ? attn_row_inverse(m1, l1, p.sinks, head1, p.v_scale) : 0.f;
         const int64_t ob0 = (int64_t)token0 * p.out_stride_token + (int64_t)head0 * p.out_stride_head;
         const int64_t ob1 = (int64_t)token1 * p.out_stride_token + (int64_t)head1 * p.out_stride_head;
+        /* A thread's two adjacent columns go out as one store (bf16x2,
+         * f16x2 or float2), the output type chosen once, not per element:
+         * per element (a type switch, a conversion and a 2-byte store) the
+         * output took ~6 us of a program, as long as 2-3 key tiles
+         * (per-program timestamps, bench/RESULTS.md version 19). Element by
+         * element where the output's strides leave pairs unaligned. */
+        auto store16 = [&](auto bf16_out) {
+            constexpr bool BFO = decltype(bf16_out)::value;
+            uint16_t *out = (uint16_t *)p.out;
 #pragma unroll
-        for (int j = 0; j < D / 8; j++) {
-            if (ok0) {
-                attn_store_elem(p.out, ob0 + 8 * j + 2 * t, p.out_dtype, o[4 * j + 0] * inv0);
-                attn_store_elem(p.out, ob0 + 8 * j + 2 * t + 1, p.out_dtype, o[4 * j + 1] * inv0);
+            for (int j = 0; j < D / 8; j++) {
+                if (ok0)
+                    *(uint32_t *)(out + ob0 + 8 * j + 2 * t) =
+                        attn_pack2<BFO>(o[4 * j + 0] * inv0, o[4 * j + 1] * inv0);
+                if (ok1)
+                    *(uint32_t *)(out + ob1 + 8 * j + 2 * t) =
+                        attn_pack2<BFO>(o[4 * j + 2] * inv1, o[4 * j + 3] * inv1);
             }
-            if (ok1) {
-                attn_store_elem(p.out, ob1 + 8 * j + 2 * t, p.out_dtype, o[4 * j + 2] * inv1);
-                attn_store_elem(p.out, ob1 + 8 * j + 2 * t + 1, p.out_dtype, o[4 * j + 3] * inv1);
+        };
+        if (p.out_pair && p.out_dtype == ATTN_DTYPE_BF16) {
+            store16(std::true_type{});
+        } else if (p.out_pair && p.out_dtype == ATTN_DTYPE_F16) {
+            store16(std::false_type{});
+        } else if (p.out_pair && p.out_dtype == ATTN_DTYPE_F32) {
+            float *out = (float *)p.out;
+#pragma unroll
+            for (int j = 0; j < D / 8; j++) {
+                if (ok0)
+                    *(float2 *)(out + ob0 + 8 * j + 2 * t) =
+                        make_float2(o[4 * j + 0] * inv0, o[4 * j + 1] * inv0);
+                if (ok1)
+                    *(float2 *)(out + ob1 + 8 * j + 2 * t) =
+                        make_float2(o[4 * j + 2] * inv1, o[4 * j + 3] * inv1);
+            }
+        } else {
+#pragma unroll
+            for (int j = 0; j < D / 8; j++) {
+                if (ok0) {
+                    attn_store_elem(p.out, ob0 + 8 * j + 2 * t, p.out_dtype, o[4 * j + 0] * inv0);
+                    attn_store_elem(p.out, ob0 + 8 * j + 2 * t + 1, p.out_dtype,
+                                    o[4 * j + 1] * inv0);
+                }
+                if (ok1) {
+                    attn_store_elem(p.out, ob1 + 8 * j + 2 * t, p.out_dtype, o[4 * j + 2] * inv1);
+                    attn_store_elem(p.out, ob1 + 8 * j + 2 * t + 1, p.out_dtype,
+                                    o[4 * j + 3] * inv1);
+                }
             }
         }
     } else {

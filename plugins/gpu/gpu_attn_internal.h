@@ -49,6 +49,7 @@ typedef struct attn_kparams {
     int32_t shared_limit;   /* the arch's shared memory / LDS per program (the plan's) */
     int32_t raw_kv;         /* generic kernel: K/V read raw from the stages (the plan's) */
     int32_t q_vec16;        /* q rows start 16-byte aligned: vector loads are safe */
+    int32_t out_pair;       /* every even output column is aligned for a two-element store */
     int32_t mtp_wgmma;      /* MTP: 0 mma.sync variant, 1 wgmma variant, 2 wgmma for q_len > 2 */
     int32_t mtp_pair;       /* MTP, wgmma variant: the pair form (two segments a program) */
     int32_t page_shift;     /* log2(page) when the page size is a power of two, else -1 */

@@ -1,12 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: Apache-2.0
 # One device call that measures a build the way bench/RESULTS.md reports it:
-# the GPU kernel tests (then the prefill families again with the TMA tiles
-# forced), gpu_attn_bench, attnreg verify
-# through the registry (scripts/device-verify.sh) and the peer bench, in that
-# order, inside a time budget. Run it on the GPU machine from the repository root,
-# with .device-carry (scripts/device-carry.sh, made here) and .peer_bench (a
-# copy of ../shared/tools/peer_bench) carried:
+# the GPU kernel tests, gpu_attn_bench, attnreg verify through the registry
+# (scripts/device-verify.sh) and the peer bench, in that order, inside a time
+# budget. Run it on the GPU machine from the repository root, with
+# .device-carry (scripts/device-carry.sh, made here) and .peer_bench (a copy of
+# ../shared/tools/peer_bench) carried:
 #
 #   bash scripts/device-run.sh [STEP ...]     # default: tests bench verify peers
 #
@@ -15,9 +14,9 @@
 # decode of the same shape: time, DRAM bytes and busy, and the L2 -> SM
 # sectors against the K/V bytes the shape must move; not in the default
 # list), profile-prefill (Nsight Compute's speed-of-light, pipe, warp-state
-# and scheduler sections on the prefill kernel of 32/8 D128 x 8192 tokens,
-# with the cp.async gather and with the TMA tiles: the summary issue 19 asks
-# for before and after; not in the default list). Extra
+# and scheduler sections on the prefill kernel of 32/8 D128 x 8192 tokens:
+# the summary issue 19 asks for before and after a change; not in the
+# default list). Extra
 # `gpu_attn_bench` runs for an A/B go in ATTNREG_RUN_AB, one per line, as
 # "LABEL ENV=VALUE ... -- BENCH ARGS" (e.g. "nseg8 ATTNREG_BENCH_NSEG=8 --
 # --mtp-only"): each writes bench_LABEL.json / .log beside the default run's.
@@ -66,19 +65,6 @@ for step in $steps; do
     rc=$?
     note "tests (rc $rc): $(grep -c 'configurations, 0 failed' "$work/tests.log") families clean;" \
       "$(grep -E '^[a-z].*configurations, [1-9]' "$work/tests.log" | tr '\n' ' ')"
-    # The prefill families again with each kernel path a default run does
-    # not take (off by default until measured) forced, each capped at 150 s
-    # so that a hang cannot eat the budget.
-    for v in "tma ATTNREG_PREFILL_TMA=1"; do
-      [ "$(left)" -gt 90 ] || break
-      label=${v%% *}
-      l=$(left)
-      # shellcheck disable=SC2086
-      env ${v#* } timeout $((l < 150 ? l : 150)) $C/bin/gpu_attn_test \
-        $C/lib/attnreg/libattn_cpu_ref.so "$cases" prefill,chunked,mixed "$cases" \
-        > "$work/tests_$label.log" 2>&1
-      note "tests $label (rc $?): $(grep -E 'configurations' "$work/tests_$label.log" | tr '\n' ' ')"
-    done
     ;;
   bench)
     timeout "$(left)" $C/bin/gpu_attn_bench "$work/bench.json" > "$work/bench.log" 2>&1
@@ -158,14 +144,12 @@ PY
     note "profile cudnn_decode_bf16 (rc $?): $(metrics_of "$work/ncu_cudnn_decode_bf16.txt")"
     ;;
   profile-prefill)
-    for tma in 0 1; do
-      ATTNREG_PREFILL_TMA=$tma timeout "$(left)" ncu --clock-control none --section SpeedOfLight \
-        --section ComputeWorkloadAnalysis --section WarpStateStats --section SchedulerStats \
-        -k regex:attn_prefill_kernel -c 1 $C/bin/gpu_attn_bench --one 0 32 8 128 16 8192 8192 1 \
-        > "$work/ncu_prefill_tma$tma.txt" 2>&1
-      note "profile prefill tma=$tma (rc $?): $(grep -E 'Duration|Compute \(SM\) Throughput|Issue Slots Busy' \
-        "$work/ncu_prefill_tma$tma.txt" | awk '{print $1 "=" $NF}' | tr '\n' ' ')"
-    done
+    timeout "$(left)" ncu --clock-control none --section SpeedOfLight \
+      --section ComputeWorkloadAnalysis --section WarpStateStats --section SchedulerStats \
+      -k regex:attn_prefill_kernel -c 1 $C/bin/gpu_attn_bench --one 0 32 8 128 16 8192 8192 1 \
+      > "$work/ncu_prefill.txt" 2>&1
+    note "profile prefill (rc $?): $(grep -E 'Duration|Compute \(SM\) Throughput|Issue Slots Busy' \
+      "$work/ncu_prefill.txt" | awk '{print $1 "=" $NF}' | tr '\n' ' ')"
     ;;
   *)
     note "$step: unknown step (tests, bench, verify, peers, python, profile, profile-prefill)"

@@ -454,82 +454,6 @@ START_TEST(mtp_pair_layout)
 }
 END_TEST
 
-/* The prefill kernel's TMA geometry (attn_launch_plan_prefill_kv_tma): the
- * axes sorted by stride for both cache layouts, a box of 64 columns x 16 keys
- * that lands exactly as many bytes as a tile holds, and every case the
- * kernel's gather must keep refused with its reason. */
-static attn_prefill_kv_tma tma_of(int d, int eb, int page, int hkv, int64_t nblk, int hnd)
-{
-    /* element strides of the contiguous NHD [blocks, page, Hkv, D] or HND
-     * [blocks, Hkv, page, D] layout, in bytes */
-    const int64_t tok = hnd ? (int64_t)d * eb : (int64_t)hkv * d * eb;
-    const int64_t head = hnd ? (int64_t)page * d * eb : (int64_t)d * eb;
-    const int64_t blk = (int64_t)page * hkv * d * eb;
-    return attn_launch_plan_prefill_kv_tma(d, eb, page, hkv, nblk, tok, head, blk, 4096, 8192);
-}
-
-START_TEST(prefill_kv_tma_geometry)
-{
-    static const int dims[] = {64, 128, 192, 256}, pages[] = {16, 32, 64, 128, 256};
-    for (size_t i = 0; i < sizeof dims / sizeof dims[0]; i++)
-        for (size_t j = 0; j < sizeof pages / sizeof pages[0]; j++)
-            for (int c = 0; c < 4; c++) {
-                /* both layouts, with 8 KV heads and with 1 (whose head axis
-                 * is never stepped, whatever its stride) */
-                const int d = dims[i], page = pages[j], hnd = c & 1, hkv = c & 2 ? 1 : 8;
-                const attn_prefill_kv_tma t = tma_of(d, 2, page, hkv, 1000, hnd);
-                ck_assert_msg(t.ok, "d %d page %d hnd %d hkv %d: %s", d, page, hnd, hkv, t.why);
-                /* axis 0 is the head dim, boxes of 128 bytes; the slot axis
-                 * takes 16 keys, the others one */
-                ck_assert_uint_eq(t.dims[0], (uint64_t)d);
-                ck_assert_uint_eq(t.box[0] * 2, 128);
-                ck_assert_int_eq(t.dim_slot + t.dim_head + t.dim_block, 6);
-                ck_assert_uint_eq(t.dims[t.dim_slot], (uint64_t)page);
-                ck_assert_uint_eq(t.dims[t.dim_head], (uint64_t)hkv);
-                ck_assert_uint_eq(t.dims[t.dim_block], 1000);
-                ck_assert_uint_eq(t.box[t.dim_slot], ATTN_PREFILL_TMA_KEYS);
-                ck_assert_uint_eq(t.box[t.dim_head] * t.box[t.dim_block], 1);
-                /* NHD: heads are the inner axis, HND: slots; one head: last */
-                ck_assert_int_eq(t.dim_slot, hnd || hkv == 1 ? 1 : 2);
-                ck_assert_int_eq(t.dim_head, hkv == 1 ? 3 : hnd ? 2 : 1);
-                for (int a = 1; a < 3; a++)
-                    ck_assert_uint_ge(t.strides[a], t.strides[a - 1] * t.dims[a]);
-                /* the boxes of one tile fill its bytes exactly */
-                const attn_prefill_layout l = attn_launch_plan_prefill_layout(d, 0);
-                ck_assert_int_eq(l.padded_d, d);
-                ck_assert_int_eq((l.keys / ATTN_PREFILL_TMA_KEYS) *
-                                     (l.padded_d / ATTN_PREFILL_TMA_COLS) * ATTN_PREFILL_TMA_KEYS *
-                                     128,
-                                 l.tile_bytes);
-            }
-    /* what keeps the gather, each with its reason */
-    const struct {
-        attn_prefill_kv_tma t;
-        const char *why;
-    } no[] = {
-        {tma_of(128, 1, 16, 8, 100, 0), "16-bit"},
-        {tma_of(80, 2, 16, 8, 100, 0), "multiple of 64"},
-        {tma_of(128, 2, 8, 8, 100, 0), "multiple of 16 keys"},
-        {tma_of(128, 2, 1, 8, 100, 1), "multiple of 16 keys"},
-        {tma_of(128, 2, 16, 8, 0, 0), "block count"},
-        {attn_launch_plan_prefill_kv_tma(128, 2, 16, 8, 100, 2048, 256, 32768, 4104, 0), "aligned"},
-        /* token stride smaller than a row of 8 heads: the axes overlap */
-        {attn_launch_plan_prefill_kv_tma(128, 2, 16, 8, 100, 1024, 256, 32768, 0, 0), "overlap"},
-        /* a padded token stride that is not a multiple of 16 bytes */
-        {attn_launch_plan_prefill_kv_tma(128, 2, 16, 1, 100, 264, 264, 264 * 16, 0, 0), "16 bytes"},
-    };
-    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++) {
-        ck_assert_msg(!no[i].t.ok && no[i].t.why && strstr(no[i].t.why, no[i].why),
-                      "case %zu: ok %d, why \"%s\" (expected \"%s\")", i, no[i].t.ok,
-                      no[i].t.why ? no[i].t.why : "(none)", no[i].why);
-    }
-    /* one block: its axis is never stepped either */
-    ck_assert(tma_of(128, 2, 16, 8, 1, 1).ok);
-    /* padding between the axes is fine (a page of 16 slots in a block of 20) */
-    ck_assert(attn_launch_plan_prefill_kv_tma(128, 2, 16, 8, 100, 2048, 256, 20 * 2048, 0, 0).ok);
-}
-END_TEST
-
 /* Blocks of W one-warp programs: W divides the segments, the W slices fit
  * the block's shared memory, each slice 128-byte aligned and holding its
  * program and, at the end, its merge state (D / 8 x 4 accumulators and 4 row
@@ -700,7 +624,6 @@ static Suite *launch_plan_suite(void)
     tcase_add_test(tc, decode_mma_rows);
     tcase_add_test(tc, decode_mma_warps);
     tcase_add_test(tc, mtp_pair_layout);
-    tcase_add_test(tc, prefill_kv_tma_geometry);
     tcase_add_test(tc, cpu_ref_is_not_capturable);
     tcase_add_test(tc, replay_model_shapes);
     suite_add_tcase(s, tc);

@@ -36,7 +36,6 @@
  *   ATTNREG_BENCH_L2_FETCH=B sets the device's L2 fetch granularity hint,
  *   ATTNREG_BENCH_L2_HINT=0 drops decode-mma's copy hint (gpu_attn_force_l2_hint),
  *   ATTNREG_MTP_WGMMA picks the MTP variant, ATTNREG_MTP_PAIR=0|1 its pair form (gpu_attn_force_mtp_pair),
- *   ATTNREG_PREFILL_TMA=0|1 the prefill kernel's TMA tiles (gpu_attn_force_prefill_tma),
  *   ATTNREG_BENCH_DMMA_CARVEOUT / _TARGET tune the decode-mma kernel.
  */
 #include <math.h>
@@ -285,8 +284,6 @@ static Result run_batch(const char *family, gpu_attn_kernel kernel, int hq, int 
         gpu_attn_force_mtp_variant(ctx, atoi(getenv("ATTNREG_MTP_WGMMA")) ? 1 : 0);
     if (kernel == GPU_ATTN_KERNEL_MTP && getenv("ATTNREG_MTP_PAIR"))
         gpu_attn_force_mtp_pair(ctx, atoi(getenv("ATTNREG_MTP_PAIR")));
-    if (getenv("ATTNREG_PREFILL_TMA"))
-        gpu_attn_force_prefill_tma(ctx, atoi(getenv("ATTNREG_PREFILL_TMA")));
     /* the bench's switches for the reduce launch and the segment count */
     if (getenv("ATTNREG_BENCH_PDL"))
         gpu_attn_force_pdl(ctx, atoi(getenv("ATTNREG_BENCH_PDL")));

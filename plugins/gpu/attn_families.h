@@ -35,7 +35,6 @@ struct gpu_attn_ctx {
     int mtp_wgmma;         /* attn_kparams.mtp_wgmma */
     int mtp_wgmma_capable; /* the build and the device have the wgmma variant */
     int mtp_pair;          /* -1: the family's rule picks the pair form; 0: never; 1: always */
-    int prefill_tma;       /* attn_kparams.kv_tma (0 unless a bench or test turns it on) */
     int prefill;           /* batches with q_len > 1 run the prefill kernel (attn_prefill.hip) */
     int pdl;               /* attn_kparams.pdl: the reduce as a programmatic dependent launch */
     int pdl_capable;       /* the platform and the device have it (NVIDIA sm_90+) */

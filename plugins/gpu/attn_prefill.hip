@@ -25,18 +25,6 @@
  *     (cp.async.mbarrier.arrive: the barrier completes when the copies have
  *     landed). K and V of a stage have their own full/free barriers, so K of
  *     tile i + 1 lands while P V of tile i still reads V.
- *     TMA form (attn_kparams.kv_tma, off unless gpu_attn_force_prefill_tma
- *     turns it on; 16-bit caches with pages of a multiple of 16 and D a
- *     multiple of 64): a tile whose keys all lie before K is copied by one
- *     thread as BN / 16 x D / 64 tensor copies (a 16-key run of one page by
- *     64 columns each, through the 4-D maps attn_launch_plan_prefill_kv_tma
- *     describes, landing in the same swizzled places), completing on the
- *     stage's barrier as a byte count; the tile that reaches K keeps the
- *     gather, whose zero fill keeps the page's stale slots out of P V.
- *     Why: the gather costs 32 cp.async a thread and tile plus their
- *     addresses, issued on the schedulers the consumers' softmax needs
- *     (bench/RESULTS.md, issue 19); a tensor copy is one instruction for
- *     2 KB. Not yet run on a device (written when none was lent).
  *   warpgroups 1, 2 (consumers, 224 registers): 64 rows each. Per tile:
  *     S = Q K^T as DP/16 wgmma m64nBNk16 (Q and K from shared memory),
  *     the online softmax in base 2 on the accumulators (scale, softcap,
@@ -120,8 +108,7 @@ struct prefill_cfg {
 #if defined(ATTN_PLATFORM_CUDA)
 
 template <int D, bool BF16, bool SOFTCAP, bool KV8>
-__global__ void __launch_bounds__(384, 1)
-    attn_prefill_kernel(const attn_kparams p, const __grid_constant__ attn_kv_tma_maps tm)
+__global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams p)
 {
 #ifdef ATTN_HAVE_WGMMA
     static_assert(!KV8 || !BF16, "an fp8 cache computes in f16");
@@ -209,71 +196,9 @@ __global__ void __launch_bounds__(384, 1)
             return (const int *)tab;
         };
         if constexpr (!KV8) {
-            /* Whole tiles (every key before K) by TMA where the launcher
-             * encoded the maps (p.kv_tma; attn_launch_plan_prefill_kv_tma):
-             * one thread copies the tile's 16-key runs, box by box, into the
-             * places the gather below would fill, and arrives on the stage's
-             * barrier with the bytes to wait for; the other 127 arrive
-             * plainly (the barrier counts 128 arrivals either way). A tile
-             * that reaches K keeps the gather, which zero-fills the keys past
-             * it: TMA would bring whatever the page holds there, and a NaN in
-             * V would survive its zero probability. */
-            constexpr bool TMA = C::DCH == CPR; /* no zero padding columns */
-            const bool tma = TMA && p.kv_tma != 0;
-            if (tma && tid == 0) {
-                attn_tma_prefetch_map(&tm.k);
-                attn_tma_prefetch_map(&tm.v);
-            }
-            /* A tile's boxes (at most 16: BN / 16 runs x DP / 64 blocks) are
-             * issued by the first warp's lanes, one each, so that their
-             * coordinates (a division each) are worked out in parallel, not
-             * in one thread's chain (which made the TMA form 1.1-1.2x slower
-             * than the gather, version 19). Lane 0 arrives with the tile's
-             * byte count before any copy is issued; the other 127 threads
-             * arrive plainly (the barrier counts 128 arrivals either way). */
-            constexpr int NBOX = (BN / ATTN_PREFILL_TMA_KEYS) * (DP / ATTN_PREFILL_TMA_COLS);
-            static_assert(!TMA || NBOX <= 32, "a box a lane of the first warp");
-            auto tma_tile = [&](const int *tab, uint8_t *dst, const CUtensorMap *map,
-                                uint64_t *bar) {
-                if (tid >= 32) {
-                    attn_mbar_arrive(bar);
-                    return;
-                }
-                if (tid == 0)
-                    attn_mbar_arrive_expect_tx(bar, C::TILE_BYTES);
-                __syncwarp();
-                if (tid < NBOX) {
-                    /* box (g, b): keys 16g..16g+15 of the tile, 64-column block b */
-                    const int g = tid / (DP / ATTN_PREFILL_TMA_COLS);
-                    const int b = tid % (DP / ATTN_PREFILL_TMA_COLS);
-                    const int slot = tab[g * ATTN_PREFILL_TMA_KEYS];
-                    const int blk = slot / p.kv_block_slots, pos = slot - blk * p.kv_block_slots;
-                    /* the map's axes 1..3 are the slot, head and block axes
-                     * in the cache's stride order */
-                    auto coord = [&](int axis) {
-                        return p.kv_tma_dim_slot == axis   ? pos
-                               : p.kv_tma_dim_head == axis ? kvh
-                                                           : blk;
-                    };
-                    attn_tma_load_4d(dst + b * BN * 128 + g * ATTN_PREFILL_TMA_KEYS * 128, map, bar,
-                                     b * ATTN_PREFILL_TMA_COLS, coord(1), coord(2), coord(3));
-                }
-                if (tid != 0)
-                    attn_mbar_arrive(bar);
-            };
             for (int it = 0; it < ntiles; it++) {
                 const int st = it % ST, use = it / ST;
                 const int *tab = publish_table(it);
-                if (tma && (my_lo + it + 1) * BN <= K) {
-                    uint8_t *Ks = KV + st * C::STAGE_BYTES;
-                    if (use > 0)
-                        attn_mbar_wait(&kfree[st], (use - 1) & 1);
-                    tma_tile(tab, Ks, &tm.k, &kfull[st]);
-                    if (use > 0)
-                        attn_mbar_wait(&vfree[st], (use - 1) & 1);
-                    tma_tile(tab, Ks + C::TILE_BYTES, &tm.v, &vfull[st]);
-                    continue;
-                }
                 /* This thread's rows of the tile and where they start in the
                  * cache (-1: past K, zero-filled). */
                 int slot[C::PASSES];
@@ -780,66 +705,6 @@ __global__ void __launch_bounds__(384, 1)
 #endif
 }
 
-/* The driver's tensor-map encoder, looked up once through the runtime (no
- * link against the driver library); NULL where the driver has none. */
-typedef CUresult (*attn_encode_tiled_fn)(CUtensorMap *, CUtensorMapDataType, cuuint32_t, void *,
-                                         const cuuint64_t *, const cuuint64_t *,
-                                         const cuuint32_t *, const cuuint32_t *,
-                                         CUtensorMapInterleave, CUtensorMapSwizzle,
-                                         CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-static attn_encode_tiled_fn encode_tiled(void)
-{
-    static const attn_encode_tiled_fn fn = [] {
-        void *f = nullptr;
-        cudaDriverEntryPointQueryResult found;
-        if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault,
-                                             &found) != cudaSuccess ||
-            found != cudaDriverEntryPointSuccess)
-            f = nullptr;
-        return (attn_encode_tiled_fn)f;
-    }();
-    return fn;
-}
-
-/* The K and V tensor maps of this call's caches (attn_kparams.kv_tma), with
- * the geometry of attn_launch_plan_prefill_kv_tma. False (the kernel then
- * gathers every tile) where the geometry or the driver says no. */
-static bool encode_kv_tma(attn_kparams *q, attn_kv_tma_maps *m)
-{
-    const attn_prefill_kv_tma g = attn_launch_plan_prefill_kv_tma(
-        q->d, attn_launch_plan_kv_bytes(q->kv_dtype), q->page, q->hkv, q->kv_num_blocks,
-        q->kv_stride_token, q->kv_stride_head, q->kv_stride_block, (uintptr_t)q->k_cache,
-        (uintptr_t)q->v_cache);
-    const attn_encode_tiled_fn enc = encode_tiled();
-    if (!g.ok || !enc)
-        return false;
-    const CUtensorMapDataType ty = q->kv_dtype == ATTN_DTYPE_BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
-                                                                  : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-    const cuuint32_t one[4] = {1, 1, 1, 1};
-    const void *base[2] = {q->k_cache, q->v_cache};
-    CUtensorMap *map[2] = {&m->k, &m->v};
-    cuuint64_t dims[4], strides[3];
-    cuuint32_t box[4];
-    for (int i = 0; i < 4; i++) {
-        dims[i] = g.dims[i];
-        box[i] = g.box[i];
-        if (i < 3)
-            strides[i] = g.strides[i];
-    }
-    for (int i = 0; i < 2; i++) {
-        const CUresult r =
-            enc(map[i], ty, 4, const_cast<void *>(base[i]), dims, strides, box, one,
-                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-                CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-        if (r != CUDA_SUCCESS)
-            return false;
-    }
-    q->kv_tma_dim_slot = g.dim_slot;
-    q->kv_tma_dim_head = g.dim_head;
-    q->kv_tma_dim_block = g.dim_block;
-    return true;
-}
-
 template <int D, bool BF16, bool SOFTCAP, bool KV8>
 static hipError_t launch_prefill_t(const attn_kparams *p, hipStream_t stream)
 {
@@ -849,12 +714,8 @@ static hipError_t launch_prefill_t(const attn_kparams *p, hipStream_t stream)
         attn_func_opt_in((const void *)attn_prefill_kernel<D, BF16, SOFTCAP, KV8>, C::SMEM, -1);
     if (e != hipSuccess)
         return e;
-    attn_kparams q = *p;
-    attn_kv_tma_maps maps;
-    memset(&maps, 0, sizeof maps);
-    q.kv_tma = !KV8 && C::DCH == C::CPR && q.kv_tma && encode_kv_tma(&q, &maps);
     dim3 grid(p->num_tokens / p->block_q + p->num_seqs, p->hkv * p->head_splits, p->nseg);
-    attn_prefill_kernel<D, BF16, SOFTCAP, KV8><<<grid, C::THREADS, C::SMEM, stream>>>(q, maps);
+    attn_prefill_kernel<D, BF16, SOFTCAP, KV8><<<grid, C::THREADS, C::SMEM, stream>>>(*p);
     e = hipGetLastError();
     if (e != hipSuccess || !p->partials)
         return e;

@@ -102,37 +102,6 @@ static __device__ __forceinline__ void attn_mbar_arrive_cp_async(uint64_t *bar)
     asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(attn_smem_addr(bar))
                  : "memory");
 }
-/* Arrives on `bar` and adds `bytes` to the transactions its phase waits
- * for (the bytes of the TMA copies that complete on it). */
-static __device__ __forceinline__ void attn_mbar_arrive_expect_tx(uint64_t *bar, uint32_t bytes)
-{
-    asm volatile(
-        "{\n .reg .b64 st;\n mbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n}\n" ::"r"(
-            attn_smem_addr(bar)),
-        "r"(bytes)
-        : "memory");
-}
-
-/* ---- TMA (tensor copies by a tensor map) ---------------------------------- */
-/* Copies the box of `map` at coordinates (c0, c1, c2, c3) (elements; c0 the
- * innermost axis) to `dst` (shared memory, in the map's swizzle), completing
- * its bytes on `bar`. `map` must live in parameter, constant or global
- * memory (a __grid_constant__ kernel parameter). */
-static __device__ __forceinline__ void
-attn_tma_load_4d(void *dst, const CUtensorMap *map, uint64_t *bar, int c0, int c1, int c2, int c3)
-{
-    asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes"
-                 " [%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(attn_smem_addr(dst)),
-                 "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3),
-                 "r"(attn_smem_addr(bar))
-                 : "memory");
-}
-/* Brings a tensor map into the cache ahead of its first copy. */
-static __device__ __forceinline__ void attn_tma_prefetch_map(const CUtensorMap *map)
-{
-    asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
-}
-
 /* Blocks until the barrier's phase with this parity has completed. */
 static __device__ __forceinline__ void attn_mbar_wait(uint64_t *bar, int parity)
 {

@@ -84,13 +84,6 @@ int gpu_attn_force_mtp_variant(gpu_attn_ctx *ctx, int variant);
  * (1). Returns the setting, -2 for a context that is not the MTP kernel's. */
 int gpu_attn_force_mtp_pair(gpu_attn_ctx *ctx, int use);
 
-/* For benchmarks and tests (ATTNREG_PREFILL_TMA): the prefill kernel's whole
- * K/V tiles of a 16-bit cache by TMA where the cache's geometry allows it
- * (1; attn_launch_plan_prefill_kv_tma), or every tile by the cp.async
- * gather (0, the default until the TMA path has been measured on a device).
- * Returns the setting, -1 for no context or a value other than 0 and 1. */
-int gpu_attn_force_prefill_tma(gpu_attn_ctx *ctx, int use);
-
 /* For benchmarks (the bench's ATTNREG_BENCH_PDL=0): launch the reduce kernel
  * as a programmatic dependent of the attention kernel (use = 1, the default
  * on sm_90 and later) or plainly (0). Returns the setting in effect (0 where

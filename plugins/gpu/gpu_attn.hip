@@ -299,7 +299,6 @@ extern "C" attn_status gpu_attn_create(gpu_attn_kernel kernel, const attn_shape 
 #endif
     c->pdl = c->pdl_capable;
     c->mtp_pair = -1;
-    c->prefill_tma = 0; /* not yet run on a device: see attn_prefill.hip */
     c->reduce_rows = 1;
     c->kv_l2_hint = 1;
     ops->configure(c, &prop);
@@ -320,14 +319,6 @@ extern "C" int gpu_attn_force_mtp_pair(gpu_attn_ctx *ctx, int use)
     if (!ctx || ctx->kernel != GPU_ATTN_KERNEL_MTP || use < -1 || use > 1)
         return -2;
     ctx->mtp_pair = use;
-    return use;
-}
-
-extern "C" int gpu_attn_force_prefill_tma(gpu_attn_ctx *ctx, int use)
-{
-    if (!ctx || use < 0 || use > 1)
-        return -1;
-    ctx->prefill_tma = use;
     return use;
 }
 
@@ -567,8 +558,6 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
     p.pdl = ctx->pdl;
     p.reduce_rows = ctx->reduce_rows;
     p.kv_l2_hint = ctx->kv_l2_hint;
-    p.kv_tma = ctx->prefill_tma;
-    p.kv_num_blocks = a->num_blocks;
     p.q_stride_head = a->q_stride_head;
     p.k_cache = a->k_cache;
     p.v_cache = a->v_cache;

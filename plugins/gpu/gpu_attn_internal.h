@@ -79,14 +79,6 @@ typedef struct attn_kparams {
      * of (b, t) is b * kv_block_slots + t. */
     int64_t kv_stride_block, kv_stride_token, kv_stride_head;
     int32_t kv_block_slots;
-    int64_t kv_num_blocks; /* attn_forward_args.num_blocks (0: not given) */
-    /* The prefill kernel's whole 16-bit tiles by TMA (attn_prefill.hip): 1
-     * where the context allows it (gpu_attn_force_prefill_tma) and, set by
-     * the prefill launcher once its tensor maps are encoded, which of the
-     * maps' axes 1..3 is the cache's slot, head and block axis
-     * (attn_launch_plan_prefill_kv_tma). */
-    int32_t kv_tma;
-    int32_t kv_tma_dim_slot, kv_tma_dim_head, kv_tma_dim_block;
     /* 1: every program writes (max, sum, acc) partials and attn_reduce_kernel
      * merges them (nseg > 1, the MTP kernel, or an lse output wanted: the
      * reduce is the one place that writes the log-sum-exp). */
@@ -96,16 +88,6 @@ typedef struct attn_kparams {
 } attn_kparams;
 
 enum { ATTN_PART_ALL = 0, ATTN_PART_SINGLE = 1, ATTN_PART_MULTI = 2 };
-
-#if defined(ATTN_PLATFORM_CUDA)
-#include <cuda.h> /* CUtensorMap (64-byte aligned by its declaration) */
-/* The prefill kernel's K and V tensor maps: its second parameter
- * (__grid_constant__, so that TMA reads them from parameter space), filled
- * by the launcher on every call where attn_kparams.kv_tma is set. */
-typedef struct attn_kv_tma_maps {
-    CUtensorMap k, v;
-} attn_kv_tma_maps;
-#endif
 
 #define ATTN_LOG2E 1.4426950408889634f
 #define ATTN_LN2 0.6931471805599453f

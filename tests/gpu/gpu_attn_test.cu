@@ -442,8 +442,6 @@ static bool run_case(const Case &c, Stats &st, bool verbose)
         gpu_attn_force_mtp_variant(ctx, atoi(getenv("ATTNREG_MTP_WGMMA")) ? 1 : 0);
     if (c.kernel == GPU_ATTN_KERNEL_MTP && getenv("ATTNREG_MTP_PAIR"))
         gpu_attn_force_mtp_pair(ctx, atoi(getenv("ATTNREG_MTP_PAIR")));
-    if (getenv("ATTNREG_PREFILL_TMA"))
-        gpu_attn_force_prefill_tma(ctx, atoi(getenv("ATTNREG_PREFILL_TMA")));
     /* the bench's switches of the kernels' variants, so that both sides of
      * an A/B are checked (gpu_attn_bench.cu lists them) */
     if (getenv("ATTNREG_BENCH_L2_HINT"))

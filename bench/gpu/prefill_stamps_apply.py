@@ -110,8 +110,8 @@ rep('''                *(float2 *)(p.ws_acc + i1 * D + 8 * j + 2 * t) =
     (void)p;
 #endif
 }''')
-rep('''    attn_prefill_kernel<D, BF16, SOFTCAP, KV8><<<grid, C::THREADS, C::SMEM, stream>>>(q, maps);
-''', '''    attn_prefill_kernel<D, BF16, SOFTCAP, KV8><<<grid, C::THREADS, C::SMEM, stream>>>(q, maps);
+rep('''    attn_prefill_kernel<D, BF16, SOFTCAP, KV8><<<grid, C::THREADS, C::SMEM, stream>>>(*p);
+''', '''    attn_prefill_kernel<D, BF16, SOFTCAP, KV8><<<grid, C::THREADS, C::SMEM, stream>>>(*p);
 #ifdef ATTN_PREFILL_STAMPS
     static int calls = 0;
     if (getenv("PREFILL_STAMPS_PRINT") && calls++ < 3)

@@ -17,17 +17,10 @@ scratch copy of the tree:
 
 Each anchor is asserted: when the kernel changes, this fails loudly instead of
 instrumenting the wrong place."""
-import sys
+from stamps_patch import Patch
 
-p = sys.argv[1] if len(sys.argv) > 1 else 'plugins/gpu/attn_prefill.hip'
-s = open(p).read()
-
-
-def rep(old, new):
-    global s
-    assert s.count(old) == 1, (old[:70], s.count(old))
-    s = s.replace(old, new, 1)
-
+patch = Patch('plugins/gpu/attn_prefill.hip')
+rep = patch.rep
 
 rep('''#if defined(ATTN_PLATFORM_CUDA)
 
@@ -82,16 +75,14 @@ rep('''    /* Row sums over the 4 lanes of a row. */
     l0 += __shfl_xor_sync(0xffffffffu, l0, 1);''', '''    PF_STAMP(pst[4]);
     /* Row sums over the 4 lanes of a row. */
     l0 += __shfl_xor_sync(0xffffffffu, l0, 1);''')
-rep('''                *(float2 *)(p.ws_acc + i1 * D + 8 * j + 2 * t) =
-                    make_float2(o[4 * j + 2], o[4 * j + 3]);
-        }
+rep('''            *(float2 *)(p.ws_acc + i) = make_float2(a, b);
+        });
     }
 #else
     (void)p;
 #endif
-}''', '''                *(float2 *)(p.ws_acc + i1 * D + 8 * j + 2 * t) =
-                    make_float2(o[4 * j + 2], o[4 * j + 3]);
-        }
+}''', '''            *(float2 *)(p.ws_acc + i) = make_float2(a, b);
+        });
     }
 #ifdef ATTN_PREFILL_STAMPS
     __threadfence();
@@ -118,4 +109,4 @@ rep('''    attn_prefill_kernel<D, BF16, SOFTCAP, KV8><<<grid, C::THREADS, C::SME
         pf_stamp_print<<<1, 1, 0, stream>>>(grid.x * grid.y * grid.z);
 #endif
 ''')
-open(p, 'w').write(s)
+patch.write()

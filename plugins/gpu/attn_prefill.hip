@@ -623,61 +623,48 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
 
     const int head0 = kvh * p.group + hg0, head1 = kvh * p.group + hg1;
     const int token0 = q0 + t0 + tok0, token1 = q0 + t0 + tok1;
+    /* This thread's part of its two rows, scaled by s0 and s1: the two
+     * adjacent columns 8j + 2t, 8j + 2t + 1 of each n8 tile j, handed to
+     * `put` as a pair at element index b + 8j + 2t of its row's base b. */
+    auto row_pairs = [&](int64_t b0, int64_t b1, float s0, float s1, auto put) {
+#pragma unroll
+        for (int j = 0; j < D / 8; j++) {
+            if (ok0)
+                put(b0 + 8 * j + 2 * t, o[4 * j + 0] * s0, o[4 * j + 1] * s0);
+            if (ok1)
+                put(b1 + 8 * j + 2 * t, o[4 * j + 2] * s1, o[4 * j + 3] * s1);
+        }
+    };
     if (!p.partials) {
         /* A row without visible keys writes zeros. */
         const float inv0 = ok0 ? attn_row_inverse(m0, l0, p.sinks, head0, p.v_scale) : 0.f;
         const float inv1 = ok1 ? attn_row_inverse(m1, l1, p.sinks, head1, p.v_scale) : 0.f;
         const int64_t ob0 = (int64_t)token0 * p.out_stride_token + (int64_t)head0 * p.out_stride_head;
         const int64_t ob1 = (int64_t)token1 * p.out_stride_token + (int64_t)head1 * p.out_stride_head;
-        /* A thread's two adjacent columns go out as one store (bf16x2,
-         * f16x2 or float2), the output type chosen once, not per element:
-         * per element (a type switch, a conversion and a 2-byte store) the
-         * output took ~6 us of a program, as long as 2-3 key tiles
-         * (per-program timestamps, bench/RESULTS.md version 19). Element by
-         * element where the output's strides leave pairs unaligned. */
-        auto store16 = [&](auto bf16_out) {
-            constexpr bool BFO = decltype(bf16_out)::value;
-            uint16_t *out = (uint16_t *)p.out;
-#pragma unroll
-            for (int j = 0; j < D / 8; j++) {
-                if (ok0)
-                    *(uint32_t *)(out + ob0 + 8 * j + 2 * t) =
-                        attn_pack2<BFO>(o[4 * j + 0] * inv0, o[4 * j + 1] * inv0);
-                if (ok1)
-                    *(uint32_t *)(out + ob1 + 8 * j + 2 * t) =
-                        attn_pack2<BFO>(o[4 * j + 2] * inv1, o[4 * j + 3] * inv1);
-            }
-        };
-        if (p.out_pair && p.out_dtype == ATTN_DTYPE_BF16) {
-            store16(std::true_type{});
-        } else if (p.out_pair && p.out_dtype == ATTN_DTYPE_F16) {
-            store16(std::false_type{});
-        } else if (p.out_pair && p.out_dtype == ATTN_DTYPE_F32) {
-            float *out = (float *)p.out;
-#pragma unroll
-            for (int j = 0; j < D / 8; j++) {
-                if (ok0)
-                    *(float2 *)(out + ob0 + 8 * j + 2 * t) =
-                        make_float2(o[4 * j + 0] * inv0, o[4 * j + 1] * inv0);
-                if (ok1)
-                    *(float2 *)(out + ob1 + 8 * j + 2 * t) =
-                        make_float2(o[4 * j + 2] * inv1, o[4 * j + 3] * inv1);
-            }
-        } else {
-#pragma unroll
-            for (int j = 0; j < D / 8; j++) {
-                if (ok0) {
-                    attn_store_elem(p.out, ob0 + 8 * j + 2 * t, p.out_dtype, o[4 * j + 0] * inv0);
-                    attn_store_elem(p.out, ob0 + 8 * j + 2 * t + 1, p.out_dtype,
-                                    o[4 * j + 1] * inv0);
-                }
-                if (ok1) {
-                    attn_store_elem(p.out, ob1 + 8 * j + 2 * t, p.out_dtype, o[4 * j + 2] * inv1);
-                    attn_store_elem(p.out, ob1 + 8 * j + 2 * t + 1, p.out_dtype,
-                                    o[4 * j + 3] * inv1);
-                }
-            }
-        }
+        /* A pair goes out as one store (bf16x2, f16x2 or float2), the output
+         * type chosen once, not per element: per element (a type switch, a
+         * conversion and a 2-byte store) the output took ~6 us of a program,
+         * as long as 2-3 key tiles (per-program timestamps, bench/RESULTS.md
+         * version 19). Element by element where the output's strides leave
+         * pairs unaligned. */
+        uint16_t *out16 = (uint16_t *)p.out;
+        if (p.out_pair && p.out_dtype == ATTN_DTYPE_BF16)
+            row_pairs(ob0, ob1, inv0, inv1, [&](int64_t i, float a, float b) {
+                *(uint32_t *)(out16 + i) = attn_pack2<true>(a, b);
+            });
+        else if (p.out_pair && p.out_dtype == ATTN_DTYPE_F16)
+            row_pairs(ob0, ob1, inv0, inv1, [&](int64_t i, float a, float b) {
+                *(uint32_t *)(out16 + i) = attn_pack2<false>(a, b);
+            });
+        else if (p.out_pair && p.out_dtype == ATTN_DTYPE_F32)
+            row_pairs(ob0, ob1, inv0, inv1, [&](int64_t i, float a, float b) {
+                *(float2 *)((float *)p.out + i) = make_float2(a, b);
+            });
+        else
+            row_pairs(ob0, ob1, inv0, inv1, [&](int64_t i, float a, float b) {
+                attn_store_elem(p.out, i, p.out_dtype, a);
+                attn_store_elem(p.out, i + 1, p.out_dtype, b);
+            });
     } else {
         /* A segment's partial, in the layout attn_reduce_kernel reads; a
          * row without keys in this segment writes (-inf, 0). */
@@ -691,14 +678,9 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
             p.ws_ml[2 * i1] = m1;
             p.ws_ml[2 * i1 + 1] = l1;
         }
-#pragma unroll
-        for (int j = 0; j < D / 8; j++) {
-            if (ok0)
-                *(float2 *)(p.ws_acc + i0 * D + 8 * j + 2 * t) = make_float2(o[4 * j], o[4 * j + 1]);
-            if (ok1)
-                *(float2 *)(p.ws_acc + i1 * D + 8 * j + 2 * t) =
-                    make_float2(o[4 * j + 2], o[4 * j + 3]);
-        }
+        row_pairs(i0 * D, i1 * D, 1.f, 1.f, [&](int64_t i, float a, float b) {
+            *(float2 *)(p.ws_acc + i) = make_float2(a, b);
+        });
     }
 #else
     (void)p;

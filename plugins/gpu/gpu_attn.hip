@@ -571,7 +571,7 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
     p.out_stride_head = a->out_stride_head;
     /* the prefill kernel stores two columns at once where every row start
      * keeps them aligned */
-    p.out_pair = (uintptr_t)a->out % (s->out_dtype == ATTN_DTYPE_F32 ? 8 : 4) == 0 &&
+    p.out_pair = (uintptr_t)a->out % (2 * attn_dtype_size(s->out_dtype)) == 0 &&
                  a->out_stride_token % 2 == 0 && a->out_stride_head % 2 == 0;
     p.num_seqs = a->num_seqs;
     p.num_tokens = a->num_tokens;

@@ -14,13 +14,10 @@ under #ifdef ATTN_MTP_STAMPS. Usage, on a scratch copy of the tree:
 
 Each anchor is asserted: when the kernel changes, this fails loudly instead of
 instrumenting the wrong place."""
-import sys
-p = sys.argv[1] if len(sys.argv) > 1 else 'plugins/gpu/attn_mtp.hip'
-s=open(p).read()
-def rep(old,new):
-    global s
-    assert old in s, old[:60]
-    s=s.replace(old,new,1)
+from stamps_patch import Patch
+
+patch = Patch('plugins/gpu/attn_mtp.hip')
+rep = patch.rep
 rep('''/* How far (log2 units) a row's scores''','''#ifdef ATTN_MTP_STAMPS
 #include <stdlib.h>
 static __device__ __forceinline__ unsigned long long mtp_now()
@@ -118,4 +115,4 @@ rep('''    attn_mtp_kernel<QW, WG, PAIR><<<grid, PAIR ? 256 : 128, smem, stream>
     if (getenv("MTP_STAMPS_PRINT") && calls++ < 3)
         mtp_stamp_print<<<1, 1, 0, stream>>>(grid.x * grid.y * grid.z);
 #endif''')
-open(p, 'w').write(s)
+patch.write()

@@ -299,6 +299,11 @@ static bool run_case(const Case &c, Stats &st, bool verbose)
     for (auto &x : bt)
         if (x < 0)
             x = perm[nblocks - 1]; /* valid but unused entries */
+    /* The row (in elements / D) of key j of sequence s, KV head h, in the
+     * contiguous [blocks, page, Hkv, D] cache. */
+    auto kv_row = [&](int s, int j, int h) {
+        return ((size_t)bt[(size_t)s * bt_stride + j / c.page] * c.page + j % c.page) * c.hkv + h;
+    };
 
     const size_t kv_elems = (size_t)nblocks * c.page * c.hkv * D;
     std::vector<uint8_t> kc(kv_elems * dsize(c.kv_dtype)), vc(kv_elems * dsize(c.kv_dtype));
@@ -364,8 +369,7 @@ static bool run_case(const Case &c, Stats &st, bool verbose)
                 continue;
             if (c.wr >= 0 && j > pos + c.wr)
                 continue;
-            size_t base =
-                ((size_t)bt[(size_t)s * bt_stride + j / c.page] * c.page + j % c.page) * c.hkv + kvh;
+            const size_t base = kv_row(s, j, kvh);
             double acc = 0;
             for (int d = 0; d < D; d++)
                 acc += qv[d] * load_raw(kc, c.kv_dtype, base * D + d);
@@ -385,9 +389,7 @@ static bool run_case(const Case &c, Stats &st, bool verbose)
         for (size_t n = 0; n < sv.size(); n++) {
             double pr = exp(sv[n] - mx);
             den += pr;
-            int j = keys[n];
-            size_t base =
-                ((size_t)bt[(size_t)s * bt_stride + j / c.page] * c.page + j % c.page) * c.hkv + kvh;
+            const size_t base = kv_row(s, keys[n], kvh);
             for (int d = 0; d < Dv; d++)
                 o[d] += pr * load_raw(vc, c.kv_dtype, base * Dv + d);
         }
@@ -474,17 +476,14 @@ static bool run_case(const Case &c, Stats &st, bool verbose)
      * NaN codes (an engine's cache holds whatever was there; a kernel that
      * reads them must keep them out of the output: a NaN in V survives a zero
      * probability) */
-    if (kv8) {
-        const uint8_t nan_code = c.kv_dtype == ATTN_DTYPE_FP8_E4M3FNUZ ? 0x80 : 0x7F;
+    if (kv8)
         for (int s = 0; s < S; s++)
             for (int j = c.klens[s]; j % c.page != 0; j++)
-                for (int h = 0; h < c.hkv; h++) {
-                    const size_t base =
-                        (((size_t)bt[(size_t)s * bt_stride + j / c.page] * c.page + j % c.page) * c.hkv + h) * D;
-                    memset(&kc[base], nan_code, D);
-                    memset(&vc[base], nan_code, D);
-                }
-    }
+                for (int h = 0; h < c.hkv; h++)
+                    for (int d = 0; d < D; d++) {
+                        store_raw(kc, c.kv_dtype, kv_row(s, j, h) * D + d, NAN);
+                        store_raw(vc, c.kv_dtype, kv_row(s, j, h) * D + d, NAN);
+                    }
     /* the cache in the case's layout: one allocation for K and V (layout 1)
      * or one each */
     const KvLayout lay = kv_layout(c.layout, nblocks, c.page, c.hkv, D);

@@ -460,8 +460,12 @@ __global__ void __launch_bounds__(32 * ATTN_DMMA_MAX_WARPS) attn_decode_mma_kern
             }
         };
         float mx = 0.f;
+        /* The loops over a row's chunks are unrolled so that their global
+         * reads issue together (see the 16-bit path below). */
         if (BF16Q) {
-            for (int c = half; c < CH; c += 2) {
+#pragma unroll
+            for (int cc = 0; cc < CH / 2; cc++) {
+                const int c = 2 * cc + half;
                 uint32_t w[4];
                 read8(c, w);
 #pragma unroll
@@ -472,7 +476,9 @@ __global__ void __launch_bounds__(32 * ATTN_DMMA_MAX_WARPS) attn_decode_mma_kern
             mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 16));
         }
         int sh = 0;
-        for (int c = half; c < CH; c += 2) {
+#pragma unroll
+        for (int cc = 0; cc < CH / 2; cc++) {
+            const int c = 2 * cc + half;
             uint32_t w[4];
             if constexpr (DIRECT) {
                 /* The K fragments read a lane's 4 raw bytes 4t..4t+3 of a
@@ -508,26 +514,40 @@ __global__ void __launch_bounds__(32 * ATTN_DMMA_MAX_WARPS) attn_decode_mma_kern
         qmul0 *= rowmul[g];
         qmul1 *= rowmul[g + 8];
     } else {
-    for (int idx = lane; idx < DMMA_TILE * CH; idx += 32) {
-        const int r = idx / CH, c = idx % CH;
-        const int hg = hsplit * DMMA_TILE + r;
-        uint4 v = make_uint4(0u, 0u, 0u, 0u);
-        if (hg < p.group) {
-            const int64_t off = (int64_t)q0 * p.q_stride_token +
-                                (int64_t)(kvh * p.group + hg) * p.q_stride_head + c * 8;
-            const uint16_t *qp = (const uint16_t *)p.q + off;
-            if (p.q_vec16) {
-                v = *(const uint4 *)qp;
-            } else {
-                uint32_t w[4];
+        /* Every chunk's global read is issued before the first shared store:
+         * a loop that read and stored chunk by chunk waited out one round
+         * trip per chunk (8 a lane at D 128; its store was the kernel's most
+         * sampled stall, 10 % of the samples at batch 32 x 1024 keys, Nsight
+         * Compute, bench/RESULTS.md version 22), while the first tiles'
+         * copies had long landed. */
+        constexpr int QL = DMMA_TILE * CH / 32; /* chunks a lane */
+        uint4 qv[QL];
 #pragma unroll
-                for (int k = 0; k < 4; k++)
-                    w[k] = (uint32_t)qp[2 * k] | ((uint32_t)qp[2 * k + 1] << 16);
-                v = make_uint4(w[0], w[1], w[2], w[3]);
+        for (int i = 0; i < QL; i++) {
+            const int idx = lane + 32 * i;
+            const int r = idx / CH, c = idx % CH;
+            const int hg = hsplit * DMMA_TILE + r;
+            qv[i] = make_uint4(0u, 0u, 0u, 0u);
+            if (hg < p.group) {
+                const int64_t off = (int64_t)q0 * p.q_stride_token +
+                                    (int64_t)(kvh * p.group + hg) * p.q_stride_head + c * 8;
+                const uint16_t *qp = (const uint16_t *)p.q + off;
+                if (p.q_vec16) {
+                    qv[i] = *(const uint4 *)qp;
+                } else {
+                    uint32_t w[4];
+#pragma unroll
+                    for (int k = 0; k < 4; k++)
+                        w[k] = (uint32_t)qp[2 * k] | ((uint32_t)qp[2 * k + 1] << 16);
+                    qv[i] = make_uint4(w[0], w[1], w[2], w[3]);
+                }
             }
         }
-        *(uint4 *)(Qs + chunk_at(r, c)) = v;
-    }
+#pragma unroll
+        for (int i = 0; i < QL; i++) {
+            const int idx = lane + 32 * i;
+            *(uint4 *)(Qs + chunk_at(idx / CH, idx % CH)) = qv[i];
+        }
     }
 
     float o[NT][4];
@@ -816,11 +836,27 @@ __global__ void __launch_bounds__(32 * ATTN_DMMA_MAX_WARPS) attn_decode_mma_kern
     }
 
     const int token = q0;
-    /* The output columns of o[j][2 half] and o[j][2 half + 1]: 8j + 2t and
-     * the next; fp8 read directly: 32 (j / 4) + 8t + j % 4 and 4 further
-     * (the P V fragments' column order). */
-    auto out_col = [&](int j, int e) -> int {
-        return DIRECT ? 32 * (j >> 2) + 8 * t + (j & 3) + 4 * e : 8 * j + 2 * t + e;
+    /* Row `half` of the lane (g + 8 half) goes out in column pairs (c, c +
+     * 1), put(base + c, value c, value c + 1) with the values times `mul`:
+     * o[j][2 half] and o[j][2 half + 1] are columns 8j + 2t and the next;
+     * fp8 read directly, 32 (j / 4) + 8t + j % 4 + 4e for o[j][2 half + e]
+     * (the P V fragments' column order), so n-tiles j and j + 1 of one e
+     * hold a pair. */
+    auto row_pairs = [&](int half, int64_t base, float mul, auto put) {
+        if constexpr (DIRECT) {
+#pragma unroll
+            for (int G = 0; G < NT / 4; G++)
+#pragma unroll
+                for (int c = 0; c < 4; c += 2)
+#pragma unroll
+                    for (int e = 0; e < 2; e++)
+                        put(base + 32 * G + 8 * t + 4 * e + c, o[4 * G + c][2 * half + e] * mul,
+                            o[4 * G + c + 1][2 * half + e] * mul);
+        } else {
+#pragma unroll
+            for (int j = 0; j < NT; j++)
+                put(base + 8 * j + 2 * t, o[j][2 * half] * mul, o[j][2 * half + 1] * mul);
+        }
     };
 #pragma unroll
     for (int half = 0; half < 2; half++) {
@@ -832,30 +868,40 @@ __global__ void __launch_bounds__(32 * ATTN_DMMA_MAX_WARPS) attn_decode_mma_kern
         if (!p.partials) {
             const float inv = attn_row_inverse(M, Ls, p.sinks, head, p.v_scale);
             const int64_t ob = (int64_t)token * p.out_stride_token + (int64_t)head * p.out_stride_head;
-#pragma unroll
-            for (int j = 0; j < NT; j++) {
-                attn_store_elem(p.out, ob + out_col(j, 0), p.out_dtype, o[j][2 * half] * inv);
-                attn_store_elem(p.out, ob + out_col(j, 1), p.out_dtype,
-                                o[j][2 * half + 1] * inv);
-            }
+            /* A pair goes out as one store, the output type chosen once
+             * (the prefill kernel's epilogue, version 19): element by element
+             * with a type switch each, the writing warp spent ~700
+             * instructions on 64 values, on the step's tail (Nsight Compute,
+             * version 22). Element by element where the strides leave pairs
+             * unaligned. */
+            uint16_t *out16 = (uint16_t *)p.out;
+            if (p.out_pair && p.out_dtype == ATTN_DTYPE_BF16)
+                row_pairs(half, ob, inv, [&](int64_t i, float x, float y) {
+                    *(uint32_t *)(out16 + i) = attn_pack2<true>(x, y);
+                });
+            else if (p.out_pair && p.out_dtype == ATTN_DTYPE_F16)
+                row_pairs(half, ob, inv, [&](int64_t i, float x, float y) {
+                    *(uint32_t *)(out16 + i) = attn_pack2<false>(x, y);
+                });
+            else if (p.out_pair && p.out_dtype == ATTN_DTYPE_F32)
+                row_pairs(half, ob, inv, [&](int64_t i, float x, float y) {
+                    *(float2 *)((float *)p.out + i) = make_float2(x, y);
+                });
+            else
+                row_pairs(half, ob, inv, [&](int64_t i, float x, float y) {
+                    attn_store_elem(p.out, i, p.out_dtype, x);
+                    attn_store_elem(p.out, i + 1, p.out_dtype, y);
+                });
         } else {
             const int64_t wi = ((int64_t)blockIdx.z * p.num_tokens + token) * p.hq + head;
             if (t == 0) {
                 p.ws_ml[2 * wi] = M;
                 p.ws_ml[2 * wi + 1] = Ls;
             }
-            if (Ls > 0.f) {
-#pragma unroll
-                for (int j = 0; j < NT; j++) {
-                    if constexpr (DIRECT) {
-                        p.ws_acc[wi * D + out_col(j, 0)] = o[j][2 * half];
-                        p.ws_acc[wi * D + out_col(j, 1)] = o[j][2 * half + 1];
-                    } else {
-                        *(float2 *)(p.ws_acc + wi * D + 8 * j + 2 * t) =
-                            make_float2(o[j][2 * half], o[j][2 * half + 1]);
-                    }
-                }
-            }
+            if (Ls > 0.f)
+                row_pairs(half, wi * D, 1.f, [&](int64_t i, float x, float y) {
+                    *(float2 *)(p.ws_acc + i) = make_float2(x, y);
+                });
         }
     }
 #else

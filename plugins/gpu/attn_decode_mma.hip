@@ -459,15 +459,35 @@ __global__ void __launch_bounds__(32 * ATTN_DMMA_MAX_WARPS) attn_decode_mma_kern
                     w[k] = (uint32_t)qrow[c * 8 + 2 * k] | ((uint32_t)qrow[c * 8 + 2 * k + 1] << 16);
             }
         };
+        /* Up to D 128 each lane reads its whole row once, every chunk's
+         * global read issued together (read chunk by chunk, a pass for the
+         * maximum and one for the conversion waited out a round trip a
+         * chunk; see the 16-bit path below), at most 64 registers for the
+         * prologue; above, the two passes' reads (unrolled, so each pass's
+         * issue together). chunk(c, odd) picks chunk c + odd, c even or odd
+         * a compile-time constant, so the row stays in registers. */
+        constexpr bool ROW_IN_REGS = CH <= 16;
+        uint32_t rowq[ROW_IN_REGS ? CH : 1][4];
+        if constexpr (ROW_IN_REGS) {
+#pragma unroll
+            for (int c = 0; c < CH; c++)
+                read8(c, rowq[c]);
+        }
+        auto chunk = [&](int c, bool odd, uint32_t (&w)[4]) {
+            if constexpr (ROW_IN_REGS) {
+#pragma unroll
+                for (int k = 0; k < 4; k++)
+                    w[k] = odd ? rowq[c + 1][k] : rowq[c][k];
+            } else {
+                read8(c + (odd ? 1 : 0), w);
+            }
+        };
         float mx = 0.f;
-        /* The loops over a row's chunks are unrolled so that their global
-         * reads issue together (see the 16-bit path below). */
         if (BF16Q) {
 #pragma unroll
             for (int cc = 0; cc < CH / 2; cc++) {
-                const int c = 2 * cc + half;
                 uint32_t w[4];
-                read8(c, w);
+                chunk(2 * cc, half, w);
 #pragma unroll
                 for (int k = 0; k < 4; k++)
                     mx = fmaxf(mx, fmaxf(fabsf(attn_bf16_to_f32(w[k] & 0xFFFFu)),
@@ -489,13 +509,13 @@ __global__ void __launch_bounds__(32 * ATTN_DMMA_MAX_WARPS) attn_decode_mma_kern
                  * {2,3,6,7,10,11,14,15} (odd c) of physical chunks c & ~1 and
                  * (c & ~1) + 1, two elements a word. */
                 uint32_t a[4], b[4];
-                read8(c & ~1, a);
-                read8((c & ~1) + 1, b);
+                chunk(2 * cc, false, a);
+                chunk(2 * cc, true, b);
                 const bool odd = c & 1;
                 w[0] = odd ? a[1] : a[0], w[1] = odd ? a[3] : a[2];
                 w[2] = odd ? b[1] : b[0], w[3] = odd ? b[3] : b[2];
             } else {
-                read8(c, w);
+                chunk(2 * cc, half, w);
             }
             if (BF16Q) {
                 float v[8];

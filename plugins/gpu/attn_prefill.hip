@@ -333,31 +333,52 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
      * bits fit f16's 11, and no f16 overflow), and the power comes back as
      * the row's score multiplier. */
     const bool q_scaled = KV8 && p.q_dtype == ATTN_DTYPE_BF16;
-    for (int idx = ctid; idx < 64 * CPR; idx += 128) {
-        const int row = cw * 64 + idx / CPR, c = idx % CPR;
+    constexpr int QI = 64 * CPR / 128; /* chunks a thread */
+    static_assert(64 * CPR % 128 == 0, "Q's chunks split evenly over the warpgroup");
+    auto q_chunk = [&](int i, int &row, int &c, int64_t &off) -> bool {
+        const int idx = ctid + 128 * i;
+        row = cw * 64 + idx / CPR;
+        c = idx % CPR;
         const int tok = row / hpt, hg = hsplit * hpt + row % hpt;
         const bool ok = tok < ntok && hg < p.group && c < C::DCH;
-        const int64_t off = ok ? (int64_t)(q0 + t0 + tok) * p.q_stride_token +
-                                     (int64_t)(kvh * p.group + hg) * p.q_stride_head + c * 8
-                               : 0;
-        uint8_t *dst = Qs + attn_swz128_off(row, c, BM);
-        if (KV8 && c == 0)
-            rowmul[row] = 1.f;
-        if (q_scaled) {
-            float v[8];
+        off = ok ? (int64_t)(q0 + t0 + tok) * p.q_stride_token +
+                       (int64_t)(kvh * p.group + hg) * p.q_stride_head + c * 8
+                 : 0;
+        return ok;
+    };
+    if (q_scaled) {
+        /* Every chunk's global read is issued before the first conversion
+         * (read-convert-store chunk by chunk waited out one round trip a
+         * chunk; the decode kernel's Q, bench/RESULTS.md version 22). */
+        uint4 qv[QI];
+#pragma unroll
+        for (int i = 0; i < QI; i++) {
+            int row, c;
+            int64_t off;
+            const bool ok = q_chunk(i, row, c, off);
             const uint16_t *src = (const uint16_t *)p.q + off;
-            if (p.q_vec16) {
-                const uint4 u = ok ? *(const uint4 *)src : make_uint4(0u, 0u, 0u, 0u);
-                const uint32_t w4[4] = {u.x, u.y, u.z, u.w};
+            qv[i] = make_uint4(0u, 0u, 0u, 0u);
+            if (ok && p.q_vec16) {
+                qv[i] = *(const uint4 *)src;
+            } else if (ok) {
+                uint32_t w[4];
 #pragma unroll
-                for (int k = 0; k < 4; k++) {
-                    v[2 * k] = attn_bf16_to_f32(w4[k] & 0xFFFFu);
-                    v[2 * k + 1] = attn_bf16_to_f32(w4[k] >> 16);
-                }
-            } else {
+                for (int k = 0; k < 4; k++)
+                    w[k] = (uint32_t)src[2 * k] | ((uint32_t)src[2 * k + 1] << 16);
+                qv[i] = make_uint4(w[0], w[1], w[2], w[3]);
+            }
+        }
 #pragma unroll
-                for (int k = 0; k < 8; k++)
-                    v[k] = ok ? attn_bf16_to_f32(src[k]) : 0.f;
+        for (int i = 0; i < QI; i++) {
+            int row, c;
+            int64_t off;
+            (void)q_chunk(i, row, c, off);
+            const uint32_t w4[4] = {qv[i].x, qv[i].y, qv[i].z, qv[i].w};
+            float v[8];
+#pragma unroll
+            for (int k = 0; k < 4; k++) {
+                v[2 * k] = attn_bf16_to_f32(w4[k] & 0xFFFFu);
+                v[2 * k + 1] = attn_bf16_to_f32(w4[k] >> 16);
             }
             float mx = 0.f;
 #pragma unroll
@@ -369,18 +390,28 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
                 mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, m));
             uint32_t h[4];
             const int sh = attn_q_to_f16_scaled(v, mx, h);
-            *(uint4 *)dst = make_uint4(h[0], h[1], h[2], h[3]);
+            *(uint4 *)(Qs + attn_swz128_off(row, c, BM)) = make_uint4(h[0], h[1], h[2], h[3]);
             if (c == 0)
                 rowmul[row] = attn_mul_pow2(1.f, -sh);
-        } else if (p.q_vec16) {
-            attn_cp_async16(dst, (const uint16_t *)p.q + off, ok);
-        } else {
-            const uint16_t *src = (const uint16_t *)p.q + off;
-            uint32_t w[4];
+        }
+    } else {
+        for (int i = 0; i < QI; i++) {
+            int row, c;
+            int64_t off;
+            const bool ok = q_chunk(i, row, c, off);
+            uint8_t *dst = Qs + attn_swz128_off(row, c, BM);
+            if (KV8 && c == 0)
+                rowmul[row] = 1.f;
+            if (p.q_vec16) {
+                attn_cp_async16(dst, (const uint16_t *)p.q + off, ok);
+            } else {
+                const uint16_t *src = (const uint16_t *)p.q + off;
+                uint32_t w[4];
 #pragma unroll
-            for (int k = 0; k < 4; k++)
-                w[k] = ok ? (uint32_t)src[2 * k] | ((uint32_t)src[2 * k + 1] << 16) : 0u;
-            *(uint4 *)dst = make_uint4(w[0], w[1], w[2], w[3]);
+                for (int k = 0; k < 4; k++)
+                    w[k] = ok ? (uint32_t)src[2 * k] | ((uint32_t)src[2 * k + 1] << 16) : 0u;
+                *(uint4 *)dst = make_uint4(w[0], w[1], w[2], w[3]);
+            }
         }
     }
     attn_cp_async_commit();

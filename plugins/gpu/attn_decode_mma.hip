@@ -888,30 +888,9 @@ __global__ void __launch_bounds__(32 * ATTN_DMMA_MAX_WARPS) attn_decode_mma_kern
         if (!p.partials) {
             const float inv = attn_row_inverse(M, Ls, p.sinks, head, p.v_scale);
             const int64_t ob = (int64_t)token * p.out_stride_token + (int64_t)head * p.out_stride_head;
-            /* A pair goes out as one store, the output type chosen once
-             * (the prefill kernel's epilogue, version 19): element by element
-             * with a type switch each, the writing warp spent ~700
-             * instructions on 64 values, on the step's tail (Nsight Compute,
-             * version 22). Element by element where the strides leave pairs
-             * unaligned. */
-            uint16_t *out16 = (uint16_t *)p.out;
-            if (p.out_pair && p.out_dtype == ATTN_DTYPE_BF16)
-                row_pairs(half, ob, inv, [&](int64_t i, float x, float y) {
-                    *(uint32_t *)(out16 + i) = attn_pack2<true>(x, y);
-                });
-            else if (p.out_pair && p.out_dtype == ATTN_DTYPE_F16)
-                row_pairs(half, ob, inv, [&](int64_t i, float x, float y) {
-                    *(uint32_t *)(out16 + i) = attn_pack2<false>(x, y);
-                });
-            else if (p.out_pair && p.out_dtype == ATTN_DTYPE_F32)
-                row_pairs(half, ob, inv, [&](int64_t i, float x, float y) {
-                    *(float2 *)((float *)p.out + i) = make_float2(x, y);
-                });
-            else
-                row_pairs(half, ob, inv, [&](int64_t i, float x, float y) {
-                    attn_store_elem(p.out, i, p.out_dtype, x);
-                    attn_store_elem(p.out, i + 1, p.out_dtype, y);
-                });
+            /* pairs in one store each, the output type chosen once (~700
+             * instructions on the step's tail element by element, version 22) */
+            attn_store_out_pairs(p, [&](auto put) { row_pairs(half, ob, inv, put); });
         } else {
             const int64_t wi = ((int64_t)blockIdx.z * p.num_tokens + token) * p.hq + head;
             if (t == 0) {

@@ -672,30 +672,9 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
         const float inv1 = ok1 ? attn_row_inverse(m1, l1, p.sinks, head1, p.v_scale) : 0.f;
         const int64_t ob0 = (int64_t)token0 * p.out_stride_token + (int64_t)head0 * p.out_stride_head;
         const int64_t ob1 = (int64_t)token1 * p.out_stride_token + (int64_t)head1 * p.out_stride_head;
-        /* A pair goes out as one store (bf16x2, f16x2 or float2), the output
-         * type chosen once, not per element: per element (a type switch, a
-         * conversion and a 2-byte store) the output took ~6 us of a program,
-         * as long as 2-3 key tiles (per-program timestamps, bench/RESULTS.md
-         * version 19). Element by element where the output's strides leave
-         * pairs unaligned. */
-        uint16_t *out16 = (uint16_t *)p.out;
-        if (p.out_pair && p.out_dtype == ATTN_DTYPE_BF16)
-            row_pairs(ob0, ob1, inv0, inv1, [&](int64_t i, float a, float b) {
-                *(uint32_t *)(out16 + i) = attn_pack2<true>(a, b);
-            });
-        else if (p.out_pair && p.out_dtype == ATTN_DTYPE_F16)
-            row_pairs(ob0, ob1, inv0, inv1, [&](int64_t i, float a, float b) {
-                *(uint32_t *)(out16 + i) = attn_pack2<false>(a, b);
-            });
-        else if (p.out_pair && p.out_dtype == ATTN_DTYPE_F32)
-            row_pairs(ob0, ob1, inv0, inv1, [&](int64_t i, float a, float b) {
-                *(float2 *)((float *)p.out + i) = make_float2(a, b);
-            });
-        else
-            row_pairs(ob0, ob1, inv0, inv1, [&](int64_t i, float a, float b) {
-                attn_store_elem(p.out, i, p.out_dtype, a);
-                attn_store_elem(p.out, i + 1, p.out_dtype, b);
-            });
+        /* pairs in one store each, the output type chosen once (as long
+         * as 2-3 key tiles element by element, version 19) */
+        attn_store_out_pairs(p, [&](auto put) { row_pairs(ob0, ob1, inv0, inv1, put); });
     } else {
         /* A segment's partial, in the layout attn_reduce_kernel reads; a
          * row without keys in this segment writes (-inf, 0). */

@@ -385,6 +385,37 @@ template <bool BF16> __device__ __forceinline__ uint32_t attn_pack2(float lo, fl
     return r;
 }
 
+/* The output written in column pairs (c, c + 1 with c even): `rows(put)`
+ * calls put(i, value c, value c + 1) for each pair at element index i of
+ * p.out, and put stores it in p.out_dtype, the type chosen once, not per
+ * element. A pair is one store (bf16x2, f16x2 or float2) where p.out_pair
+ * says every even column is aligned for it, else two element stores. Per
+ * element (a type switch, a conversion and a 2-byte store) the prefill
+ * kernel's output took ~6 us of a program (bench/RESULTS.md version 19)
+ * and the decode kernel's ~700 instructions on a step's tail (version 22). */
+template <class Rows>
+__device__ __forceinline__ void attn_store_out_pairs(const attn_kparams &p, Rows rows)
+{
+    uint16_t *out16 = (uint16_t *)p.out;
+    if (p.out_pair && p.out_dtype == ATTN_DTYPE_BF16)
+        rows([&](int64_t i, float a, float b) {
+            *(uint32_t *)(out16 + i) = attn_pack2<true>(a, b);
+        });
+    else if (p.out_pair && p.out_dtype == ATTN_DTYPE_F16)
+        rows([&](int64_t i, float a, float b) {
+            *(uint32_t *)(out16 + i) = attn_pack2<false>(a, b);
+        });
+    else if (p.out_pair && p.out_dtype == ATTN_DTYPE_F32)
+        rows([&](int64_t i, float a, float b) {
+            *(float2 *)((float *)p.out + i) = make_float2(a, b);
+        });
+    else
+        rows([&](int64_t i, float a, float b) {
+            attn_store_elem(p.out, i, p.out_dtype, a);
+            attn_store_elem(p.out, i + 1, p.out_dtype, b);
+        });
+}
+
 #if __CUDA_ARCH__ >= 890
 /* Four e4m3fn bytes -> four f16, exact: bytes 0, 1 -> lo (byte 0 in the low
  * half), bytes 2, 3 -> hi. */

@@ -53,7 +53,6 @@ class Profile:
                 "n": num(r[h.index("Instructions Executed")]),
                 "samples": num(r[h.index("Warp Stall Sampling (All Samples)")]),
                 "stalls": {c: num(r[h.index(c)]) for c in self.stall_cols},
-                "abs": int(r[0], 16),
             })
         self.base = base
         self.warps = max(self.ins[0]["n"], 1)
@@ -113,7 +112,7 @@ class Profile:
             reasons.update(i["stalls"])
         lines.append("stall reasons: " + ", ".join(
             f"{c[6:]} {v} ({100 * v / total_s:.0f} %)" for c, v in reasons.most_common(8) if v))
-        lines.append(f"most sampled instructions (offset, executions a warp, samples, reasons):")
+        lines.append("most sampled instructions (offset, executions a warp, samples, reasons):")
         for i in sorted(self.ins, key=lambda i: -i["samples"])[:top]:
             if not i["samples"]:
                 break

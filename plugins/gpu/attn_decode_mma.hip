@@ -356,13 +356,11 @@ __global__ void __launch_bounds__(32 * ATTN_DMMA_MAX_WARPS) attn_decode_mma_kern
         }
         return __shfl_sync(0xffffffffu, win_cur, idx & 31);
     };
-    /* One 16-byte K/V copy, with the .L2::128B prefetch size unless the
-     * bench switched it off (gpu_attn_force_l2_hint). */
+    /* One 16-byte K/V copy with the .L2::128B prefetch size (version 16
+     * measured it against the plain copy). A compile-time choice: as a
+     * runtime flag every copy was issued twice, one form predicated off. */
     auto copy16 = [&](uint8_t *dst, const uint8_t *src, bool ok) {
-        if (p.kv_l2_hint)
-            attn_cp_async16<true>(dst, src, ok);
-        else
-            attn_cp_async16(dst, src, ok);
+        attn_cp_async16<true>(dst, src, ok);
     };
     /* Issue the copies of one tile: lane-chunk i is key row r = idx / CH,
      * 16-byte chunk c = idx % CH of both K and V; keys outside the visible

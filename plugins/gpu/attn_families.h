@@ -39,7 +39,6 @@ struct gpu_attn_ctx {
     int pdl;               /* attn_kparams.pdl: the reduce as a programmatic dependent launch */
     int pdl_capable;       /* the platform and the device have it (NVIDIA sm_90+) */
     int reduce_rows;       /* attn_kparams.reduce_rows */
-    int kv_l2_hint;        /* attn_kparams.kv_l2_hint */
     /* The launch plan of the shape on the device's arch: the same function
      * (attn_launch_plan.h) the plugin's predicate accepted the shape with. */
     attn_launch_plan plan;

@@ -96,11 +96,6 @@ int gpu_attn_force_pdl(gpu_attn_ctx *ctx, int use);
  * for no context. */
 int gpu_attn_force_reduce_rows(gpu_attn_ctx *ctx, int use);
 
-/* For benchmarks (ATTNREG_BENCH_L2_HINT=0): the matrix-unit decode kernel's
- * K/V copies with the .L2::128B prefetch size (use = 1, the default) or
- * without (0). Returns the setting, -1 for no context. */
-int gpu_attn_force_l2_hint(gpu_attn_ctx *ctx, int use);
-
 /* For benchmarks: the matrix-unit decode kernel's shared-memory carveout
  * (percent of 228 KB on sm_90; 0 = the default, 100) and the programs per
  * compute unit its segment rule fills (0 = the default, 6; at most what the

@@ -300,7 +300,6 @@ extern "C" attn_status gpu_attn_create(gpu_attn_kernel kernel, const attn_shape 
     c->pdl = c->pdl_capable;
     c->mtp_pair = -1;
     c->reduce_rows = 1;
-    c->kv_l2_hint = 1;
     ops->configure(c, &prop);
     *out = c;
     return ATTN_OK;
@@ -336,14 +335,6 @@ extern "C" int gpu_attn_force_reduce_rows(gpu_attn_ctx *ctx, int use)
         return -1;
     ctx->reduce_rows = use ? 1 : 0;
     return ctx->reduce_rows;
-}
-
-extern "C" int gpu_attn_force_l2_hint(gpu_attn_ctx *ctx, int use)
-{
-    if (!ctx)
-        return -1;
-    ctx->kv_l2_hint = use ? 1 : 0;
-    return ctx->kv_l2_hint;
 }
 
 extern "C" int gpu_attn_force_prefill(gpu_attn_ctx *ctx, int use)
@@ -557,7 +548,6 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
     p.mtp_wgmma = ctx->mtp_wgmma;
     p.pdl = ctx->pdl;
     p.reduce_rows = ctx->reduce_rows;
-    p.kv_l2_hint = ctx->kv_l2_hint;
     p.q_stride_head = a->q_stride_head;
     p.k_cache = a->k_cache;
     p.v_cache = a->v_cache;

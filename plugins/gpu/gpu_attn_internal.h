@@ -67,9 +67,6 @@ typedef struct attn_kparams {
      * row-wise reduce (attn_reduce_rows_kernel), 0: always by the per-row
      * one (gpu_attn_force_reduce_rows, for comparisons). */
     int32_t reduce_rows;
-    /* 1: the decode-mma kernel's K/V copies carry the .L2::128B prefetch
-     * size (attn_cp_async16<true>); 0: plain (gpu_attn_force_l2_hint). */
-    int32_t kv_l2_hint;
     /* Where a key's K/V row lies, in bytes: block b, slot t of the page, KV
      * head h at b * kv_stride_block + t * kv_stride_token + h *
      * kv_stride_head from k_cache (and from v_cache: K and V share one

@@ -4,8 +4,9 @@
 
     python3 bench/gpu/ab_table.py off=a.json on=b.json [--family mtp,decode] [--kernel mtp]
 
-Prints a markdown table: per shape (family, q_len, kv_len, batch) each run's median
-time (with its segment count) and TB/s of the bytes the shape must move, then each
+Prints a markdown table: per shape (family, heads, head size, q_len, kv_len, batch)
+each run's median time (with its segment count) and its rate (TFLOP/s for the
+multi-token families, else TB/s of the bytes the shape must move), then each
 run's time over the first run's. Rows missing from a run show '-'. Compare only
 files written on the same machine in the same call (bench/RESULTS.md, Method).
 """
@@ -17,8 +18,18 @@ import sys
 def load(path):
     with open(path) as f:
         doc = json.load(f)
-    return {(r["family"], r["kernel"], r["q_len"], r["kv_len"], r["batch"]): r
+    # heads, head size and path too: the prefill rows share (q, kv, batch)
+    return {(r["family"], r["kernel"], r["q_len"], r["kv_len"], r["batch"],
+             r.get("q_heads"), r.get("kv_heads"), r.get("head_dim"), r.get("path")): r
             for r in doc["results"]}
+
+
+def rate(r):
+    """TFLOP/s for the multi-token families (prefill, chunked, mixed), else TB/s."""
+    multi = r["family"].startswith(("prefill", "chunked", "mixed")) and r.get("path") != "decode"
+    if multi and "tflops" in r:
+        return f"{r['tflops']:.0f} TF/s"
+    return f"{r['gbs'] / 1000:.2f} TB/s"
 
 
 def main(argv):
@@ -39,17 +50,18 @@ def main(argv):
     base_label, base = runs[0]
     keys = [k for k in base
             if (not args.family or k[0] in args.family) and (not args.kernel or k[1] == args.kernel)]
-    head = ["family", "q", "kv", "batch"]
+    head = ["family", "heads", "D", "q", "kv", "batch"]
     for label, _ in runs:
-        head += [f"{label} us (nseg)", f"{label} TB/s"]
+        head += [f"{label} us (nseg)", f"{label} rate"]
     head += [f"{label}/{base_label}" for label, _ in runs[1:]]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for k in keys:
-        row = [k[0], str(k[2]), str(k[3]), str(k[4])]
+        heads = f"{k[5]}/{k[6]}" if k[5] is not None else "-"
+        row = [k[0], heads, str(k[7] if k[7] is not None else "-"), str(k[2]), str(k[3]), str(k[4])]
         for _, res in runs:
             r = res.get(k)
-            row += [f"{r['us']:.1f} ({r['nseg']})", f"{r['gbs'] / 1000:.2f}"] if r else ["-", "-"]
+            row += [f"{r['us']:.1f} ({r['nseg']})", rate(r)] if r else ["-", "-"]
         for _, res in runs[1:]:
             r = res.get(k)
             row.append(f"{r['us'] / base[k]['us']:.2f}" if r else "-")

@@ -446,16 +446,8 @@ __global__ void __launch_bounds__(32 * ATTN_DMMA_MAX_WARPS) attn_decode_mma_kern
         const uint16_t *qrow = (const uint16_t *)p.q + (int64_t)q0 * p.q_stride_token +
                                (int64_t)(kvh * p.group + (ok ? hg : 0)) * p.q_stride_head;
         auto read8 = [&](int c, uint32_t (&w)[4]) {
-            if (!ok) {
-                w[0] = w[1] = w[2] = w[3] = 0u;
-            } else if (p.q_vec16) {
-                const uint4 u = *(const uint4 *)(qrow + c * 8);
-                w[0] = u.x, w[1] = u.y, w[2] = u.z, w[3] = u.w;
-            } else {
-#pragma unroll
-                for (int k = 0; k < 4; k++)
-                    w[k] = (uint32_t)qrow[c * 8 + 2 * k] | ((uint32_t)qrow[c * 8 + 2 * k + 1] << 16);
-            }
+            const uint4 u = ok ? attn_load_16bit8(qrow + c * 8, p.q_vec16) : make_uint4(0u, 0u, 0u, 0u);
+            w[0] = u.x, w[1] = u.y, w[2] = u.z, w[3] = u.w;
         };
         /* Up to D 128 each lane reads its whole row once, every chunk's
          * global read issued together (read chunk by chunk, a pass for the
@@ -549,16 +541,7 @@ __global__ void __launch_bounds__(32 * ATTN_DMMA_MAX_WARPS) attn_decode_mma_kern
             if (hg < p.group) {
                 const int64_t off = (int64_t)q0 * p.q_stride_token +
                                     (int64_t)(kvh * p.group + hg) * p.q_stride_head + c * 8;
-                const uint16_t *qp = (const uint16_t *)p.q + off;
-                if (p.q_vec16) {
-                    qv[i] = *(const uint4 *)qp;
-                } else {
-                    uint32_t w[4];
-#pragma unroll
-                    for (int k = 0; k < 4; k++)
-                        w[k] = (uint32_t)qp[2 * k] | ((uint32_t)qp[2 * k + 1] << 16);
-                    qv[i] = make_uint4(w[0], w[1], w[2], w[3]);
-                }
+                qv[i] = attn_load_16bit8((const uint16_t *)p.q + off, p.q_vec16);
             }
         }
 #pragma unroll

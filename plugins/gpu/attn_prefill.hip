@@ -356,17 +356,7 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
             int row, c;
             int64_t off;
             const bool ok = q_chunk(i, row, c, off);
-            const uint16_t *src = (const uint16_t *)p.q + off;
-            qv[i] = make_uint4(0u, 0u, 0u, 0u);
-            if (ok && p.q_vec16) {
-                qv[i] = *(const uint4 *)src;
-            } else if (ok) {
-                uint32_t w[4];
-#pragma unroll
-                for (int k = 0; k < 4; k++)
-                    w[k] = (uint32_t)src[2 * k] | ((uint32_t)src[2 * k + 1] << 16);
-                qv[i] = make_uint4(w[0], w[1], w[2], w[3]);
-            }
+            qv[i] = ok ? attn_load_16bit8((const uint16_t *)p.q + off, p.q_vec16) : make_uint4(0u, 0u, 0u, 0u);
         }
 #pragma unroll
         for (int i = 0; i < QI; i++) {
@@ -402,16 +392,10 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
             uint8_t *dst = Qs + attn_swz128_off(row, c, BM);
             if (KV8 && c == 0)
                 rowmul[row] = 1.f;
-            if (p.q_vec16) {
+            if (p.q_vec16)
                 attn_cp_async16(dst, (const uint16_t *)p.q + off, ok);
-            } else {
-                const uint16_t *src = (const uint16_t *)p.q + off;
-                uint32_t w[4];
-#pragma unroll
-                for (int k = 0; k < 4; k++)
-                    w[k] = ok ? (uint32_t)src[2 * k] | ((uint32_t)src[2 * k + 1] << 16) : 0u;
-                *(uint4 *)dst = make_uint4(w[0], w[1], w[2], w[3]);
-            }
+            else
+                *(uint4 *)dst = ok ? attn_load_16bit8((const uint16_t *)p.q + off, false) : make_uint4(0u, 0u, 0u, 0u);
         }
     }
     attn_cp_async_commit();

@@ -146,6 +146,21 @@ __device__ __forceinline__ float attn_bf16_to_f32(uint32_t bits16)
     return __uint_as_float(bits16 << 16);
 }
 
+/* Eight 16-bit elements (one 16-byte chunk of a bf16/f16 row) as four
+ * packed pairs: one vector load where the row is 16-byte aligned
+ * (attn_kparams::q_vec16), else four 4-byte pairs built from 2-byte loads
+ * (a row with an odd stride or offset may start on any 2-byte boundary). */
+__device__ __forceinline__ uint4 attn_load_16bit8(const uint16_t *src, bool vec16)
+{
+    if (vec16)
+        return *(const uint4 *)src;
+    uint32_t w[4];
+#pragma unroll
+    for (int k = 0; k < 4; k++)
+        w[k] = (uint32_t)src[2 * k] | ((uint32_t)src[2 * k + 1] << 16);
+    return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
 /* IEEE half bits -> float, exact (subnormals included). */
 __device__ __forceinline__ float attn_f16_to_f32(uint32_t h)
 {

@@ -687,27 +687,41 @@ __global__ void __launch_bounds__(32 * ATTN_DMMA_MAX_WARPS) attn_decode_mma_kern
         /* Scores in log2 units, masks, online softmax for rows g and g + 8. */
         const int kb = (t_lo + it) * DMMA_TILE;
         const bool full = kb >= klo && kb + DMMA_TILE <= khi;
-        float mx0 = -INFINITY, mx1 = -INFINITY;
+        /* Each step its own pass under one uniform branch (per element, the
+         * masks' tests became selects that every tile ran: the prefill
+         * kernel's, bench/RESULTS.md version 24). */
 #pragma unroll
-        for (int j = 0; j < 2; j++) {
+        for (int j = 0; j < 2; j++)
 #pragma unroll
             for (int e = 0; e < 2; e++) {
-                float s0 = sc[j][e] * qmul0, s1 = sc[j][2 + e] * qmul1;
-                if (p.softcap > 0.f) {
-                    s0 = p.softcap * tanhf(s0 / p.softcap) * ATTN_LOG2E;
-                    s1 = p.softcap * tanhf(s1 / p.softcap) * ATTN_LOG2E;
-                }
-                if (!full) {
+                sc[j][e] *= qmul0;
+                sc[j][2 + e] *= qmul1;
+            }
+        if (p.softcap > 0.f) {
+#pragma unroll
+            for (int j = 0; j < 2; j++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    sc[j][e] = p.softcap * tanhf(sc[j][e] / p.softcap) * ATTN_LOG2E;
+        }
+        if (!full) {
+#pragma unroll
+            for (int j = 0; j < 2; j++)
+#pragma unroll
+                for (int e = 0; e < 2; e++) {
                     const int key = kb + 8 * j + 2 * t + e;
                     if (key < klo || key >= khi)
-                        s0 = s1 = -INFINITY;
+                        sc[j][e] = sc[j][2 + e] = -INFINITY;
                 }
-                sc[j][e] = s0;
-                sc[j][2 + e] = s1;
-                mx0 = fmaxf(mx0, s0);
-                mx1 = fmaxf(mx1, s1);
-            }
         }
+        float mx0 = -INFINITY, mx1 = -INFINITY;
+#pragma unroll
+        for (int j = 0; j < 2; j++)
+#pragma unroll
+            for (int e = 0; e < 2; e++) {
+                mx0 = fmaxf(mx0, sc[j][e]);
+                mx1 = fmaxf(mx1, sc[j][2 + e]);
+            }
         mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
         mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
         mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));

@@ -495,7 +495,7 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
          * element inside the loop, the test became selects that every tile
          * ran, cut or not (132 ISETP and 66 FSEL of a consumer warp's 724
          * instructions a tile at 8192 tokens, on the ALU pipe, the busiest:
-         * Nsight Compute source counters, bench/RESULTS.md version 25). */
+         * Nsight Compute source counters, bench/RESULTS.md version 24). */
         if (!full) {
 #pragma unroll
             for (int j = 0; j < BN / 8; j++)

@@ -721,6 +721,16 @@ static bool run_case(const Case &c, Stats &st, bool verbose)
     return ok;
 }
 
+/* Q and output rows: contiguous, padded by 8 elements (rows stay 16-byte
+ * aligned: Q read 16 bytes at a time, output stored in pairs), or padded
+ * by 3 / 1 elements, which leave rows unaligned: Q read element by
+ * element, output pairs stored one element at a time. */
+static void pick_row_pads(Case &c)
+{
+    c.q_pad = pick({0, 8, 8, 3});
+    c.o_pad = pick({0, 8, 8, 1});
+}
+
 static Case random_generic(int i)
 {
     Case c;
@@ -764,8 +774,7 @@ static Case random_generic(int i)
         c.klens.push_back(k);
     }
     c.nseg = pick({0, 0, 0, 1, 2, 3, 8, 64});
-    c.q_pad = rng_int(0, 1) ? 8 : 0;
-    c.o_pad = rng_int(0, 1) ? 8 : 0;
+    pick_row_pads(c);
     c.k_descale = pick({1.0f, 0.5f, 0.03125f, 3.0f});
     c.v_descale = pick({1.0f, 0.25f, 2.0f});
     c.q_descale = pick({1.0f, 0.125f, 0.0625f});
@@ -850,8 +859,7 @@ static Case random_prefill_base(int i, const char *family)
     c.softcap = rng_int(0, 4) == 0 ? (float)pick({5.0, 20.0, 50.0}) : 0.f;
     c.sinks = rng_int(0, 3) == 0;
     c.nseg = pick({0, 0, 0, 0, 1, 2, 4});
-    c.q_pad = rng_int(0, 1) ? 8 : 0;
-    c.o_pad = rng_int(0, 1) ? 8 : 0;
+    pick_row_pads(c);
     c.k_descale = pick({1.0f, 0.5f, 0.03125f, 3.0f});
     c.v_descale = pick({1.0f, 0.25f, 2.0f});
     c.q_descale = 1.0f;
@@ -995,8 +1003,7 @@ static Case random_mtp(int i)
         c.klens.push_back(k);
     }
     c.nseg = pick({0, 0, 0, 1, 2, 5, 64});
-    c.q_pad = rng_int(0, 1) ? 8 : 0;
-    c.o_pad = rng_int(0, 1) ? 8 : 0;
+    pick_row_pads(c);
     c.k_descale = pick({1.0f, 0.5f, 0.0625f, 2.0f});
     c.v_descale = pick({1.0f, 0.25f, 4.0f});
     c.q_descale = 1.f;

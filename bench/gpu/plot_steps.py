@@ -134,17 +134,22 @@ def load_sources(results_dir):
 
 
 def versions_of(sources):
-    return sorted({v for v, _, _, _ in sources})
+    """The versions of SOURCES or of load_sources' list, ascending."""
+    return sorted({src[0] for src in sources})
+
+
+def runs_of(sources, version, family):
+    """(file name, parsed JSON) of each run of this version that holds the
+    family."""
+    for v, name, families, data in sources:
+        if v == version and (families is None or family in families):
+            yield name, data
 
 
 def find_case(sources, version, want):
     """The case dict of this version matching every field of want, with the
     file it came from; (None, None) when no file of the version has it."""
-    for v, name, families, data in sources:
-        if v != version:
-            continue
-        if families is not None and want["family"] not in families:
-            continue
+    for name, data in runs_of(sources, version, want["family"]):
         for entry in data.get("cases", []):
             c = entry.get("case", {})
             if all(c.get(k) == val for k, val in want.items()):
@@ -195,9 +200,8 @@ def point(entry, metric):
 
 def read_gbs_of(sources, version, family):
     """read_gbs of the run that holds this version's family (or None)."""
-    for v, name, families, data in sources:
-        if v == version and (families is None or family in families):
-            return data.get("read_gbs"), name
+    for name, data in runs_of(sources, version, family):
+        return data.get("read_gbs"), name
     return None, None
 
 
@@ -212,7 +216,8 @@ def extract(sources):
     for key, title, ylabel, metric, series, refs in PANELS:
         panel = {"key": key, "title": title, "ylabel": ylabel,
                  "metric": metric,
-                 "reference_lines": [y for y, _, _ in refs],
+                 "reference_lines": [{"y": y, "label": label, "color": color}
+                                     for y, label, color in refs],
                  "series": []}
         for label, want, dashed in series:
             s = {"label": label, "shape": want, "dashed": dashed,
@@ -320,7 +325,6 @@ def plot(ext, out_png):
     fig, axes = plt.subplots(2, 2, figsize=(17, 14))
     cmap = plt.get_cmap("tab10")
     for ax, p in zip(axes.flat, ext["panels"]):
-        refs = [r for r in PANELS if r[0] == p["key"]][0][5]
         ends = []
         for i, s in enumerate(p["series"]):
             xs = [q["version"] for q in s["points"]]
@@ -332,9 +336,9 @@ def plot(ext, out_png):
                     color=color, label=s["label"], linewidth=1.6,
                     markersize=5)
             ends.append((xs[-1], ys[-1], color))
-        for y, label, color in refs:
-            ax.axhline(y, color=color, linestyle=":", linewidth=1.4,
-                       label=label)
+        for r in p["reference_lines"]:
+            ax.axhline(r["y"], color=r["color"], linestyle=":",
+                       linewidth=1.4, label=r["label"])
         if p.get("read_gbs"):
             ax.plot([q["version"] for q in p["read_gbs"]],
                     [q["tbs"] for q in p["read_gbs"]], linestyle="none",
@@ -367,22 +371,24 @@ def plot(ext, out_png):
         ax.legend(fontsize=8, ncol=4, loc="upper center",
                   bbox_to_anchor=(0.5, -0.11), frameon=False)
     fig.suptitle("attnreg on the H200, version by version (peer_bench: "
-                 "bench/gpu/results/h200_v{9,11,13,14,19}_peer_bench*.json; "
-                 "one run per version, v19's prefill from a second run)",
-                 fontsize=12)
+                 "bench/gpu/results/h200_v{" + ",".join(map(str, versions))
+                 + "}_peer_bench*.json; one run per version, v19's prefill "
+                 "from a second run)", fontsize=12)
     fig.tight_layout(rect=(0, 0, 1, 0.97))
     fig.savefig(out_png, dpi=110)
     plt.close(fig)
 
 
 def main(argv=None):
+    versions = versions_of(SOURCES)
     ap = argparse.ArgumentParser(
         description="Plot attnreg's H200 peer-bench figures against the "
                     "version (bf16 decode, fp8-KV decode and prefill as "
                     "ratios to torch SDPA cuDNN's time, MTP verify in TB/s) "
-                    "from the peer_bench JSON files of versions 9, 11, 13, "
-                    "14 and 19 in bench/gpu/results/. Prints the extracted "
-                    "series as markdown tables.")
+                    "from the peer_bench JSON files of versions "
+                    + ", ".join(map(str, versions))
+                    + " in bench/gpu/results/ (SOURCES). Prints the "
+                    "extracted series as markdown tables.")
     ap.add_argument("--out", required=True, metavar="PNG",
                     help="the PNG to write (four panels)")
     ap.add_argument("--json", metavar="OUT.json",

@@ -3,7 +3,7 @@
 """Plot how the H200 peer-bench figures moved from version to version.
 
 Reads the peer_bench JSON files committed in bench/gpu/results/ (the H200
-runs of versions 9, 11, 13, 14 and 19; see SOURCES below) and draws one PNG of
+runs of versions 9, 11, 13, 14, 19 and 28; see SOURCES below) and draws one PNG of
 four panels, x = version, one line per shape:
 
   1. bf16 decode (32/8 heads, D128, q_len 1): attnreg's time / torch SDPA
@@ -31,6 +31,8 @@ decode family. Version 19 was measured in two runs: decode and MTP come from
 h200_v19_peer_bench_decode_mtp.json, prefill from
 h200_v19_peer_bench_prefill_extend.json (the run bench/RESULTS.md quotes for
 version 19's prefill; the decode/MTP run timed prefill too, not used here).
+Version 28 (session 29's one H200 call) likewise: h200_v28_peer_bench_decode_mtp.json
+and h200_v28_peer_bench_prefill_extend.json.
 
 A dev-machine tool (needs matplotlib); CI does not run it. Example:
 
@@ -55,6 +57,8 @@ SOURCES = [
     (14, "h200_v14_peer_bench.json", None),
     (19, "h200_v19_peer_bench_decode_mtp.json", ("decode", "mtp")),
     (19, "h200_v19_peer_bench_prefill_extend.json", ("prefill", "extend")),
+    (28, "h200_v28_peer_bench_decode_mtp.json", ("decode", "mtp")),
+    (28, "h200_v28_peer_bench_prefill_extend.json", ("prefill", "extend")),
 ]
 
 CUDNN = "sdpa-cudnn"

@@ -3,7 +3,7 @@
 """Plot how the H200 peer-bench figures moved from version to version.
 
 Reads the peer_bench JSON files committed in bench/gpu/results/ (the H200
-runs of versions 9, 11, 13, 14, 19 and 28; see SOURCES below) and draws one PNG of
+runs listed in SOURCES below) and draws one PNG of
 four panels, x = version, one line per shape:
 
   1. bf16 decode (32/8 heads, D128, q_len 1): attnreg's time / torch SDPA
@@ -31,8 +31,9 @@ decode family. Version 19 was measured in two runs: decode and MTP come from
 h200_v19_peer_bench_decode_mtp.json, prefill from
 h200_v19_peer_bench_prefill_extend.json (the run bench/RESULTS.md quotes for
 version 19's prefill; the decode/MTP run timed prefill too, not used here).
-Version 28 (session 29's one H200 call) likewise: h200_v28_peer_bench_decode_mtp.json
-and h200_v28_peer_bench_prefill_extend.json.
+Version 28 (session 29's one H200 call) likewise:
+h200_v28_peer_bench_decode_mtp.json and
+h200_v28_peer_bench_prefill_extend.json.
 
 A dev-machine tool (needs matplotlib); CI does not run it. Example:
 
@@ -374,10 +375,13 @@ def plot(ext, out_png):
         ax.grid(True, alpha=0.3)
         ax.legend(fontsize=8, ncol=4, loc="upper center",
                   bbox_to_anchor=(0.5, -0.11), frameon=False)
+    split = [f"v{v}" for v in versions
+             if sum(src[0] == v for src in SOURCES) > 1]
     fig.suptitle("attnreg on the H200, version by version (peer_bench: "
                  "bench/gpu/results/h200_v{" + ",".join(map(str, versions))
-                 + "}_peer_bench*.json; one run per version, v19's prefill "
-                 "from a second run)", fontsize=12)
+                 + "}_peer_bench*.json; one run per version, "
+                 + " and ".join(split) + "'s prefill from a second run)",
+                 fontsize=12)
     fig.tight_layout(rect=(0, 0, 1, 0.97))
     fig.savefig(out_png, dpi=110)
     plt.close(fig)

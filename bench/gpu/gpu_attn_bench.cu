@@ -34,6 +34,7 @@
  *   plainly (gpu_attn_force_pdl), ATTNREG_BENCH_REDUCE_ROWS=0 merges every
  *   segment count with the per-row reduce (gpu_attn_force_reduce_rows),
  *   ATTNREG_BENCH_L2_FETCH=B sets the device's L2 fetch granularity hint,
+ *   ATTNREG_BENCH_PERSIST=0 runs the prefill kernel one program an item (gpu_attn_force_prefill_persistent),
  *   ATTNREG_MTP_WGMMA picks the MTP variant, ATTNREG_MTP_PAIR=0|1 its pair form (gpu_attn_force_mtp_pair),
  *   ATTNREG_BENCH_DMMA_CARVEOUT / _TARGET tune the decode-mma kernel.
  */
@@ -286,6 +287,8 @@ static Result run_batch(const char *family, gpu_attn_kernel kernel, int hq, int 
     /* the bench's switches for the reduce launch and the segment count */
     if (getenv("ATTNREG_BENCH_PDL"))
         gpu_attn_force_pdl(ctx, atoi(getenv("ATTNREG_BENCH_PDL")));
+    if (getenv("ATTNREG_BENCH_PERSIST"))
+        gpu_attn_force_prefill_persistent(ctx, atoi(getenv("ATTNREG_BENCH_PERSIST")));
     if (getenv("ATTNREG_BENCH_REDUCE_ROWS"))
         gpu_attn_force_reduce_rows(ctx, atoi(getenv("ATTNREG_BENCH_REDUCE_ROWS")));
     if (getenv("ATTNREG_BENCH_NSEG"))

@@ -31,14 +31,18 @@ struct gpu_attn_ctx {
     attn_shape shape;
     int device;
     int cus;
+    int l2_bytes; /* the device's L2 cache */
     int forced_nseg;
-    int mtp_wgmma;         /* attn_kparams.mtp_wgmma */
-    int mtp_wgmma_capable; /* the build and the device have the wgmma variant */
-    int mtp_pair;          /* -1: the family's rule picks the pair form; 0: never; 1: always */
-    int prefill;           /* batches with q_len > 1 run the prefill kernel (attn_prefill.hip) */
-    int pdl;               /* attn_kparams.pdl: the reduce as a programmatic dependent launch */
-    int pdl_capable;       /* the platform and the device have it (NVIDIA sm_90+) */
-    int reduce_rows;       /* attn_kparams.reduce_rows */
+    int mtp_wgmma;          /* attn_kparams.mtp_wgmma */
+    int mtp_wgmma_capable;  /* the build and the device have the wgmma variant */
+    int mtp_pair;           /* -1: the family's rule picks the pair form; 0: never; 1: always */
+    int prefill;            /* batches with q_len > 1 run the prefill kernel (attn_prefill.hip) */
+    int pdl;                /* attn_kparams.pdl: the reduce as a programmatic dependent launch */
+    int pdl_capable;        /* the platform and the device have it (NVIDIA sm_90+) */
+    int reduce_rows;        /* attn_kparams.reduce_rows */
+    int persistent_prefill; /* the prefill kernel on one persistent program an SM
+                               (1: static rank-major items, 2: dynamic, from prefill_counter) */
+    int32_t *prefill_counter; /* device: 2 x ATTN_REDUCE_MAX_SEGMENTS counters, zeroed */
     /* The launch plan of the shape on the device's arch: the same function
      * (attn_launch_plan.h) the plugin's predicate accepted the shape with. */
     attn_launch_plan plan;

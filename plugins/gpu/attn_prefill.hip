@@ -107,6 +107,11 @@ struct prefill_cfg {
 
 #if defined(ATTN_PLATFORM_CUDA)
 
+/* One work item of the persistent prefill grid (attn_prefill_kernel). */
+struct pf_item_s {
+    int s, q0, t0, K, ctx0, ntok, kvh, hsplit, my_lo, ntiles;
+};
+
 template <int D, bool BF16, bool SOFTCAP, bool KV8>
 __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams p)
 {
@@ -126,29 +131,175 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
     uint8_t *raw = (uint8_t *)(rowmul + (KV8 ? BM : 0)); /* [RING][2][BN x D], KV8 only */
 
     const int tid = threadIdx.x;
-    const int tile = gridDim.x - 1 - blockIdx.x;
-    const int kvh = blockIdx.y / p.head_splits, hsplit = blockIdx.y % p.head_splits;
     const int seg = blockIdx.z;
-    const int s = attn_find_tile_seq(p.cu_seqlens_q, p.num_seqs, p.block_q, tile);
-    const int q0 = p.cu_seqlens_q[s];
-    const int qlen = p.cu_seqlens_q[s + 1] - q0;
-    const int t0 = (tile - (q0 / p.block_q + s)) * p.block_q;
-    if (t0 >= qlen || (p.batch_part == ATTN_PART_MULTI && qlen == 1))
-        return; /* a spare tile of the bound, or a decode token that a decode kernel
-                   takes (mixed batches): uniform over the program */
-    const int K = p.seqused_k[s];
-    const int ctx0 = K - qlen; /* position of the sequence's first query token */
     const int hpt = p.heads_per_tile;
-    const int ntok = min(p.block_q, qlen - t0);
-
-    /* The keys any row of this program may see, in whole tiles, and this
-     * segment's share of them. */
-    int klo, khi;
-    attn_visible_keys(p, K, ctx0 + t0, ctx0 + t0 + ntok - 1, klo, khi);
-    const int tlo = klo / BN, thi = khi > klo ? (khi + BN - 1) / BN : tlo;
-    const int per = (thi - tlo + p.nseg - 1) / p.nseg;
-    const int my_lo = tlo + seg * per;
-    const int ntiles = max(0, min(thi, my_lo + per) - my_lo);
+    /* Work items: (query tile, KV head x head split) triples in the order of
+     * the tile's rank from its sequence's end (rank 0: the last tile, which
+     * sees the most keys under a causal mask), then sequence, then column y
+     * = KV head x head split: R x S x Y items, R the tiles of the longest
+     * sequence (from the host's max_seqlen_q, which the MTP kernel's q_len
+     * relies on too). The items of one rank cost about the same where the
+     * sequences are of one length, and the Y items of a tile run side by
+     * side (they read one sequence's K/V). The grid is persistent: program x
+     * takes items x, then 2G - 1 - x, 2G + x, ... (G = gridDim.x; the
+     * direction alternates by round, so a round's long and short items even
+     * out over the programs). A program's producer streams the next item's
+     * tiles into the ring while its consumers finish the current one, and
+     * the consumers issue the next item's Q once the current item's last
+     * S = Q K^T has landed, so only the first item pays the pipeline's start
+     * (metadata, Q, first tiles; ~3 us a program, bench/RESULTS.md version
+     * 19). */
+    const int Y = p.hkv * p.head_splits;
+    const int64_t SY = (int64_t)p.num_seqs * Y, N = (int64_t)p.prefill_rank_tiles * SY;
+    const int G = gridDim.x;
+    /* Dynamic schedule (p.prefill_counter): items in the one-program-an-item
+     * grid's own order (tiles of the batch, last first, then y), handed out
+     * by a global counter a segment, so that a program takes the next item
+     * when it is ready for one, as the hardware's block scheduler would, but
+     * without a program's start per item. Thread 0 claims the item after the
+     * producer's current one once that one's first tile is issued into a ring in shared memory; every warp
+     * reads the ring in order. */
+    /* (read from the parameters where used, not held: the producer has 56
+     * registers) */
+#define PF_DYNAMIC (p.prefill_counter != nullptr)
+#define PF_X (p.num_tokens / p.block_q + p.num_seqs)
+    constexpr int IR = 4;
+    __shared__ pf_item_s item_ring[IR];
+    __shared__ __align__(8) uint64_t item_full[IR], item_free[IR];
+    __shared__ int claims_ended;
+    auto item_of = [&](int k) -> int64_t {
+        const int64_t i = (int64_t)k * G + ((k & 1) ? G - 1 - (int)blockIdx.x : (int)blockIdx.x);
+        return i < N ? i : -1;
+    };
+    using pf_item = pf_item_s;
+    /* Item i's tile, its sequence and the key tiles of this segment; false
+     * where the sequence has no tile of that rank, or is a decode token that
+     * a decode kernel takes (mixed batches). Three independent loads. */
+    auto decode_item = [&](int64_t i, pf_item &w) -> bool {
+        int y, qlen;
+        if (p.prefill_order == 1) {
+            /* the one-program-an-item grid's order: x (tiles of the batch,
+             * the last first) fastest, then y */
+            y = (int)(i / PF_X);
+            const int tile = PF_X - 1 - (int)(i - (int64_t)y * PF_X);
+            w.s = attn_find_tile_seq(p.cu_seqlens_q, p.num_seqs, p.block_q, tile);
+            w.q0 = p.cu_seqlens_q[w.s];
+            qlen = p.cu_seqlens_q[w.s + 1] - w.q0;
+            w.K = p.seqused_k[w.s];
+            w.t0 = (tile - (w.q0 / p.block_q + w.s)) * p.block_q;
+            if (w.t0 >= qlen || (p.batch_part == ATTN_PART_MULTI && qlen == 1))
+                return false;
+        } else {
+            /* groups of GP (sequence, y) pairs, sequence-major, one after
+             * the other, each rank-major (GP = every pair: rank-major) */
+            const int GP = p.prefill_group_pairs > 0 ? p.prefill_group_pairs : (int)SY;
+            const int64_t group_items = (int64_t)p.prefill_rank_tiles * GP;
+            const int grp = (int)(i / group_items);
+            const int64_t gi = i - grp * group_items;
+            const int npairs = (int)min((int64_t)GP, SY - (int64_t)grp * GP);
+            const int r = (int)(gi / npairs);
+            const int pair = grp * GP + (int)(gi - (int64_t)r * npairs);
+            w.s = pair / Y;
+            y = pair - w.s * Y;
+            w.q0 = p.cu_seqlens_q[w.s];
+            const int q1 = p.cu_seqlens_q[w.s + 1];
+            w.K = p.seqused_k[w.s];
+            qlen = q1 - w.q0;
+            const int nt = (qlen + p.block_q - 1) / p.block_q;
+            if (r >= nt || (p.batch_part == ATTN_PART_MULTI && qlen == 1))
+                return false;
+            w.t0 = (nt - 1 - r) * p.block_q;
+        }
+        w.kvh = y / p.head_splits;
+        w.hsplit = y % p.head_splits;
+        w.ctx0 = w.K - qlen; /* position of the sequence's first query token */
+        w.ntok = min(p.block_q, qlen - w.t0);
+        /* The keys any row of this item may see, in whole tiles, and this
+         * segment's share of them. */
+        int klo, khi;
+        attn_visible_keys(p, w.K, w.ctx0 + w.t0, w.ctx0 + w.t0 + w.ntok - 1, klo, khi);
+        const int tlo = klo / BN, thi = khi > klo ? (khi + BN - 1) / BN : tlo;
+        const int per = (thi - tlo + p.nseg - 1) / p.nseg;
+        w.my_lo = tlo + seg * per;
+        w.ntiles = max(0, min(thi, w.my_lo + per) - w.my_lo);
+        return true;
+    };
+    /* This program's first item from its n-th on that has a tile (-1: none
+     * left), by a whole warp: lane l decodes item n + l, so items without a
+     * tile (a mixed batch's decode tokens, short sequences at high ranks)
+     * cost one round trip a 32, not one each. Every warp of the program
+     * gets the same answer. */
+    /* Thread 0: claims this program's k-th live item (or the end) into the
+     * ring, once every warp has read the item R places before it. */
+    auto fill_one = [&](int k) {
+        int32_t *ctr = p.prefill_counter + 2 * blockIdx.z;
+        const int sl = k % IR;
+        if (k >= IR)
+            attn_mbar_wait(&item_free[sl], ((k / IR) - 1) & 1);
+        pf_item w = {};
+        /* the first item is the program's own index (no round trip before
+         * the first copies); the counter hands out the rest */
+        for (bool first = k == 0;; first = false) {
+            const int64_t i = first ? (int64_t)blockIdx.x : (int64_t)gridDim.x + atomicAdd(ctr, 1);
+            if (i >= (p.prefill_order == 1 ? (int64_t)PF_X * Y : N)) {
+                w.s = -1;
+                claims_ended = 1;
+                /* the last program of the segment to make its last claim
+                 * zeroes the counters for the next launch */
+                __threadfence();
+                if (atomicAdd(ctr + 1, 1) == (int)gridDim.x - 1) {
+                    atomicExch(ctr, 0);
+                    atomicExch(ctr + 1, 0);
+                }
+                break;
+            }
+            if (decode_item(i, w))
+                break;
+        }
+        item_ring[sl] = w;
+        attn_mbar_arrive(&item_full[sl]);
+    };
+    auto fill = [&](int k) {
+        if (!PF_DYNAMIC || threadIdx.x >= 32)
+            return;
+        if (threadIdx.x == 0 && !claims_ended)
+            fill_one(k);
+        __syncwarp(); /* warp 0 meets again before its next named barrier */
+    };
+    auto next_live = [&](int n, pf_item &w) -> int {
+        const int ln = threadIdx.x & 31;
+        if (PF_DYNAMIC) {
+            const int sl = n % IR;
+            attn_mbar_wait(&item_full[sl], (n / IR) & 1);
+            w = item_ring[sl];
+            __syncwarp();
+            if (ln == 0)
+                attn_mbar_arrive(&item_free[sl]);
+            return w.s >= 0 ? n : -1;
+        }
+        for (;; n += 32) {
+            const int64_t i = item_of(n + ln);
+            pf_item c = {};
+            const bool live = i >= 0 && decode_item(i, c);
+            const unsigned stop = __ballot_sync(0xffffffffu, live || i < 0);
+            if (stop == 0u)
+                continue;
+            const int f = __ffs(stop) - 1;
+            if (__shfl_sync(0xffffffffu, (int)(i < 0), f))
+                return -1;
+            w.s = __shfl_sync(0xffffffffu, c.s, f);
+            w.q0 = __shfl_sync(0xffffffffu, c.q0, f);
+            w.t0 = __shfl_sync(0xffffffffu, c.t0, f);
+            w.K = __shfl_sync(0xffffffffu, c.K, f);
+            w.ctx0 = __shfl_sync(0xffffffffu, c.ctx0, f);
+            w.ntok = __shfl_sync(0xffffffffu, c.ntok, f);
+            w.kvh = __shfl_sync(0xffffffffu, c.kvh, f);
+            w.hsplit = __shfl_sync(0xffffffffu, c.hsplit, f);
+            w.my_lo = __shfl_sync(0xffffffffu, c.my_lo, f);
+            w.ntiles = __shfl_sync(0xffffffffu, c.ntiles, f);
+            return n + f;
+        }
+    };
 
     if (tid == 0) {
 #pragma unroll
@@ -158,163 +309,182 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
             attn_mbar_init(&kfree[i], 256); /* one arrival per consumer thread */
             attn_mbar_init(&vfree[i], 256);
         }
+        claims_ended = 0;
+        for (int i = 0; i < IR; i++) {
+            attn_mbar_init(&item_full[i], 1);
+            attn_mbar_init(&item_free[i], 12); /* one arrival per warp */
+        }
     }
     __syncthreads(); /* the last barrier of all 384 threads: the producer may leave early */
+    fill(0); /* the next is claimed once the producer has issued this one's first tile */
 
     if (tid < 128) {
         /* ---- producer ---- */
         attn_regs_release<C::PRODUCER_REGS>();
-        const int32_t *bt = p.block_table + (int64_t)s * p.bt_stride;
         const int64_t row_bytes = p.kv_stride_token; /* one slot of the cache */
-        const int64_t head_bytes = kvh * p.kv_stride_head;
         const int pshift = p.page_shift, pmask = p.page - 1;
         constexpr int NB = DP / 64;
         const int lr = tid >> 3, c8 = tid & 7;
         const int dst_thr = attn_swz128_off(lr, c8, 0); /* c8 < 8: in the first 64 columns */
-        const int64_t col_bytes = head_bytes + c8 * 16;
-        /* The cache slot of key `key`, -1 past K (zero-filled). */
-        auto slot_of = [&](int key) {
-            if (key >= K)
-                return -1;
-            const int blk = pshift >= 0 ? bt[key >> pshift] : bt[key / p.page];
-            return blk * p.kv_block_slots + (pshift >= 0 ? key & pmask : key % p.page);
-        };
-        /* The tile's cache slots, one key per thread (one coalesced read of
-         * the block table, issued a tile ahead so that its latency hides
-         * behind the copies), into a double-buffered table: the barrier below
-         * also tells every producer thread that the table two tiles back is
-         * no longer read. */
-        int next_slot = ntiles > 0 && tid < BN ? slot_of(my_lo * BN + tid) : -1;
-        auto publish_table = [&](int it) {
-            int *tab = slot_tab + (it & 1) * BN;
-            if (tid < BN) {
-                tab[tid] = next_slot;
-                if (it + 1 < ntiles)
-                    next_slot = slot_of((my_lo + it + 1) * BN + tid);
+        if constexpr (KV8 && C::DCH < CPR) {
+            /* fp8 cache, D 80 / 96: the padding columns are never
+             * converted: zeros, once, in every stage. */
+            constexpr int PAD = CPR - C::DCH;
+            for (int idx = tid; idx < ST * 2 * BN * PAD; idx += 128) {
+                const int tl = idx / (BN * PAD), rem = idx % (BN * PAD);
+                *(uint4 *)(KV + tl * C::TILE_BYTES +
+                           attn_swz128_off(rem / PAD, C::DCH + rem % PAD, BN)) =
+                    make_uint4(0u, 0u, 0u, 0u);
             }
-            attn_named_barrier(3, 128);
-            return (const int *)tab;
-        };
-        if constexpr (!KV8) {
-            for (int it = 0; it < ntiles; it++) {
-                const int st = it % ST, use = it / ST;
-                const int *tab = publish_table(it);
-                /* This thread's rows of the tile and where they start in the
-                 * cache (-1: past K, zero-filled). */
-                int slot[C::PASSES];
-#pragma unroll
-                for (int i = 0; i < C::PASSES; i++)
-                    slot[i] = tab[lr + 16 * i];
-                /* Thread t copies 16-byte chunk t % 8 of every 64-column
-                 * block of rows t / 8 + 16 i: 8 consecutive threads copy the
-                 * 128 contiguous bytes of one row's block, and their
-                 * destinations (chunk c8 ^ (r & 7) of the row) fall in 8
-                 * different bank groups. Every destination is a per-thread
-                 * constant plus a compile-time offset (rows 16 apart keep
-                 * r & 7), so a chunk costs its cp.async and little more. The
-                 * padding columns of D 80 / 96 are zero-filled. */
-                auto load = [&](uint8_t *dst, const uint8_t *cache) {
-#pragma unroll
-                    for (int i = 0; i < C::PASSES; i++) {
-                        const uint8_t *src =
-                            cache + (int64_t)max(slot[i], 0) * row_bytes + col_bytes;
-#pragma unroll
-                        for (int b = 0; b < NB; b++) {
-                            const bool ok = slot[i] >= 0 && 8 * b + c8 < C::DCH;
-                            attn_cp_async16(dst + b * BN * 128 + i * 16 * 128 + dst_thr,
-                                            ok ? src + b * 128 : cache, ok);
+        }
+        /* gt: the tiles this program streamed before the current item (the
+         * ring's stage and phase, and the slot table's half, run on across
+         * items). */
+        int gt = 0;
+        pf_item job;
+        for (int n = next_live(0, job); n >= 0; n = next_live(n + 1, job)) {
+            const int K = job.K, my_lo = job.my_lo, ntiles = job.ntiles;
+            const int32_t *bt = p.block_table + (int64_t)job.s * p.bt_stride;
+            const int64_t col_bytes = job.kvh * p.kv_stride_head + c8 * 16;
+            /* The cache slot of key `key`, -1 past K (zero-filled). */
+            auto slot_of = [&](int key) {
+                if (key >= K)
+                    return -1;
+                const int blk = pshift >= 0 ? bt[key >> pshift] : bt[key / p.page];
+                return blk * p.kv_block_slots + (pshift >= 0 ? key & pmask : key % p.page);
+            };
+            /* The tile's cache slots, one key per thread (one coalesced read of
+             * the block table, issued a tile ahead so that its latency hides
+             * behind the copies), into a double-buffered table: the barrier below
+             * also tells every producer thread that the table two tiles back is
+             * no longer read. */
+            int next_slot = ntiles > 0 && tid < BN ? slot_of(my_lo * BN + tid) : -1;
+            auto publish_table = [&](int it) {
+                int *tab = slot_tab + ((gt + it) & 1) * BN;
+                if (tid < BN) {
+                    tab[tid] = next_slot;
+                    if (it + 1 < ntiles)
+                        next_slot = slot_of((my_lo + it + 1) * BN + tid);
+                }
+                attn_named_barrier(3, 128);
+                return (const int *)tab;
+            };
+            if constexpr (!KV8) {
+                for (int it = 0; it < ntiles; it++) {
+                    const int st = (gt + it) % ST, use = (gt + it) / ST;
+                    const int *tab = publish_table(it);
+                    /* This thread's rows of the tile and where they start in the
+                     * cache (-1: past K, zero-filled). */
+                    int slot[C::PASSES];
+    #pragma unroll
+                    for (int i = 0; i < C::PASSES; i++)
+                        slot[i] = tab[lr + 16 * i];
+                    /* Thread t copies 16-byte chunk t % 8 of every 64-column
+                     * block of rows t / 8 + 16 i: 8 consecutive threads copy the
+                     * 128 contiguous bytes of one row's block, and their
+                     * destinations (chunk c8 ^ (r & 7) of the row) fall in 8
+                     * different bank groups. Every destination is a per-thread
+                     * constant plus a compile-time offset (rows 16 apart keep
+                     * r & 7), so a chunk costs its cp.async and little more. The
+                     * padding columns of D 80 / 96 are zero-filled. */
+                    auto load = [&](uint8_t *dst, const uint8_t *cache) {
+    #pragma unroll
+                        for (int i = 0; i < C::PASSES; i++) {
+                            const uint8_t *src =
+                                cache + (int64_t)max(slot[i], 0) * row_bytes + col_bytes;
+    #pragma unroll
+                            for (int b = 0; b < NB; b++) {
+                                const bool ok = slot[i] >= 0 && 8 * b + c8 < C::DCH;
+                                attn_cp_async16(dst + b * BN * 128 + i * 16 * 128 + dst_thr,
+                                                ok ? src + b * 128 : cache, ok);
+                            }
                         }
+                    };
+                    uint8_t *Ks = KV + st * C::STAGE_BYTES;
+                    if (use > 0)
+                        attn_mbar_wait(&kfree[st], (use - 1) & 1);
+                    load(Ks, (const uint8_t *)p.k_cache);
+                    attn_mbar_arrive_cp_async(&kfull[st]);
+                    if (use > 0)
+                        attn_mbar_wait(&vfree[st], (use - 1) & 1);
+                    load(Ks + C::TILE_BYTES, (const uint8_t *)p.v_cache);
+                    attn_mbar_arrive_cp_async(&vfull[st]);
+                }
+            } else {
+                /* fp8 cache: each thread copies raw 16-byte chunks (16 keys'
+                 * worth of one row) into its own slots of a raw stage, waits for
+                 * its own copies, and converts exactly those chunks to f16 in the
+                 * swizzled stage (cvt e4m3x2 -> f16x2, exact): no thread reads
+                 * another's raw bytes, so the raw ring needs no barrier. The
+                 * raw copies of tile it + 1 are in flight while tile it is
+                 * converted (two raw stages; with one, they start after it).
+                 * (Partly unrolled, as above, for the producer's registers.) */
+                const int64_t row8 = p.kv_stride_token, head8 = job.kvh * p.kv_stride_head;
+                const bool nuz = p.kv_dtype == ATTN_DTYPE_FP8_E4M3FNUZ;
+                auto issue_raw = [&](int it, const int *tab) {
+                    uint8_t *rb = raw + ((gt + it) % C::RING) * C::RAW_STAGE;
+    #pragma unroll 4
+                    for (int i = 0; i < C::RAW_LOADS; i++) {
+                        const int ci = tid + 128 * i, r = ci / C::RCH, c = ci % C::RCH;
+                        const int slot = tab[r];
+                        const int64_t off = slot >= 0 ? slot * row8 + head8 + c * 16 : 0;
+                        attn_cp_async16(rb + ci * 16, (const uint8_t *)p.k_cache + off, slot >= 0);
+                        attn_cp_async16(rb + BN * D + ci * 16, (const uint8_t *)p.v_cache + off,
+                                        slot >= 0);
+                    }
+                    attn_cp_async_commit();
+                };
+                auto convert = [&](int it, int part, uint8_t *dst) {
+                    const uint8_t *rb = raw + ((gt + it) % C::RING) * C::RAW_STAGE + part * BN * D;
+    #pragma unroll 2
+                    for (int i = 0; i < C::RAW_LOADS; i++) {
+                        const int ci = tid + 128 * i, r = ci / C::RCH, c = ci % C::RCH;
+                        const uint4 x = *(const uint4 *)(rb + ci * 16);
+                        uint32_t y[8];
+                        attn_fp8x4_to_f16x4(x.x, y[0], y[1]);
+                        attn_fp8x4_to_f16x4(x.y, y[2], y[3]);
+                        attn_fp8x4_to_f16x4(x.z, y[4], y[5]);
+                        attn_fp8x4_to_f16x4(x.w, y[6], y[7]);
+                        if (nuz)
+                            attn_fp8_nuz_fix(x, y);
+                        *(uint4 *)(dst + attn_swz128_off(r, 2 * c, BN)) =
+                            make_uint4(y[0], y[1], y[2], y[3]);
+                        *(uint4 *)(dst + attn_swz128_off(r, 2 * c + 1, BN)) =
+                            make_uint4(y[4], y[5], y[6], y[7]);
                     }
                 };
-                uint8_t *Ks = KV + st * C::STAGE_BYTES;
-                if (use > 0)
-                    attn_mbar_wait(&kfree[st], (use - 1) & 1);
-                load(Ks, (const uint8_t *)p.k_cache);
-                attn_mbar_arrive_cp_async(&kfull[st]);
-                if (use > 0)
-                    attn_mbar_wait(&vfree[st], (use - 1) & 1);
-                load(Ks + C::TILE_BYTES, (const uint8_t *)p.v_cache);
-                attn_mbar_arrive_cp_async(&vfull[st]);
-            }
-        } else {
-            /* fp8 cache: each thread copies raw 16-byte chunks (16 keys'
-             * worth of one row) into its own slots of a raw stage, waits for
-             * its own copies, and converts exactly those chunks to f16 in the
-             * swizzled stage (cvt e4m3x2 -> f16x2, exact): no thread reads
-             * another's raw bytes, so the raw ring needs no barrier. The
-             * raw copies of tile it + 1 are in flight while tile it is
-             * converted (two raw stages; with one, they start after it).
-             * (Partly unrolled, as above, for the producer's registers.) */
-            const int64_t row8 = p.kv_stride_token, head8 = kvh * p.kv_stride_head;
-            const bool nuz = p.kv_dtype == ATTN_DTYPE_FP8_E4M3FNUZ;
-            /* The padding columns of D 80 / 96 are never converted: zeros,
-             * once, in every stage. */
-            if constexpr (C::DCH < CPR) {
-                constexpr int PAD = CPR - C::DCH;
-                for (int idx = tid; idx < ST * 2 * BN * PAD; idx += 128) {
-                    const int tl = idx / (BN * PAD), rem = idx % (BN * PAD);
-                    *(uint4 *)(KV + tl * C::TILE_BYTES +
-                               attn_swz128_off(rem / PAD, C::DCH + rem % PAD, BN)) =
-                        make_uint4(0u, 0u, 0u, 0u);
+                if (ntiles > 0)
+                    issue_raw(0, publish_table(0));
+                for (int it = 0; it < ntiles; it++) {
+                    const int st = (gt + it) % ST, use = (gt + it) / ST;
+                    const bool ahead = C::RING == 2 && it + 1 < ntiles;
+                    if (ahead)
+                        issue_raw(it + 1, publish_table(it + 1));
+                    if (ahead)
+                        attn_cp_async_wait(1); /* this thread's raw chunks of tile it */
+                    else
+                        attn_cp_async_wait(0);
+                    uint8_t *Ks = KV + st * C::STAGE_BYTES;
+                    if (use > 0)
+                        attn_mbar_wait(&kfree[st], (use - 1) & 1);
+                    convert(it, 0, Ks);
+                    attn_fence_proxy_async(); /* ordinary stores, read by wgmma */
+                    attn_mbar_arrive(&kfull[st]);
+                    if (use > 0)
+                        attn_mbar_wait(&vfree[st], (use - 1) & 1);
+                    convert(it, 1, Ks + C::TILE_BYTES);
+                    attn_fence_proxy_async();
+                    attn_mbar_arrive(&vfull[st]);
+                    if (C::RING == 1 && it + 1 < ntiles)
+                        issue_raw(it + 1, publish_table(it + 1));
                 }
             }
-            auto issue_raw = [&](int it, const int *tab) {
-                uint8_t *rb = raw + (it % C::RING) * C::RAW_STAGE;
-#pragma unroll 4
-                for (int i = 0; i < C::RAW_LOADS; i++) {
-                    const int ci = tid + 128 * i, r = ci / C::RCH, c = ci % C::RCH;
-                    const int slot = tab[r];
-                    const int64_t off = slot >= 0 ? slot * row8 + head8 + c * 16 : 0;
-                    attn_cp_async16(rb + ci * 16, (const uint8_t *)p.k_cache + off, slot >= 0);
-                    attn_cp_async16(rb + BN * D + ci * 16, (const uint8_t *)p.v_cache + off,
-                                    slot >= 0);
-                }
-                attn_cp_async_commit();
-            };
-            auto convert = [&](int it, int part, uint8_t *dst) {
-                const uint8_t *rb = raw + (it % C::RING) * C::RAW_STAGE + part * BN * D;
-#pragma unroll 2
-                for (int i = 0; i < C::RAW_LOADS; i++) {
-                    const int ci = tid + 128 * i, r = ci / C::RCH, c = ci % C::RCH;
-                    const uint4 x = *(const uint4 *)(rb + ci * 16);
-                    uint32_t y[8];
-                    attn_fp8x4_to_f16x4(x.x, y[0], y[1]);
-                    attn_fp8x4_to_f16x4(x.y, y[2], y[3]);
-                    attn_fp8x4_to_f16x4(x.z, y[4], y[5]);
-                    attn_fp8x4_to_f16x4(x.w, y[6], y[7]);
-                    if (nuz)
-                        attn_fp8_nuz_fix(x, y);
-                    *(uint4 *)(dst + attn_swz128_off(r, 2 * c, BN)) =
-                        make_uint4(y[0], y[1], y[2], y[3]);
-                    *(uint4 *)(dst + attn_swz128_off(r, 2 * c + 1, BN)) =
-                        make_uint4(y[4], y[5], y[6], y[7]);
-                }
-            };
-            if (ntiles > 0)
-                issue_raw(0, publish_table(0));
-            for (int it = 0; it < ntiles; it++) {
-                const int st = it % ST, use = it / ST;
-                const bool ahead = C::RING == 2 && it + 1 < ntiles;
-                if (ahead)
-                    issue_raw(it + 1, publish_table(it + 1));
-                if (ahead)
-                    attn_cp_async_wait(1); /* this thread's raw chunks of tile it */
-                else
-                    attn_cp_async_wait(0);
-                uint8_t *Ks = KV + st * C::STAGE_BYTES;
-                if (use > 0)
-                    attn_mbar_wait(&kfree[st], (use - 1) & 1);
-                convert(it, 0, Ks);
-                attn_fence_proxy_async(); /* ordinary stores, read by wgmma */
-                attn_mbar_arrive(&kfull[st]);
-                if (use > 0)
-                    attn_mbar_wait(&vfree[st], (use - 1) & 1);
-                convert(it, 1, Ks + C::TILE_BYTES);
-                attn_fence_proxy_async();
-                attn_mbar_arrive(&vfull[st]);
-                if (C::RING == 1 && it + 1 < ntiles)
-                    issue_raw(it + 1, publish_table(it + 1));
-            }
+            /* the next item is claimed now, once this one's tiles are all
+             * issued: the consumers still have the ring's tiles of it to
+             * work through, which hides the claim's round trips, and an
+             * item goes to the program that is about to be free for it */
+            fill(n + 1);
+            gt += ntiles;
         }
         attn_cp_async_wait(0);
         return;
@@ -325,365 +495,426 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
     const int cw = (tid >> 7) - 1; /* consumer warpgroup: rows 64 cw .. 64 cw + 63 */
     const int ctid = tid & 127, warp = ctid >> 5, lane = tid & 31;
     const int g = lane >> 2, t = lane & 3;
+    /* The pipeline's turn barrier protocol (below) and the ring's position
+     * run on from item to item: gt counts the tiles of the items before. */
+    int gt = 0;
+    pf_item job;
+    int n = next_live(0, job);
+    /* q_ready: this item's Q was issued while the previous item finished */
+    bool q_ready = false;
+    while (n >= 0) {
+        const int q0 = job.q0, t0 = job.t0, K = job.K, ctx0 = job.ctx0, ntok = job.ntok;
+        const int kvh = job.kvh, hsplit = job.hsplit, my_lo = job.my_lo, ntiles = job.ntiles;
 
-    /* Q rows of this warpgroup, zero-filled where the row or column is
-     * absent (rows past the tile's tokens or the group, D padding). With an
-     * fp8 cache the math is f16: a bf16 Q row is scaled by the power of two
-     * that puts its largest element in [2^14, 2^15) (exact: 8 significant
-     * bits fit f16's 11, and no f16 overflow), and the power comes back as
-     * the row's score multiplier. */
-    const bool q_scaled = KV8 && p.q_dtype == ATTN_DTYPE_BF16;
-    constexpr int QI = 64 * CPR / 128; /* chunks a thread */
-    static_assert(64 * CPR % 128 == 0, "Q's chunks split evenly over the warpgroup");
-    auto q_chunk = [&](int i, int &row, int &c, int64_t &off) -> bool {
-        const int idx = ctid + 128 * i;
-        row = cw * 64 + idx / CPR;
-        c = idx % CPR;
-        const int tok = row / hpt, hg = hsplit * hpt + row % hpt;
-        const bool ok = tok < ntok && hg < p.group && c < C::DCH;
-        off = ok ? (int64_t)(q0 + t0 + tok) * p.q_stride_token +
-                       (int64_t)(kvh * p.group + hg) * p.q_stride_head + c * 8
-                 : 0;
-        return ok;
-    };
-    if (q_scaled) {
-        /* Every chunk's global read is issued before the first conversion
-         * (read-convert-store chunk by chunk waited out one round trip a
-         * chunk; the decode kernel's Q, bench/RESULTS.md version 22). */
-        uint4 qv[QI];
-#pragma unroll
-        for (int i = 0; i < QI; i++) {
-            int row, c;
-            int64_t off;
-            const bool ok = q_chunk(i, row, c, off);
-            qv[i] = ok ? attn_load_16bit8((const uint16_t *)p.q + off, p.q_vec16) : make_uint4(0u, 0u, 0u, 0u);
-        }
-#pragma unroll
-        for (int i = 0; i < QI; i++) {
-            int row, c;
-            int64_t off;
-            (void)q_chunk(i, row, c, off);
-            const uint32_t w4[4] = {qv[i].x, qv[i].y, qv[i].z, qv[i].w};
-            float v[8];
-#pragma unroll
-            for (int k = 0; k < 4; k++) {
-                v[2 * k] = attn_bf16_to_f32(w4[k] & 0xFFFFu);
-                v[2 * k + 1] = attn_bf16_to_f32(w4[k] >> 16);
+        /* Q rows of this warpgroup, zero-filled where the row or column is
+         * absent (rows past the tile's tokens or the group, D padding). With an
+         * fp8 cache the math is f16: a bf16 Q row is scaled by the power of two
+         * that puts its largest element in [2^14, 2^15) (exact: 8 significant
+         * bits fit f16's 11, and no f16 overflow), and the power comes back as
+         * the row's score multiplier. */
+        const bool q_scaled = KV8 && p.q_dtype == ATTN_DTYPE_BF16;
+        constexpr int QI = 64 * CPR / 128; /* chunks a thread */
+        static_assert(64 * CPR % 128 == 0, "Q's chunks split evenly over the warpgroup");
+        auto q_chunk_of = [&](const pf_item &w, int i, int &row, int &c, int64_t &off) -> bool {
+            const int idx = ctid + 128 * i;
+            row = cw * 64 + idx / CPR;
+            c = idx % CPR;
+            const int tok = row / hpt, hg = w.hsplit * hpt + row % hpt;
+            const bool ok = tok < w.ntok && hg < p.group && c < C::DCH;
+            off = ok ? (int64_t)(w.q0 + w.t0 + tok) * p.q_stride_token +
+                           (int64_t)(w.kvh * p.group + hg) * p.q_stride_head + c * 8
+                     : 0;
+            return ok;
+        };
+        auto q_chunk = [&](int i, int &row, int &c, int64_t &off) -> bool {
+            return q_chunk_of(job, i, row, c, off);
+        };
+        /* Item w's rows of Q, 16-bit, unscaled, straight into the tile: by
+         * cp.async where the rows allow, else loaded and stored here. */
+        auto issue_q_plain = [&](const pf_item &w) {
+            for (int i = 0; i < QI; i++) {
+                int row, c;
+                int64_t off;
+                const bool ok = q_chunk_of(w, i, row, c, off);
+                uint8_t *dst = Qs + attn_swz128_off(row, c, BM);
+                if (KV8 && c == 0)
+                    rowmul[row] = 1.f;
+                if (p.q_vec16)
+                    attn_cp_async16(dst, (const uint16_t *)p.q + off, ok);
+                else
+                    *(uint4 *)dst = ok ? attn_load_16bit8((const uint16_t *)p.q + off, false)
+                                       : make_uint4(0u, 0u, 0u, 0u);
             }
-            float mx = 0.f;
+            attn_cp_async_commit();
+        };
+        if (q_scaled) {
+            /* Every chunk's global read is issued before the first conversion
+             * (read-convert-store chunk by chunk waited out one round trip a
+             * chunk; the decode kernel's Q, bench/RESULTS.md version 22). */
+            uint4 qv[QI];
 #pragma unroll
-            for (int k = 0; k < 8; k++)
-                mx = fmaxf(mx, fabsf(v[k]));
-            /* the row's CPR chunks are CPR consecutive lanes */
-#pragma unroll
-            for (int m = 1; m < CPR; m <<= 1)
-                mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, m));
-            uint32_t h[4];
-            const int sh = attn_q_to_f16_scaled(v, mx, h);
-            *(uint4 *)(Qs + attn_swz128_off(row, c, BM)) = make_uint4(h[0], h[1], h[2], h[3]);
-            if (c == 0)
-                rowmul[row] = attn_mul_pow2(1.f, -sh);
-        }
-    } else {
-        for (int i = 0; i < QI; i++) {
-            int row, c;
-            int64_t off;
-            const bool ok = q_chunk(i, row, c, off);
-            uint8_t *dst = Qs + attn_swz128_off(row, c, BM);
-            if (KV8 && c == 0)
-                rowmul[row] = 1.f;
-            if (p.q_vec16)
-                attn_cp_async16(dst, (const uint16_t *)p.q + off, ok);
-            else
-                *(uint4 *)dst = ok ? attn_load_16bit8((const uint16_t *)p.q + off, false) : make_uint4(0u, 0u, 0u, 0u);
-        }
-    }
-    attn_cp_async_commit();
-    attn_cp_async_wait(0);
-    attn_fence_proxy_async();
-    attn_named_barrier(1 + cw, 128);
-
-    /* This thread's two rows (g and g + 8 of its warp's 16), and the keys
-     * each sees as one interval [lo, hi] (causal, window, the sequence's K):
-     * a key is visible iff lo <= key <= hi. */
-    const int r0 = cw * 64 + warp * 16 + g, r1 = r0 + 8;
-    const int tok0 = r0 / hpt, tok1 = r1 / hpt;
-    const int hg0 = hsplit * hpt + r0 % hpt, hg1 = hsplit * hpt + r1 % hpt;
-    const bool ok0 = tok0 < ntok && hg0 < p.group, ok1 = tok1 < ntok && hg1 < p.group;
-    auto key_hi = [&](int pos) {
-        int hi = K - 1;
-        if (p.causal)
-            hi = min(hi, pos);
-        if (p.window_right >= 0)
-            hi = min(hi, pos + p.window_right);
-        return hi;
-    };
-    auto key_lo = [&](int pos) { return p.window_left >= 0 ? pos - p.window_left : 0; };
-    const int pos0 = ctx0 + t0 + tok0, pos1 = ctx0 + t0 + tok1;
-    const int lo0 = key_lo(pos0), hi0 = key_hi(pos0), lo1 = key_lo(pos1), hi1 = key_hi(pos1);
-    /* A tile with every key visible to every row of the warpgroup skips the
-     * masks: keys [all_lo, all_hi] (from its first and last token). */
-    const int wpos_lo = ctx0 + t0 + (cw * 64) / hpt;
-    const int wpos_hi = ctx0 + t0 + min(ntok - 1, (cw * 64 + 63) / hpt);
-    const int all_lo = key_lo(wpos_hi), all_hi = key_hi(wpos_lo);
-    const float mul = SOFTCAP ? p.score_scale / p.softcap : p.score_scale * ATTN_LOG2E;
-    /* per row: the Q row's power of two (fp8 cache, bf16 Q) */
-    const float mul0 = KV8 ? mul * rowmul[r0] : mul, mul1 = KV8 ? mul * rowmul[r1] : mul;
-    const float capl2 = p.softcap * ATTN_LOG2E;
-
-    float o[DP / 2];
-#pragma unroll
-    for (int i = 0; i < DP / 2; i++)
-        o[i] = 0.f;
-    float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
-    float sacc[BN / 2];
-#pragma unroll
-    for (int i = 0; i < BN / 2; i++)
-        sacc[i] = 0.f;
-    uint32_t pa[BN / 16][4];
-    const uint64_t dq = attn_wgmma_desc(attn_smem_addr(Qs) + cw * 64 * 128, 16);
-    auto stage_addr = [&](int it) { return attn_smem_addr(KV + (it % ST) * C::STAGE_BYTES); };
-
-    /* S = Q K^T of tile it: DP/16 k16 steps; step kk reads 16 columns of
-     * 64-column block kk / 4 (32 bytes into each 128-byte row; the hardware
-     * applies the swizzle to the final address). */
-    auto issue_s = [&](int it) {
-        const uint64_t dk = attn_wgmma_desc(stage_addr(it), 16);
-#pragma unroll
-        for (int kk = 0; kk < DP / 16; kk++)
-            attn_wgmma<BN, BF16>::ss(sacc, dq + (((kk >> 2) * BM * 128 + (kk & 3) * 32) >> 4),
-                                     dk + (((kk >> 2) * BN * 128 + (kk & 3) * 32) >> 4), kk > 0);
-        attn_wgmma_commit();
-    };
-    /* O += P V of tile it: BN/16 k16 steps of 16 keys (2048 bytes of V). */
-    auto issue_pv = [&](int it) {
-        const uint64_t dv = attn_wgmma_desc(stage_addr(it) + C::TILE_BYTES, BN * 128);
-#pragma unroll
-        for (int kc = 0; kc < BN / 16; kc++)
-            attn_wgmma<DP, BF16>::rs_tb(o, pa[kc], dv + ((kc * 16 * 128) >> 4));
-        attn_wgmma_commit();
-    };
-    auto pin_pv = [&]() {
-        attn_reg_fence(o);
-#pragma unroll
-        for (int kc = 0; kc < BN / 16; kc++)
-#pragma unroll
-            for (int e = 0; e < 4; e++)
-                attn_reg_fence(pa[kc][e]);
-    };
-    /* The online softmax of tile it on sacc, in place: scores in log2 units,
-     * masks only where the tile cuts some row's interval, the new row maxima
-     * and sums; returns the rescale factors of the old accumulators. Column n
-     * of n8 tile j is key kb + 8j + n; this thread holds columns 2t, 2t + 1
-     * of rows r0 (e = 0, 1) and r1 (e = 2, 3). */
-    auto softmax = [&](int it, float &al0, float &al1) {
-        const int kb = (my_lo + it) * BN;
-        const bool full = kb >= all_lo && kb + BN - 1 <= all_hi;
-        /* Without a softcap the scores stay raw until the exponent (max of
-         * raw scores, then 2^(s mul - max mul) as one FFMA; mul > 0, the
-         * launcher's condition); with one, they become log2 units first. */
-        if constexpr (SOFTCAP) {
-#pragma unroll
-            for (int j = 0; j < BN / 8; j++)
-#pragma unroll
-                for (int b = 0; b < 2; b++) {
-                    sacc[4 * j + b] = capl2 * tanhf(sacc[4 * j + b] * mul0);
-                    sacc[4 * j + 2 + b] = capl2 * tanhf(sacc[4 * j + 2 + b] * mul1);
-                }
-        }
-        /* The masks as one block under one uniform branch: tested element by
-         * element inside the loop, the test became selects that every tile
-         * ran, cut or not (132 ISETP and 66 FSEL of a consumer warp's 724
-         * instructions a tile at 8192 tokens, on the ALU pipe, the busiest:
-         * Nsight Compute source counters, bench/RESULTS.md version 24). */
-        if (!full) {
-#pragma unroll
-            for (int j = 0; j < BN / 8; j++)
-#pragma unroll
-                for (int b = 0; b < 2; b++) {
-                    const int key = kb + 8 * j + 2 * t + b;
-                    if (key < lo0 || key > hi0)
-                        sacc[4 * j + b] = -INFINITY;
-                    if (key < lo1 || key > hi1)
-                        sacc[4 * j + 2 + b] = -INFINITY;
-                }
-        }
-        /* Row maxima in four independent chains (not one chain of BN / 4
-         * dependent operations), then over the 4 lanes of the row. */
-        float mx[2][4] = {{-INFINITY, -INFINITY, -INFINITY, -INFINITY},
-                          {-INFINITY, -INFINITY, -INFINITY, -INFINITY}};
-#pragma unroll
-        for (int j = 0; j < BN / 8; j++) {
-            mx[0][j & 3] = fmaxf(mx[0][j & 3], fmaxf(sacc[4 * j], sacc[4 * j + 1]));
-            mx[1][j & 3] = fmaxf(mx[1][j & 3], fmaxf(sacc[4 * j + 2], sacc[4 * j + 3]));
-        }
-        float mx0 = fmaxf(fmaxf(mx[0][0], mx[0][1]), fmaxf(mx[0][2], mx[0][3]));
-        float mx1 = fmaxf(fmaxf(mx[1][0], mx[1][1]), fmaxf(mx[1][2], mx[1][3]));
-        /* score -> log2 units in the exponent */
-        const float sc0 = SOFTCAP ? 1.f : mul0, sc1 = SOFTCAP ? 1.f : mul1;
-        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
-        mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
-        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
-        mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-        const float mn0 = fmaxf(m0, mx0 * sc0), mn1 = fmaxf(m1, mx1 * sc1);
-        /* (a row that has seen no key yet keeps -inf: subtract 0 instead) */
-        const float mu0 = mn0 == -INFINITY ? 0.f : mn0, mu1 = mn1 == -INFINITY ? 0.f : mn1;
-        al0 = attn_exp2_ftz(m0 - mu0);
-        al1 = attn_exp2_ftz(m1 - mu1);
-        m0 = mn0;
-        m1 = mn1;
-        float ps[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
-#pragma unroll
-        for (int j = 0; j < BN / 8; j++) {
-            sacc[4 * j + 0] = attn_exp2_ftz(fmaf(sacc[4 * j + 0], sc0, -mu0));
-            sacc[4 * j + 1] = attn_exp2_ftz(fmaf(sacc[4 * j + 1], sc0, -mu0));
-            sacc[4 * j + 2] = attn_exp2_ftz(fmaf(sacc[4 * j + 2], sc1, -mu1));
-            sacc[4 * j + 3] = attn_exp2_ftz(fmaf(sacc[4 * j + 3], sc1, -mu1));
-            ps[0][j & 3] += sacc[4 * j + 0] + sacc[4 * j + 1];
-            ps[1][j & 3] += sacc[4 * j + 2] + sacc[4 * j + 3];
-        }
-        l0 = l0 * al0 + ((ps[0][0] + ps[0][1]) + (ps[0][2] + ps[0][3]));
-        l1 = l1 * al1 + ((ps[1][0] + ps[1][1]) + (ps[1][2] + ps[1][3]));
-    };
-    /* P: the C fragments of n8 tiles 2kc, 2kc + 1 (keys 16kc..16kc+15) are
-     * the A fragment of k16 step kc. */
-    auto pack_p = [&]() {
-#pragma unroll
-        for (int kc = 0; kc < BN / 16; kc++) {
-            pa[kc][0] = attn_pack2<BF16>(sacc[8 * kc + 0], sacc[8 * kc + 1]);
-            pa[kc][1] = attn_pack2<BF16>(sacc[8 * kc + 2], sacc[8 * kc + 3]);
-            pa[kc][2] = attn_pack2<BF16>(sacc[8 * kc + 4], sacc[8 * kc + 5]);
-            pa[kc][3] = attn_pack2<BF16>(sacc[8 * kc + 6], sacc[8 * kc + 7]);
-        }
-    };
-
-    /* The pipeline of one warpgroup: tile it's S is issued together with the
-     * previous tile's P V, and the softmax of tile it runs while that P V is
-     * still on the matrix units (wgmma groups retire in order: S first, then
-     * P V). The softmax needs only the old row maxima; the rescale of O by
-     * its factors waits for P V to land. */
-    /* Turns (FlashAttention-3's ping-pong): the two consumer warpgroups issue
-     * their wgmma alternately, through named barriers 4 (warpgroup 0's turn)
-     * and 5, so that one's softmax runs while the other's matrix work does.
-     * A warpgroup has ntiles + 1 issue phases; warpgroup 1 opens warpgroup
-     * 0's first turn and leaves its own last one unanswered, so every arrival
-     * has its wait. */
-    const int phases = ntiles > 0 ? ntiles + 1 : 0;
-    int phase = 0;
-    auto turn_begin = [&]() {
-        if constexpr (C::PINGPONG)
-            attn_named_barrier(4 + cw, 256);
-    };
-    auto turn_end = [&]() {
-        if constexpr (C::PINGPONG)
-            if (!(cw == 1 && phase == phases - 1))
-                attn_named_arrive(4 + (cw ^ 1), 256);
-        phase++;
-    };
-    if (C::PINGPONG && cw == 1 && phases > 0)
-        attn_named_arrive(4, 256);
-
-    if (ntiles > 0) {
-        attn_mbar_wait(&kfull[0], 0);
-        attn_fence_proxy_async(); /* cp.async wrote K; wgmma reads it */
-        turn_begin();
-        attn_wgmma_fence();
-        issue_s(0);
-        turn_end();
-        attn_wgmma_wait<0>();
-        attn_reg_fence(sacc);
-        attn_mbar_arrive(&kfree[0]);
-        float al0, al1;
-        softmax(0, al0, al1);
-        pack_p();
-    }
-    for (int it = 1; it < ntiles; it++) {
-        attn_mbar_wait(&kfull[it % ST], (it / ST) & 1);
-        attn_mbar_wait(&vfull[(it - 1) % ST], ((it - 1) / ST) & 1);
-        attn_fence_proxy_async();
-        turn_begin();
-        attn_wgmma_fence();
-        issue_s(it);
-        issue_pv(it - 1);
-        turn_end();
-        attn_wgmma_wait<1>(); /* S of tile it */
-        attn_reg_fence(sacc);
-        attn_mbar_arrive(&kfree[it % ST]);
-        float al0, al1;
-        softmax(it, al0, al1);
-        attn_wgmma_wait<0>(); /* P V of tile it - 1 */
-        pin_pv();
-        attn_mbar_arrive(&vfree[(it - 1) % ST]);
-        /* Rescale O only when some row's maximum moved (after the first
-         * tiles of a row it rarely does). */
-        if (__any_sync(0xffffffffu, al0 != 1.f || al1 != 1.f)) {
-#pragma unroll
-            for (int j = 0; j < DP / 8; j++) {
-                o[4 * j + 0] *= al0;
-                o[4 * j + 1] *= al0;
-                o[4 * j + 2] *= al1;
-                o[4 * j + 3] *= al1;
+            for (int i = 0; i < QI; i++) {
+                int row, c;
+                int64_t off;
+                const bool ok = q_chunk(i, row, c, off);
+                qv[i] = ok ? attn_load_16bit8((const uint16_t *)p.q + off, p.q_vec16)
+                           : make_uint4(0u, 0u, 0u, 0u);
             }
-        }
-        pack_p();
-    }
-    if (ntiles > 0) {
-        attn_mbar_wait(&vfull[(ntiles - 1) % ST], ((ntiles - 1) / ST) & 1);
-        attn_fence_proxy_async();
-        turn_begin();
-        attn_wgmma_fence();
-        issue_pv(ntiles - 1);
-        turn_end();
-        attn_wgmma_wait<0>();
-        pin_pv();
-    }
-
-    /* Row sums over the 4 lanes of a row. */
-    l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
-    l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
-    l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
-    l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
-
-    const int head0 = kvh * p.group + hg0, head1 = kvh * p.group + hg1;
-    const int token0 = q0 + t0 + tok0, token1 = q0 + t0 + tok1;
-    /* This thread's part of its two rows, scaled by s0 and s1: the two
-     * adjacent columns 8j + 2t, 8j + 2t + 1 of each n8 tile j, handed to
-     * `put` as a pair at element index b + 8j + 2t of its row's base b. */
-    auto row_pairs = [&](int64_t b0, int64_t b1, float s0, float s1, auto put) {
 #pragma unroll
-        for (int j = 0; j < D / 8; j++) {
-            if (ok0)
-                put(b0 + 8 * j + 2 * t, o[4 * j + 0] * s0, o[4 * j + 1] * s0);
-            if (ok1)
-                put(b1 + 8 * j + 2 * t, o[4 * j + 2] * s1, o[4 * j + 3] * s1);
+            for (int i = 0; i < QI; i++) {
+                int row, c;
+                int64_t off;
+                (void)q_chunk(i, row, c, off);
+                const uint32_t w4[4] = {qv[i].x, qv[i].y, qv[i].z, qv[i].w};
+                float v[8];
+#pragma unroll
+                for (int k = 0; k < 4; k++) {
+                    v[2 * k] = attn_bf16_to_f32(w4[k] & 0xFFFFu);
+                    v[2 * k + 1] = attn_bf16_to_f32(w4[k] >> 16);
+                }
+                float mx = 0.f;
+#pragma unroll
+                for (int k = 0; k < 8; k++)
+                    mx = fmaxf(mx, fabsf(v[k]));
+                /* the row's CPR chunks are CPR consecutive lanes */
+#pragma unroll
+                for (int m = 1; m < CPR; m <<= 1)
+                    mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, m));
+                uint32_t h[4];
+                const int sh = attn_q_to_f16_scaled(v, mx, h);
+                *(uint4 *)(Qs + attn_swz128_off(row, c, BM)) = make_uint4(h[0], h[1], h[2], h[3]);
+                if (c == 0)
+                    rowmul[row] = attn_mul_pow2(1.f, -sh);
+            }
+        } else if (!q_ready) {
+            issue_q_plain(job);
         }
-    };
-    if (!p.partials) {
-        /* A row without visible keys writes zeros. */
-        const float inv0 = ok0 ? attn_row_inverse(m0, l0, p.sinks, head0, p.v_scale) : 0.f;
-        const float inv1 = ok1 ? attn_row_inverse(m1, l1, p.sinks, head1, p.v_scale) : 0.f;
-        const int64_t ob0 = (int64_t)token0 * p.out_stride_token + (int64_t)head0 * p.out_stride_head;
-        const int64_t ob1 = (int64_t)token1 * p.out_stride_token + (int64_t)head1 * p.out_stride_head;
-        /* pairs in one store each, the output type chosen once (as long
-         * as 2-3 key tiles element by element, version 19) */
-        attn_store_out_pairs(p, [&](auto put) { row_pairs(ob0, ob1, inv0, inv1, put); });
-    } else {
-        /* A segment's partial, in the layout attn_reduce_kernel reads; a
-         * row without keys in this segment writes (-inf, 0). */
-        const int64_t i0 = ((int64_t)seg * p.num_tokens + token0) * p.hq + head0;
-        const int64_t i1 = ((int64_t)seg * p.num_tokens + token1) * p.hq + head1;
-        if (ok0 && t == 0) {
-            p.ws_ml[2 * i0] = m0;
-            p.ws_ml[2 * i0 + 1] = l0;
+        attn_cp_async_commit();
+        /* The next item, while this one's Q is in flight (its metadata's
+         * round trip overlaps Q's). */
+        /* The next item is read when this one's last S has landed (or at
+         * its end): under the dynamic schedule the producer claims it only
+         * after issuing this item's last tile. */
+        pf_item nxt;
+        int n_next = -2; /* -2: not read yet */
+        auto read_next = [&]() {
+            if (n_next == -2)
+                n_next = next_live(n + 1, nxt);
+        };
+        attn_cp_async_wait(0);
+        attn_fence_proxy_async();
+        attn_named_barrier(1 + cw, 128);
+        /* Once this item's last S has landed, its Q rows are free: the next
+         * item's go out then (cp.async rows only; the scaled fp8-cache rows
+         * are converted in registers at the item's start). */
+        bool q_next = false;
+        auto prefetch_next_q = [&]() {
+            read_next();
+            if (q_scaled || !p.q_vec16 || n_next < 0)
+                return;
+            attn_named_barrier(1 + cw, 128); /* every warp is past its reads of Q */
+            issue_q_plain(nxt);
+            q_next = true;
+        };
+
+        /* This thread's two rows (g and g + 8 of its warp's 16), and the keys
+         * each sees as one interval [lo, hi] (causal, window, the sequence's K):
+         * a key is visible iff lo <= key <= hi. */
+        const int r0 = cw * 64 + warp * 16 + g, r1 = r0 + 8;
+        const int tok0 = r0 / hpt, tok1 = r1 / hpt;
+        const int hg0 = hsplit * hpt + r0 % hpt, hg1 = hsplit * hpt + r1 % hpt;
+        const bool ok0 = tok0 < ntok && hg0 < p.group, ok1 = tok1 < ntok && hg1 < p.group;
+        auto key_hi = [&](int pos) {
+            int hi = K - 1;
+            if (p.causal)
+                hi = min(hi, pos);
+            if (p.window_right >= 0)
+                hi = min(hi, pos + p.window_right);
+            return hi;
+        };
+        auto key_lo = [&](int pos) { return p.window_left >= 0 ? pos - p.window_left : 0; };
+        const int pos0 = ctx0 + t0 + tok0, pos1 = ctx0 + t0 + tok1;
+        const int lo0 = key_lo(pos0), hi0 = key_hi(pos0), lo1 = key_lo(pos1), hi1 = key_hi(pos1);
+        /* A tile with every key visible to every row of the warpgroup skips the
+         * masks: keys [all_lo, all_hi] (from its first and last token). */
+        const int wpos_lo = ctx0 + t0 + (cw * 64) / hpt;
+        const int wpos_hi = ctx0 + t0 + min(ntok - 1, (cw * 64 + 63) / hpt);
+        const int all_lo = key_lo(wpos_hi), all_hi = key_hi(wpos_lo);
+        const float mul = SOFTCAP ? p.score_scale / p.softcap : p.score_scale * ATTN_LOG2E;
+        /* per row: the Q row's power of two (fp8 cache, bf16 Q) */
+        const float mul0 = KV8 ? mul * rowmul[r0] : mul, mul1 = KV8 ? mul * rowmul[r1] : mul;
+        const float capl2 = p.softcap * ATTN_LOG2E;
+
+        float o[DP / 2];
+#pragma unroll
+        for (int i = 0; i < DP / 2; i++)
+            o[i] = 0.f;
+        float m0 = -INFINITY, m1 = -INFINITY, l0 = 0.f, l1 = 0.f;
+        float sacc[BN / 2];
+#pragma unroll
+        for (int i = 0; i < BN / 2; i++)
+            sacc[i] = 0.f;
+        uint32_t pa[BN / 16][4];
+        const uint64_t dq = attn_wgmma_desc(attn_smem_addr(Qs) + cw * 64 * 128, 16);
+        auto stage_addr = [&](int it) { return attn_smem_addr(KV + ((gt + it) % ST) * C::STAGE_BYTES); };
+
+        /* S = Q K^T of tile it: DP/16 k16 steps; step kk reads 16 columns of
+         * 64-column block kk / 4 (32 bytes into each 128-byte row; the hardware
+         * applies the swizzle to the final address). */
+        auto issue_s = [&](int it) {
+            const uint64_t dk = attn_wgmma_desc(stage_addr(it), 16);
+#pragma unroll
+            for (int kk = 0; kk < DP / 16; kk++)
+                attn_wgmma<BN, BF16>::ss(sacc, dq + (((kk >> 2) * BM * 128 + (kk & 3) * 32) >> 4),
+                                         dk + (((kk >> 2) * BN * 128 + (kk & 3) * 32) >> 4), kk > 0);
+            attn_wgmma_commit();
+        };
+        /* O += P V of tile it: BN/16 k16 steps of 16 keys (2048 bytes of V). */
+        auto issue_pv = [&](int it) {
+            const uint64_t dv = attn_wgmma_desc(stage_addr(it) + C::TILE_BYTES, BN * 128);
+#pragma unroll
+            for (int kc = 0; kc < BN / 16; kc++)
+                attn_wgmma<DP, BF16>::rs_tb(o, pa[kc], dv + ((kc * 16 * 128) >> 4));
+            attn_wgmma_commit();
+        };
+        auto pin_pv = [&]() {
+            attn_reg_fence(o);
+#pragma unroll
+            for (int kc = 0; kc < BN / 16; kc++)
+#pragma unroll
+                for (int e = 0; e < 4; e++)
+                    attn_reg_fence(pa[kc][e]);
+        };
+        /* The online softmax of tile it on sacc, in place: scores in log2 units,
+         * masks only where the tile cuts some row's interval, the new row maxima
+         * and sums; returns the rescale factors of the old accumulators. Column n
+         * of n8 tile j is key kb + 8j + n; this thread holds columns 2t, 2t + 1
+         * of rows r0 (e = 0, 1) and r1 (e = 2, 3). */
+        auto softmax = [&](int it, float &al0, float &al1) {
+            const int kb = (my_lo + it) * BN;
+            const bool full = kb >= all_lo && kb + BN - 1 <= all_hi;
+            /* Without a softcap the scores stay raw until the exponent (max of
+             * raw scores, then 2^(s mul - max mul) as one FFMA; mul > 0, the
+             * launcher's condition); with one, they become log2 units first. */
+            if constexpr (SOFTCAP) {
+#pragma unroll
+                for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+                    for (int b = 0; b < 2; b++) {
+                        sacc[4 * j + b] = capl2 * tanhf(sacc[4 * j + b] * mul0);
+                        sacc[4 * j + 2 + b] = capl2 * tanhf(sacc[4 * j + 2 + b] * mul1);
+                    }
+            }
+            /* The masks as one block under one uniform branch: tested element by
+             * element inside the loop, the test became selects that every tile
+             * ran, cut or not (132 ISETP and 66 FSEL of a consumer warp's 724
+             * instructions a tile at 8192 tokens, on the ALU pipe, the busiest:
+             * Nsight Compute source counters, bench/RESULTS.md version 24). */
+            if (!full) {
+#pragma unroll
+                for (int j = 0; j < BN / 8; j++)
+#pragma unroll
+                    for (int b = 0; b < 2; b++) {
+                        const int key = kb + 8 * j + 2 * t + b;
+                        if (key < lo0 || key > hi0)
+                            sacc[4 * j + b] = -INFINITY;
+                        if (key < lo1 || key > hi1)
+                            sacc[4 * j + 2 + b] = -INFINITY;
+                    }
+            }
+            /* Row maxima in four independent chains (not one chain of BN / 4
+             * dependent operations), then over the 4 lanes of the row. */
+            float mx[2][4] = {{-INFINITY, -INFINITY, -INFINITY, -INFINITY},
+                              {-INFINITY, -INFINITY, -INFINITY, -INFINITY}};
+#pragma unroll
+            for (int j = 0; j < BN / 8; j++) {
+                mx[0][j & 3] = fmaxf(mx[0][j & 3], fmaxf(sacc[4 * j], sacc[4 * j + 1]));
+                mx[1][j & 3] = fmaxf(mx[1][j & 3], fmaxf(sacc[4 * j + 2], sacc[4 * j + 3]));
+            }
+            float mx0 = fmaxf(fmaxf(mx[0][0], mx[0][1]), fmaxf(mx[0][2], mx[0][3]));
+            float mx1 = fmaxf(fmaxf(mx[1][0], mx[1][1]), fmaxf(mx[1][2], mx[1][3]));
+            /* score -> log2 units in the exponent */
+            const float sc0 = SOFTCAP ? 1.f : mul0, sc1 = SOFTCAP ? 1.f : mul1;
+            mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 1));
+            mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
+            mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
+            mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
+            const float mn0 = fmaxf(m0, mx0 * sc0), mn1 = fmaxf(m1, mx1 * sc1);
+            /* (a row that has seen no key yet keeps -inf: subtract 0 instead) */
+            const float mu0 = mn0 == -INFINITY ? 0.f : mn0, mu1 = mn1 == -INFINITY ? 0.f : mn1;
+            al0 = attn_exp2_ftz(m0 - mu0);
+            al1 = attn_exp2_ftz(m1 - mu1);
+            m0 = mn0;
+            m1 = mn1;
+            float ps[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
+#pragma unroll
+            for (int j = 0; j < BN / 8; j++) {
+                sacc[4 * j + 0] = attn_exp2_ftz(fmaf(sacc[4 * j + 0], sc0, -mu0));
+                sacc[4 * j + 1] = attn_exp2_ftz(fmaf(sacc[4 * j + 1], sc0, -mu0));
+                sacc[4 * j + 2] = attn_exp2_ftz(fmaf(sacc[4 * j + 2], sc1, -mu1));
+                sacc[4 * j + 3] = attn_exp2_ftz(fmaf(sacc[4 * j + 3], sc1, -mu1));
+                ps[0][j & 3] += sacc[4 * j + 0] + sacc[4 * j + 1];
+                ps[1][j & 3] += sacc[4 * j + 2] + sacc[4 * j + 3];
+            }
+            l0 = l0 * al0 + ((ps[0][0] + ps[0][1]) + (ps[0][2] + ps[0][3]));
+            l1 = l1 * al1 + ((ps[1][0] + ps[1][1]) + (ps[1][2] + ps[1][3]));
+        };
+        /* P: the C fragments of n8 tiles 2kc, 2kc + 1 (keys 16kc..16kc+15) are
+         * the A fragment of k16 step kc. */
+        auto pack_p = [&]() {
+#pragma unroll
+            for (int kc = 0; kc < BN / 16; kc++) {
+                pa[kc][0] = attn_pack2<BF16>(sacc[8 * kc + 0], sacc[8 * kc + 1]);
+                pa[kc][1] = attn_pack2<BF16>(sacc[8 * kc + 2], sacc[8 * kc + 3]);
+                pa[kc][2] = attn_pack2<BF16>(sacc[8 * kc + 4], sacc[8 * kc + 5]);
+                pa[kc][3] = attn_pack2<BF16>(sacc[8 * kc + 6], sacc[8 * kc + 7]);
+            }
+        };
+
+        /* The pipeline of one warpgroup: tile it's S is issued together with the
+         * previous tile's P V, and the softmax of tile it runs while that P V is
+         * still on the matrix units (wgmma groups retire in order: S first, then
+         * P V). The softmax needs only the old row maxima; the rescale of O by
+         * its factors waits for P V to land. */
+        /* Turns (FlashAttention-3's ping-pong): the two consumer warpgroups issue
+         * their wgmma alternately, through named barriers 4 (warpgroup 0's turn)
+         * and 5, so that one's softmax runs while the other's matrix work does.
+         * A warpgroup has ntiles + 1 issue phases; warpgroup 1 opens warpgroup
+         * 0's first turn and leaves its own last one unanswered, so every arrival
+         * has its wait. */
+        const int phases = ntiles > 0 ? ntiles + 1 : 0;
+        int phase = 0;
+        auto turn_begin = [&]() {
+            if constexpr (C::PINGPONG)
+                attn_named_barrier(4 + cw, 256);
+        };
+        auto turn_end = [&]() {
+            if constexpr (C::PINGPONG)
+                if (!(cw == 1 && phase == phases - 1))
+                    attn_named_arrive(4 + (cw ^ 1), 256);
+            phase++;
+        };
+        if (C::PINGPONG && cw == 1 && phases > 0)
+            attn_named_arrive(4, 256);
+
+        if (ntiles > 0) {
+            attn_mbar_wait(&kfull[gt % ST], (gt / ST) & 1);
+            attn_fence_proxy_async(); /* cp.async wrote K; wgmma reads it */
+            turn_begin();
+            attn_wgmma_fence();
+            issue_s(0);
+            turn_end();
+            attn_wgmma_wait<0>();
+            attn_reg_fence(sacc);
+            if (ntiles == 1)
+                prefetch_next_q();
+            attn_mbar_arrive(&kfree[gt % ST]);
+            float al0, al1;
+            softmax(0, al0, al1);
+            pack_p();
         }
-        if (ok1 && t == 0) {
-            p.ws_ml[2 * i1] = m1;
-            p.ws_ml[2 * i1 + 1] = l1;
+        for (int it = 1; it < ntiles; it++) {
+            attn_mbar_wait(&kfull[(gt + it) % ST], ((gt + it) / ST) & 1);
+            attn_mbar_wait(&vfull[(gt + it - 1) % ST], ((gt + it - 1) / ST) & 1);
+            attn_fence_proxy_async();
+            turn_begin();
+            attn_wgmma_fence();
+            issue_s(it);
+            issue_pv(it - 1);
+            turn_end();
+            attn_wgmma_wait<1>(); /* S of tile it */
+            attn_reg_fence(sacc);
+            if (it == ntiles - 1)
+                prefetch_next_q();
+            attn_mbar_arrive(&kfree[(gt + it) % ST]);
+            float al0, al1;
+            softmax(it, al0, al1);
+            attn_wgmma_wait<0>(); /* P V of tile it - 1 */
+            pin_pv();
+            attn_mbar_arrive(&vfree[(gt + it - 1) % ST]);
+            /* Rescale O only when some row's maximum moved (after the first
+             * tiles of a row it rarely does). */
+            if (__any_sync(0xffffffffu, al0 != 1.f || al1 != 1.f)) {
+#pragma unroll
+                for (int j = 0; j < DP / 8; j++) {
+                    o[4 * j + 0] *= al0;
+                    o[4 * j + 1] *= al0;
+                    o[4 * j + 2] *= al1;
+                    o[4 * j + 3] *= al1;
+                }
+            }
+            pack_p();
         }
-        row_pairs(i0 * D, i1 * D, 1.f, 1.f, [&](int64_t i, float a, float b) {
-            *(float2 *)(p.ws_acc + i) = make_float2(a, b);
-        });
+        if (ntiles > 0) {
+            attn_mbar_wait(&vfull[(gt + ntiles - 1) % ST], ((gt + ntiles - 1) / ST) & 1);
+            attn_fence_proxy_async();
+            turn_begin();
+            attn_wgmma_fence();
+            issue_pv(ntiles - 1);
+            turn_end();
+            attn_wgmma_wait<0>();
+            pin_pv();
+            /* the producer refills this stage with the next item's tiles */
+            attn_mbar_arrive(&vfree[(gt + ntiles - 1) % ST]);
+        }
+
+        if (ntiles == 0)
+            prefetch_next_q();
+
+        /* Row sums over the 4 lanes of a row. */
+        l0 += __shfl_xor_sync(0xffffffffu, l0, 1);
+        l0 += __shfl_xor_sync(0xffffffffu, l0, 2);
+        l1 += __shfl_xor_sync(0xffffffffu, l1, 1);
+        l1 += __shfl_xor_sync(0xffffffffu, l1, 2);
+
+        const int head0 = kvh * p.group + hg0, head1 = kvh * p.group + hg1;
+        const int token0 = q0 + t0 + tok0, token1 = q0 + t0 + tok1;
+        /* This thread's part of its two rows, scaled by s0 and s1: the two
+         * adjacent columns 8j + 2t, 8j + 2t + 1 of each n8 tile j, handed to
+         * `put` as a pair at element index b + 8j + 2t of its row's base b. */
+        auto row_pairs = [&](int64_t b0, int64_t b1, float s0, float s1, auto put) {
+#pragma unroll
+            for (int j = 0; j < D / 8; j++) {
+                if (ok0)
+                    put(b0 + 8 * j + 2 * t, o[4 * j + 0] * s0, o[4 * j + 1] * s0);
+                if (ok1)
+                    put(b1 + 8 * j + 2 * t, o[4 * j + 2] * s1, o[4 * j + 3] * s1);
+            }
+        };
+        if (!p.partials) {
+            /* A row without visible keys writes zeros. */
+            const float inv0 = ok0 ? attn_row_inverse(m0, l0, p.sinks, head0, p.v_scale) : 0.f;
+            const float inv1 = ok1 ? attn_row_inverse(m1, l1, p.sinks, head1, p.v_scale) : 0.f;
+            const int64_t ob0 = (int64_t)token0 * p.out_stride_token + (int64_t)head0 * p.out_stride_head;
+            const int64_t ob1 = (int64_t)token1 * p.out_stride_token + (int64_t)head1 * p.out_stride_head;
+            /* pairs in one store each, the output type chosen once (as long
+             * as 2-3 key tiles element by element, version 19) */
+            attn_store_out_pairs(p, [&](auto put) { row_pairs(ob0, ob1, inv0, inv1, put); });
+        } else {
+            /* A segment's partial, in the layout attn_reduce_kernel reads; a
+             * row without keys in this segment writes (-inf, 0). */
+            const int64_t i0 = ((int64_t)seg * p.num_tokens + token0) * p.hq + head0;
+            const int64_t i1 = ((int64_t)seg * p.num_tokens + token1) * p.hq + head1;
+            if (ok0 && t == 0) {
+                p.ws_ml[2 * i0] = m0;
+                p.ws_ml[2 * i0 + 1] = l0;
+            }
+            if (ok1 && t == 0) {
+                p.ws_ml[2 * i1] = m1;
+                p.ws_ml[2 * i1 + 1] = l1;
+            }
+            row_pairs(i0 * D, i1 * D, 1.f, 1.f, [&](int64_t i, float a, float b) {
+                *(float2 *)(p.ws_acc + i) = make_float2(a, b);
+            });
+        }
+        gt += ntiles;
+        read_next();
+        n = n_next;
+        job = nxt;
+        q_ready = q_next;
     }
+#undef PF_DYNAMIC
+#undef PF_X
 #else
     (void)p;
 #endif
@@ -698,7 +929,15 @@ static hipError_t launch_prefill_t(const attn_kparams *p, hipStream_t stream)
         attn_func_opt_in((const void *)attn_prefill_kernel<D, BF16, SOFTCAP, KV8>, C::SMEM, -1);
     if (e != hipSuccess)
         return e;
-    dim3 grid(p->num_tokens / p->block_q + p->num_seqs, p->hkv * p->head_splits, p->nseg);
+    /* the kernel's items (tile ranks x sequences x KV heads x head splits), over
+     * p->prefill_programs persistent programs (0: one program an item) */
+    const int64_t items = (int64_t)p->prefill_rank_tiles * p->num_seqs * p->hkv * p->head_splits;
+    const int64_t programs = p->prefill_programs > 0 && p->prefill_programs < items
+                                 ? p->prefill_programs
+                                 : items;
+    if (programs > 0x7fffffff)
+        return hipErrorInvalidValue;
+    dim3 grid((unsigned)programs, 1, p->nseg);
     attn_prefill_kernel<D, BF16, SOFTCAP, KV8><<<grid, C::THREADS, C::SMEM, stream>>>(*p);
     e = hipGetLastError();
     if (e != hipSuccess || !p->partials)

@@ -96,6 +96,12 @@ int gpu_attn_force_pdl(gpu_attn_ctx *ctx, int use);
  * for no context. */
 int gpu_attn_force_reduce_rows(gpu_attn_ctx *ctx, int use);
 
+/* For benchmarks (ATTNREG_BENCH_PERSIST=0): the prefill kernel on one
+ * persistent program an SM, each taking a share of the work items (use = 1,
+ * the default), or one program an item (0). Returns the setting, -1 for no
+ * context. */
+int gpu_attn_force_prefill_persistent(gpu_attn_ctx *ctx, int use);
+
 /* For benchmarks: the matrix-unit decode kernel's shared-memory carveout
  * (percent of 228 KB on sm_90; 0 = the default, 100) and the programs per
  * compute unit its segment rule fills (0 = the default, 6; at most what the

@@ -294,12 +294,18 @@ extern "C" attn_status gpu_attn_create(gpu_attn_kernel kernel, const attn_shape 
     c->shape.struct_size = sizeof c->shape;
     c->device = dev;
     c->cus = prop.multiProcessorCount > 0 ? prop.multiProcessorCount : 1;
+    c->l2_bytes = prop.l2CacheSize > 0 ? prop.l2CacheSize : 0;
 #if defined(ATTN_PLATFORM_CUDA)
     c->pdl_capable = prop.major >= 9; /* programmatic dependent launch: sm_90 and later */
 #endif
     c->pdl = c->pdl_capable;
     c->mtp_pair = -1;
     c->reduce_rows = 1;
+    c->persistent_prefill = 1;
+    if (hipMalloc((void **)&c->prefill_counter, 2 * ATTN_REDUCE_MAX_SEGMENTS * sizeof(int32_t)) == hipSuccess &&
+        hipMemset(c->prefill_counter, 0, 2 * ATTN_REDUCE_MAX_SEGMENTS * sizeof(int32_t)) == hipSuccess &&
+        hipDeviceSynchronize() == hipSuccess)
+        c->persistent_prefill = 2;
     ops->configure(c, &prop);
     *out = c;
     return ATTN_OK;
@@ -337,6 +343,14 @@ extern "C" int gpu_attn_force_reduce_rows(gpu_attn_ctx *ctx, int use)
     return ctx->reduce_rows;
 }
 
+extern "C" int gpu_attn_force_prefill_persistent(gpu_attn_ctx *ctx, int use)
+{
+    if (!ctx)
+        return -1;
+    ctx->persistent_prefill = use >= 2 && use <= 4 && ctx->prefill_counter ? use : use ? 1 : 0;
+    return ctx->persistent_prefill;
+}
+
 extern "C" int gpu_attn_force_prefill(gpu_attn_ctx *ctx, int use)
 {
     if (!ctx)
@@ -364,6 +378,8 @@ extern "C" int gpu_attn_force_generic(gpu_attn_ctx *ctx, int stages, int raw_kv)
 
 extern "C" void gpu_attn_destroy(gpu_attn_ctx *ctx)
 {
+    if (ctx && ctx->prefill_counter)
+        (void)hipFree(ctx->prefill_counter);
     free(ctx);
 }
 

@@ -449,6 +449,8 @@ static bool run_case(const Case &c, Stats &st, bool verbose)
         gpu_attn_force_mtp_pair(ctx, atoi(getenv("ATTNREG_MTP_PAIR")));
     /* the bench's switches of the kernels' variants, so that both sides of
      * an A/B are checked (gpu_attn_bench.cu lists them) */
+    if (getenv("ATTNREG_BENCH_PERSIST"))
+        gpu_attn_force_prefill_persistent(ctx, atoi(getenv("ATTNREG_BENCH_PERSIST")));
     if (getenv("ATTNREG_BENCH_REDUCE_ROWS"))
         gpu_attn_force_reduce_rows(ctx, atoi(getenv("ATTNREG_BENCH_REDUCE_ROWS")));
     const int forced = c.stages ? gpu_attn_force_generic(ctx, c.stages, c.raw_kv) : 0;

@@ -40,8 +40,7 @@ struct gpu_attn_ctx {
     int pdl;                /* attn_kparams.pdl: the reduce as a programmatic dependent launch */
     int pdl_capable;        /* the platform and the device have it (NVIDIA sm_90+) */
     int reduce_rows;        /* attn_kparams.reduce_rows */
-    int persistent_prefill; /* the prefill kernel on one persistent program an SM
-                               (1: static rank-major items, 2: dynamic, from prefill_counter) */
+    int persistent_prefill; /* the prefill kernel on its dynamic grid (1) or one program an item (0) */
     int32_t *prefill_counter; /* device: 2 x ATTN_REDUCE_MAX_SEGMENTS counters, zeroed */
     /* The launch plan of the shape on the device's arch: the same function
      * (attn_launch_plan.h) the plugin's predicate accepted the shape with. */

@@ -142,26 +142,26 @@ static int prefill_segments(const gpu_attn_ctx *c, const attn_batch_dims *b)
     return split_segments(work, c->cus, b->max_k, 4 * c->plan.kernels[k].keys);
 }
 
-/* One persistent program an SM (a program holds a whole SM), the segments
- * sharing them: a program streams item after item, so only its first pays
- * the pipeline's start. */
+/* The dynamic grid (attn_prefill.hip): one program an SM (a program holds a
+ * whole SM), the segments sharing them; a program streams item after item,
+ * so only its first pays the pipeline's start. Its items go rank-major in
+ * groups of (sequence, KV head x head split) pairs whose K/V fill a third
+ * of the L2. */
 static hipError_t prefill_launch(const gpu_attn_ctx *c, const attn_kparams *p,
                                  const attn_batch_dims *b, hipStream_t stream)
 {
     attn_kparams q = *p;
-    q.prefill_programs = c->persistent_prefill ? (c->cus / p->nseg > 0 ? c->cus / p->nseg : 1) : 0;
+    const int64_t pairs = (int64_t)p->num_seqs * p->hkv * p->head_splits;
     q.prefill_rank_tiles = (b->max_q + p->block_q - 1) / p->block_q;
-    /* experiment: persistent_prefill 2 = dynamic, rank-major in L2 groups;
-     * 3 = dynamic, head-major; 4 = dynamic, rank-major in one group */
-    q.prefill_counter = c->persistent_prefill >= 2 ? c->prefill_counter : NULL;
-    q.prefill_order = c->persistent_prefill == 3;
+    const int64_t items = q.prefill_rank_tiles * pairs;
+    const int64_t programs = c->cus / p->nseg > 0 ? c->cus / p->nseg : 1;
+    q.prefill_counter = c->persistent_prefill && items + programs <= INT32_MAX ? c->prefill_counter : NULL;
+    q.prefill_programs = (int)(programs < items ? programs : items);
     const int64_t pair_bytes =
         (int64_t)(b->max_k > 0 ? b->max_k : 1) * 2 * p->d * (attn_dtype_is_fp8(p->kv_dtype) ? 1 : 2);
     const int64_t budget = c->l2_bytes > 0 ? c->l2_bytes / 3 : (int64_t)16 << 20;
-    const int64_t pairs = (int64_t)p->num_seqs * p->hkv * p->head_splits;
     const int64_t gp = budget / pair_bytes;
-    q.prefill_group_pairs =
-        c->persistent_prefill == 2 ? (int)(gp < 1 ? 1 : gp > pairs ? pairs : gp) : 0;
+    q.prefill_group_pairs = (int)(gp < 1 ? 1 : gp > pairs ? pairs : gp);
     return attn_launch_prefill(&q, stream);
 }
 

@@ -47,9 +47,11 @@
  * attn_reduce_kernel merges them (sinks, v_descale there). With nseg == 1
  * the program writes the normalised output itself.
  *
- * Grid: x = query tiles in reverse (tiles of a sequence's end, which see the
- * most keys under a causal mask, start first), y = KV head x head split,
- * z = segment.
+ * Grids: one program an item, x = query tiles in reverse (tiles of a
+ * sequence's end, which see the most keys under a causal mask, start
+ * first), y = KV head x head split, z = segment; or the dynamic grid (the
+ * launcher's choice): a program an SM a segment, each taking item after
+ * item from a counter (attn_prefill_kernel's DYN).
  */
 #include <math.h>
 
@@ -105,19 +107,34 @@ struct prefill_cfg {
     static_assert(2 * CONSUMER_REGS + PRODUCER_REGS <= 65536 / 128, "register file");
 };
 
-#if defined(ATTN_PLATFORM_CUDA)
-
-/* One work item of the persistent prefill grid (attn_prefill_kernel). */
-struct pf_item_s {
+/* One work item of the prefill kernel: a query tile of one sequence (t0:
+ * its first token), one KV head x head split, and this key segment's share
+ * of the keys its rows see (key tiles my_lo .. my_lo + ntiles - 1). */
+struct pf_item {
     int s, q0, t0, K, ctx0, ntok, kvh, hsplit, my_lo, ntiles;
 };
+/* The dynamic grid's ring of claimed items (attn_prefill_kernel), and the
+ * static shared memory it adds to the plan's bytes. */
+#define ATTN_PF_RING 4
+#define ATTN_PF_RING_BYTES (ATTN_PF_RING * ((int)sizeof(pf_item) + 16) + 16)
 
-template <int D, bool BF16, bool SOFTCAP, bool KV8>
+#if defined(ATTN_PLATFORM_CUDA)
+
+/* DYN = false: one program an item, x = query tiles of the batch in reverse
+ * (its bound T / block_q + S), y = KV head x head split, z = segment (the
+ * grid of attn_prefill.hip's header). DYN = true: the dynamic grid
+ * (attn_kparams.prefill_counter): p.prefill_programs
+ * programs a segment, each streaming item after item, so only its first
+ * pays the pipeline's start (metadata, Q, first tiles; ~3 us a program,
+ * bench/RESULTS.md version 19). */
+template <int D, bool BF16, bool SOFTCAP, bool KV8, bool DYN>
 __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams p)
 {
 #ifdef ATTN_HAVE_WGMMA
     static_assert(!KV8 || !BF16, "an fp8 cache computes in f16");
     using C = prefill_cfg<D, KV8>;
+    static_assert(!DYN || C::SMEM + ATTN_PF_RING_BYTES <= ATTN_PREFILL_SMEM_LIMIT,
+                  "the item ring fits beside the plan's shared memory");
     constexpr int DP = C::DP, BN = C::BN, BM = C::BM, ST = C::STAGES, CPR = C::CPR;
     extern __shared__ __align__(16) uint8_t pf_smem[];
     uint8_t *Qs =
@@ -133,115 +150,94 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
     const int tid = threadIdx.x;
     const int seg = blockIdx.z;
     const int hpt = p.heads_per_tile;
-    /* Work items: (query tile, KV head x head split) triples in the order of
-     * the tile's rank from its sequence's end (rank 0: the last tile, which
-     * sees the most keys under a causal mask), then sequence, then column y
-     * = KV head x head split: R x S x Y items, R the tiles of the longest
-     * sequence (from the host's max_seqlen_q, which the MTP kernel's q_len
-     * relies on too). The items of one rank cost about the same where the
-     * sequences are of one length, and the Y items of a tile run side by
-     * side (they read one sequence's K/V). The grid is persistent: program x
-     * takes items x, then 2G - 1 - x, 2G + x, ... (G = gridDim.x; the
-     * direction alternates by round, so a round's long and short items even
-     * out over the programs). A program's producer streams the next item's
-     * tiles into the ring while its consumers finish the current one, and
-     * the consumers issue the next item's Q once the current item's last
-     * S = Q K^T has landed, so only the first item pays the pipeline's start
-     * (metadata, Q, first tiles; ~3 us a program, bench/RESULTS.md version
-     * 19). */
-    const int Y = p.hkv * p.head_splits;
-    const int64_t SY = (int64_t)p.num_seqs * Y, N = (int64_t)p.prefill_rank_tiles * SY;
-    const int G = gridDim.x;
-    /* Dynamic schedule (p.prefill_counter): items in the one-program-an-item
-     * grid's own order (tiles of the batch, last first, then y), handed out
-     * by a global counter a segment, so that a program takes the next item
-     * when it is ready for one, as the hardware's block scheduler would, but
-     * without a program's start per item. Thread 0 claims the item after the
-     * producer's current one once that one's first tile is issued into a ring in shared memory; every warp
-     * reads the ring in order. */
-    /* (read from the parameters where used, not held: the producer has 56
-     * registers) */
-#define PF_DYNAMIC (p.prefill_counter != nullptr)
-#define PF_X (p.num_tokens / p.block_q + p.num_seqs)
-    constexpr int IR = 4;
-    __shared__ pf_item_s item_ring[IR];
-    __shared__ __align__(8) uint64_t item_full[IR], item_free[IR];
-    __shared__ int claims_ended;
-    auto item_of = [&](int k) -> int64_t {
-        const int64_t i = (int64_t)k * G + ((k & 1) ? G - 1 - (int)blockIdx.x : (int)blockIdx.x);
-        return i < N ? i : -1;
-    };
-    using pf_item = pf_item_s;
-    /* Item i's tile, its sequence and the key tiles of this segment; false
-     * where the sequence has no tile of that rank, or is a decode token that
-     * a decode kernel takes (mixed batches). Three independent loads. */
-    auto decode_item = [&](int64_t i, pf_item &w) -> bool {
-        int y, qlen;
-        if (p.prefill_order == 1) {
-            /* the one-program-an-item grid's order: x (tiles of the batch,
-             * the last first) fastest, then y */
-            y = (int)(i / PF_X);
-            const int tile = PF_X - 1 - (int)(i - (int64_t)y * PF_X);
-            w.s = attn_find_tile_seq(p.cu_seqlens_q, p.num_seqs, p.block_q, tile);
-            w.q0 = p.cu_seqlens_q[w.s];
-            qlen = p.cu_seqlens_q[w.s + 1] - w.q0;
-            w.K = p.seqused_k[w.s];
-            w.t0 = (tile - (w.q0 / p.block_q + w.s)) * p.block_q;
-            if (w.t0 >= qlen || (p.batch_part == ATTN_PART_MULTI && qlen == 1))
-                return false;
-        } else {
-            /* groups of GP (sequence, y) pairs, sequence-major, one after
-             * the other, each rank-major (GP = every pair: rank-major) */
-            const int GP = p.prefill_group_pairs > 0 ? p.prefill_group_pairs : (int)SY;
-            const int64_t group_items = (int64_t)p.prefill_rank_tiles * GP;
-            const int grp = (int)(i / group_items);
-            const int64_t gi = i - grp * group_items;
-            const int npairs = (int)min((int64_t)GP, SY - (int64_t)grp * GP);
-            const int r = (int)(gi / npairs);
-            const int pair = grp * GP + (int)(gi - (int64_t)r * npairs);
-            w.s = pair / Y;
-            y = pair - w.s * Y;
-            w.q0 = p.cu_seqlens_q[w.s];
-            const int q1 = p.cu_seqlens_q[w.s + 1];
-            w.K = p.seqused_k[w.s];
-            qlen = q1 - w.q0;
-            const int nt = (qlen + p.block_q - 1) / p.block_q;
-            if (r >= nt || (p.batch_part == ATTN_PART_MULTI && qlen == 1))
-                return false;
-            w.t0 = (nt - 1 - r) * p.block_q;
-        }
+    /* The rest of item w once its sequence (s, q0, K), first token t0 and
+     * column y are known: the keys any row of it may see, in whole tiles,
+     * and this segment's share of them. */
+    auto finish_item = [&](pf_item &w, int y, int qlen) {
         w.kvh = y / p.head_splits;
         w.hsplit = y % p.head_splits;
         w.ctx0 = w.K - qlen; /* position of the sequence's first query token */
         w.ntok = min(p.block_q, qlen - w.t0);
-        /* The keys any row of this item may see, in whole tiles, and this
-         * segment's share of them. */
         int klo, khi;
         attn_visible_keys(p, w.K, w.ctx0 + w.t0, w.ctx0 + w.t0 + w.ntok - 1, klo, khi);
         const int tlo = klo / BN, thi = khi > klo ? (khi + BN - 1) / BN : tlo;
         const int per = (thi - tlo + p.nseg - 1) / p.nseg;
         w.my_lo = tlo + seg * per;
         w.ntiles = max(0, min(thi, w.my_lo + per) - w.my_lo);
+    };
+    pf_item job;
+    if constexpr (!DYN) {
+        const int tile = gridDim.x - 1 - blockIdx.x;
+        job.s = attn_find_tile_seq(p.cu_seqlens_q, p.num_seqs, p.block_q, tile);
+        job.q0 = p.cu_seqlens_q[job.s];
+        const int qlen = p.cu_seqlens_q[job.s + 1] - job.q0;
+        job.t0 = (tile - (job.q0 / p.block_q + job.s)) * p.block_q;
+        if (job.t0 >= qlen || (p.batch_part == ATTN_PART_MULTI && qlen == 1))
+            return; /* a spare tile of the bound, or a decode token that a decode kernel
+                       takes (mixed batches): uniform over the program */
+        job.K = p.seqused_k[job.s];
+        finish_item(job, blockIdx.y, qlen);
+    }
+    /* The dynamic grid's items: (query tile, KV head x head split) pairs in
+     * groups of p.prefill_group_pairs (sequence, column y) pairs, whose K/V
+     * fill a third of the L2 (0: one group), one group after the other;
+     * within a group in the order of the tile's rank from its sequence's end
+     * (rank 0: the last tile, which sees the most keys under a causal mask),
+     * then the pair. R = p.prefill_rank_tiles ranks (the longest sequence's
+     * tiles, from the host's max_seqlen_q): R x S x Y items a segment, those
+     * of ranks a sequence does not have empty. A global counter a segment
+     * (p.prefill_counter, zeroed by each launch's last program) hands them
+     * out: a program's first item is its own index (no round trip
+     * before the first copies); thread 0 of the producer claims the next
+     * once the current item's last tile is issued, skipping empty items,
+     * into a ring in shared memory with full/free mbarriers that every warp
+     * reads in order. So an item goes to the program about to be free for
+     * it, as the hardware's block scheduler would, without a program's start
+     * per item. (Read from the parameters where used, not held: the producer
+     * has 56 registers.) */
+    const int Y = p.hkv * p.head_splits;
+    constexpr int IR = ATTN_PF_RING;
+    __shared__ pf_item item_ring[IR];
+    __shared__ __align__(8) uint64_t item_full[IR], item_free[IR];
+    __shared__ int claims_ended;
+    /* Item i of the order above; false where its sequence has no tile of
+     * that rank, or is a decode token that a decode kernel takes (mixed
+     * batches). Three independent loads. */
+    auto decode_item = [&](int64_t i, pf_item &w) -> bool {
+        const int64_t SY = (int64_t)p.num_seqs * Y;
+        const int GP = p.prefill_group_pairs > 0 ? p.prefill_group_pairs : (int)SY;
+        const int64_t group_items = (int64_t)p.prefill_rank_tiles * GP;
+        const int grp = (int)(i / group_items);
+        const int64_t gi = i - grp * group_items;
+        const int npairs = (int)min((int64_t)GP, SY - (int64_t)grp * GP);
+        const int r = (int)(gi / npairs);
+        const int pair = grp * GP + (int)(gi - (int64_t)r * npairs);
+        w.s = pair / Y;
+        const int y = pair - w.s * Y;
+        w.q0 = p.cu_seqlens_q[w.s];
+        const int q1 = p.cu_seqlens_q[w.s + 1];
+        w.K = p.seqused_k[w.s];
+        const int qlen = q1 - w.q0;
+        const int nt = (qlen + p.block_q - 1) / p.block_q;
+        if (r >= nt || (p.batch_part == ATTN_PART_MULTI && qlen == 1))
+            return false;
+        w.t0 = (nt - 1 - r) * p.block_q;
+        finish_item(w, y, qlen);
         return true;
     };
-    /* This program's first item from its n-th on that has a tile (-1: none
-     * left), by a whole warp: lane l decodes item n + l, so items without a
-     * tile (a mixed batch's decode tokens, short sequences at high ranks)
-     * cost one round trip a 32, not one each. Every warp of the program
-     * gets the same answer. */
     /* Thread 0: claims this program's k-th live item (or the end) into the
-     * ring, once every warp has read the item R places before it. */
+     * ring, once every warp has read the item IR places before it. */
     auto fill_one = [&](int k) {
-        int32_t *ctr = p.prefill_counter + 2 * blockIdx.z;
+        const int64_t N = (int64_t)p.prefill_rank_tiles * p.num_seqs * Y;
+        int32_t *ctr = p.prefill_counter + 2 * seg;
         const int sl = k % IR;
         if (k >= IR)
             attn_mbar_wait(&item_free[sl], ((k / IR) - 1) & 1);
         pf_item w = {};
-        /* the first item is the program's own index (no round trip before
-         * the first copies); the counter hands out the rest */
         for (bool first = k == 0;; first = false) {
-            const int64_t i = first ? (int64_t)blockIdx.x : (int64_t)gridDim.x + atomicAdd(ctr, 1);
-            if (i >= (p.prefill_order == 1 ? (int64_t)PF_X * Y : N)) {
+            const int64_t i =
+                first ? (int64_t)blockIdx.x : (int64_t)gridDim.x + atomicAdd(ctr, 1);
+            if (i >= N) {
                 w.s = -1;
                 claims_ended = 1;
                 /* the last program of the segment to make its last claim
@@ -259,45 +255,34 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
         item_ring[sl] = w;
         attn_mbar_arrive(&item_full[sl]);
     };
+    /* Warp 0 (thread 0 claiming) fills ring entry k; nothing on the
+     * one-program-an-item grid. */
     auto fill = [&](int k) {
-        if (!PF_DYNAMIC || threadIdx.x >= 32)
-            return;
-        if (threadIdx.x == 0 && !claims_ended)
-            fill_one(k);
-        __syncwarp(); /* warp 0 meets again before its next named barrier */
+        if constexpr (DYN) {
+            if (threadIdx.x >= 32)
+                return;
+            if (threadIdx.x == 0 && !claims_ended)
+                fill_one(k);
+            __syncwarp(); /* warp 0 meets again before its next named barrier */
+        } else {
+            (void)k;
+        }
     };
-    auto next_live = [&](int n, pf_item &w) -> int {
-        const int ln = threadIdx.x & 31;
-        if (PF_DYNAMIC) {
+    /* This program's n-th item into w (n from 0): the grid's own item (n =
+     * 0 only, in job already) or the ring's n-th entry. Returns n, or -1
+     * when there is none. */
+    auto next_item = [&](int n, pf_item &w) -> int {
+        if constexpr (DYN) {
             const int sl = n % IR;
             attn_mbar_wait(&item_full[sl], (n / IR) & 1);
             w = item_ring[sl];
             __syncwarp();
-            if (ln == 0)
+            if ((threadIdx.x & 31) == 0)
                 attn_mbar_arrive(&item_free[sl]);
             return w.s >= 0 ? n : -1;
-        }
-        for (;; n += 32) {
-            const int64_t i = item_of(n + ln);
-            pf_item c = {};
-            const bool live = i >= 0 && decode_item(i, c);
-            const unsigned stop = __ballot_sync(0xffffffffu, live || i < 0);
-            if (stop == 0u)
-                continue;
-            const int f = __ffs(stop) - 1;
-            if (__shfl_sync(0xffffffffu, (int)(i < 0), f))
-                return -1;
-            w.s = __shfl_sync(0xffffffffu, c.s, f);
-            w.q0 = __shfl_sync(0xffffffffu, c.q0, f);
-            w.t0 = __shfl_sync(0xffffffffu, c.t0, f);
-            w.K = __shfl_sync(0xffffffffu, c.K, f);
-            w.ctx0 = __shfl_sync(0xffffffffu, c.ctx0, f);
-            w.ntok = __shfl_sync(0xffffffffu, c.ntok, f);
-            w.kvh = __shfl_sync(0xffffffffu, c.kvh, f);
-            w.hsplit = __shfl_sync(0xffffffffu, c.hsplit, f);
-            w.my_lo = __shfl_sync(0xffffffffu, c.my_lo, f);
-            w.ntiles = __shfl_sync(0xffffffffu, c.ntiles, f);
-            return n + f;
+        } else {
+            (void)w;
+            return n == 0 ? 0 : -1;
         }
     };
 
@@ -309,14 +294,16 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
             attn_mbar_init(&kfree[i], 256); /* one arrival per consumer thread */
             attn_mbar_init(&vfree[i], 256);
         }
-        claims_ended = 0;
-        for (int i = 0; i < IR; i++) {
-            attn_mbar_init(&item_full[i], 1);
-            attn_mbar_init(&item_free[i], 12); /* one arrival per warp */
+        if constexpr (DYN) {
+            claims_ended = 0;
+            for (int i = 0; i < IR; i++) {
+                attn_mbar_init(&item_full[i], 1);
+                attn_mbar_init(&item_free[i], 12); /* one arrival per warp */
+            }
         }
     }
     __syncthreads(); /* the last barrier of all 384 threads: the producer may leave early */
-    fill(0); /* the next is claimed once the producer has issued this one's first tile */
+    fill(0); /* the next is claimed once the producer has issued this one's last tile */
 
     if (tid < 128) {
         /* ---- producer ---- */
@@ -341,8 +328,7 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
          * ring's stage and phase, and the slot table's half, run on across
          * items). */
         int gt = 0;
-        pf_item job;
-        for (int n = next_live(0, job); n >= 0; n = next_live(n + 1, job)) {
+        for (int n = next_item(0, job); n >= 0; n = next_item(n + 1, job)) {
             const int K = job.K, my_lo = job.my_lo, ntiles = job.ntiles;
             const int32_t *bt = p.block_table + (int64_t)job.s * p.bt_stride;
             const int64_t col_bytes = job.kvh * p.kv_stride_head + c8 * 16;
@@ -498,8 +484,7 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
     /* The pipeline's turn barrier protocol (below) and the ring's position
      * run on from item to item: gt counts the tiles of the items before. */
     int gt = 0;
-    pf_item job;
-    int n = next_live(0, job);
+    int n = next_item(0, job);
     /* q_ready: this item's Q was issued while the previous item finished */
     bool q_ready = false;
     while (n >= 0) {
@@ -545,7 +530,6 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
                     *(uint4 *)dst = ok ? attn_load_16bit8((const uint16_t *)p.q + off, false)
                                        : make_uint4(0u, 0u, 0u, 0u);
             }
-            attn_cp_async_commit();
         };
         if (q_scaled) {
             /* Every chunk's global read is issued before the first conversion
@@ -590,16 +574,14 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
             issue_q_plain(job);
         }
         attn_cp_async_commit();
-        /* The next item, while this one's Q is in flight (its metadata's
-         * round trip overlaps Q's). */
         /* The next item is read when this one's last S has landed (or at
-         * its end): under the dynamic schedule the producer claims it only
-         * after issuing this item's last tile. */
+         * its end): the producer claims it only after issuing this item's
+         * last tile. */
         pf_item nxt;
         int n_next = -2; /* -2: not read yet */
         auto read_next = [&]() {
             if (n_next == -2)
-                n_next = next_live(n + 1, nxt);
+                n_next = next_item(n + 1, nxt);
         };
         attn_cp_async_wait(0);
         attn_fence_proxy_async();
@@ -614,6 +596,7 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
                 return;
             attn_named_barrier(1 + cw, 128); /* every warp is past its reads of Q */
             issue_q_plain(nxt);
+            attn_cp_async_commit();
             q_next = true;
         };
 
@@ -855,7 +838,8 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
             attn_wgmma_wait<0>();
             pin_pv();
             /* the producer refills this stage with the next item's tiles */
-            attn_mbar_arrive(&vfree[(gt + ntiles - 1) % ST]);
+            if constexpr (DYN)
+                attn_mbar_arrive(&vfree[(gt + ntiles - 1) % ST]);
         }
 
         if (ntiles == 0)
@@ -913,33 +897,38 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
         job = nxt;
         q_ready = q_next;
     }
-#undef PF_DYNAMIC
-#undef PF_X
 #else
     (void)p;
 #endif
 }
 
-template <int D, bool BF16, bool SOFTCAP, bool KV8>
-static hipError_t launch_prefill_t(const attn_kparams *p, hipStream_t stream)
+/* One launch of one grid of the kernel. */
+template <int D, bool BF16, bool SOFTCAP, bool KV8, bool DYN>
+static hipError_t launch_prefill_g(const attn_kparams *p, dim3 grid, hipStream_t stream)
 {
     using C = prefill_cfg<D, KV8>;
     /* more than 48 KB of shared memory (see the generic launcher) */
-    hipError_t e =
-        attn_func_opt_in((const void *)attn_prefill_kernel<D, BF16, SOFTCAP, KV8>, C::SMEM, -1);
+    const hipError_t e = attn_func_opt_in(
+        (const void *)attn_prefill_kernel<D, BF16, SOFTCAP, KV8, DYN>, C::SMEM, -1);
     if (e != hipSuccess)
         return e;
-    /* the kernel's items (tile ranks x sequences x KV heads x head splits), over
-     * p->prefill_programs persistent programs (0: one program an item) */
-    const int64_t items = (int64_t)p->prefill_rank_tiles * p->num_seqs * p->hkv * p->head_splits;
-    const int64_t programs = p->prefill_programs > 0 && p->prefill_programs < items
-                                 ? p->prefill_programs
-                                 : items;
-    if (programs > 0x7fffffff)
-        return hipErrorInvalidValue;
-    dim3 grid((unsigned)programs, 1, p->nseg);
-    attn_prefill_kernel<D, BF16, SOFTCAP, KV8><<<grid, C::THREADS, C::SMEM, stream>>>(*p);
-    e = hipGetLastError();
+    attn_prefill_kernel<D, BF16, SOFTCAP, KV8, DYN><<<grid, C::THREADS, C::SMEM, stream>>>(*p);
+    return hipGetLastError();
+}
+
+/* The dynamic grid where the launcher gave it counters (p->prefill_programs
+ * programs a segment), else one program an item; then the reduce where the
+ * launch writes partials. */
+template <int D, bool BF16, bool SOFTCAP, bool KV8>
+static hipError_t launch_prefill_t(const attn_kparams *p, hipStream_t stream)
+{
+    const hipError_t e =
+        p->prefill_counter
+            ? launch_prefill_g<D, BF16, SOFTCAP, KV8, true>(
+                  p, dim3((unsigned)p->prefill_programs, 1, p->nseg), stream)
+            : launch_prefill_g<D, BF16, SOFTCAP, KV8, false>(
+                  p, dim3(p->num_tokens / p->block_q + p->num_seqs, p->hkv * p->head_splits, p->nseg),
+                  stream);
     if (e != hipSuccess || !p->partials)
         return e;
     return attn_launch_reduce(p, p->nseg, stream);
@@ -990,3 +979,4 @@ hipError_t attn_launch_prefill(const attn_kparams *p, hipStream_t stream)
     return hipErrorInvalidValue;
 #endif
 }
+

@@ -96,10 +96,10 @@ int gpu_attn_force_pdl(gpu_attn_ctx *ctx, int use);
  * for no context. */
 int gpu_attn_force_reduce_rows(gpu_attn_ctx *ctx, int use);
 
-/* For benchmarks (ATTNREG_BENCH_PERSIST=0): the prefill kernel on one
- * persistent program an SM, each taking a share of the work items (use = 1,
- * the default), or one program an item (0). Returns the setting, -1 for no
- * context. */
+/* For benchmarks and tests (ATTNREG_BENCH_PERSIST=0): the prefill kernel on
+ * its dynamic grid (use != 0, the default: one program an SM, each taking
+ * items from a counter) or one program an item (0). Returns the setting, -1
+ * for no context. */
 int gpu_attn_force_prefill_persistent(gpu_attn_ctx *ctx, int use);
 
 /* For benchmarks: the matrix-unit decode kernel's shared-memory carveout

@@ -301,11 +301,10 @@ extern "C" attn_status gpu_attn_create(gpu_attn_kernel kernel, const attn_shape 
     c->pdl = c->pdl_capable;
     c->mtp_pair = -1;
     c->reduce_rows = 1;
-    c->persistent_prefill = 1;
     if (hipMalloc((void **)&c->prefill_counter, 2 * ATTN_REDUCE_MAX_SEGMENTS * sizeof(int32_t)) == hipSuccess &&
         hipMemset(c->prefill_counter, 0, 2 * ATTN_REDUCE_MAX_SEGMENTS * sizeof(int32_t)) == hipSuccess &&
         hipDeviceSynchronize() == hipSuccess)
-        c->persistent_prefill = 2;
+        c->persistent_prefill = 1;
     ops->configure(c, &prop);
     *out = c;
     return ATTN_OK;
@@ -347,7 +346,7 @@ extern "C" int gpu_attn_force_prefill_persistent(gpu_attn_ctx *ctx, int use)
 {
     if (!ctx)
         return -1;
-    ctx->persistent_prefill = use >= 2 && use <= 4 && ctx->prefill_counter ? use : use ? 1 : 0;
+    ctx->persistent_prefill = use && ctx->prefill_counter ? 1 : 0;
     return ctx->persistent_prefill;
 }
 

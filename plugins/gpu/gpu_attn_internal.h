@@ -82,22 +82,17 @@ typedef struct attn_kparams {
     int32_t partials;
     float *lse; /* NULL = not wanted; [token * lse_stride_token + head * lse_stride_head] */
     int64_t lse_stride_token, lse_stride_head;
-    /* The prefill kernel's programs (persistent: each takes a share of the
-     * (query tile, KV head, head split) items, attn_prefill.hip); 0 = one
-     * program an item. */
-    int32_t prefill_programs;
-    /* The prefill kernel's query tiles of the longest sequence:
-     * ceil(max_seqlen_q / block_q) (its items are ordered by a tile's rank
-     * from its sequence's end). */
-    int32_t prefill_rank_tiles;
-    /* Non-NULL: the persistent prefill programs take their items from these
-     * counters (two a segment, zero between launches: the kernel's last
-     * program zeroes them), in the one-program-an-item grid's order. */
+    /* Non-NULL: the prefill kernel runs on its dynamic grid
+     * (attn_prefill.hip): prefill_programs programs a segment take the
+     * items from these counters (two a segment, zero between launches: the
+     * kernel's last program zeroes them). NULL: one program an item. */
     int32_t *prefill_counter;
-    /* The items' order: 0 = rank-major in groups of prefill_group_pairs
-     * (sequence, KV head x head split) pairs (0: one group), 1 = the
-     * one-program-an-item grid's (dynamic schedule only). */
-    int32_t prefill_order, prefill_group_pairs;
+    int32_t prefill_programs;
+    /* The dynamic grid's items: ranks (ceil(max_seqlen_q / block_q), a
+     * tile's rank from its sequence's end) x sequences x KV heads x head
+     * splits, rank-major in groups of prefill_group_pairs (sequence, KV head
+     * x head split) pairs (0: one group). */
+    int32_t prefill_rank_tiles, prefill_group_pairs;
 } attn_kparams;
 
 enum { ATTN_PART_ALL = 0, ATTN_PART_SINGLE = 1, ATTN_PART_MULTI = 2 };

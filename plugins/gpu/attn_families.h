@@ -41,7 +41,6 @@ struct gpu_attn_ctx {
     int pdl_capable;        /* the platform and the device have it (NVIDIA sm_90+) */
     int reduce_rows;        /* attn_kparams.reduce_rows */
     int persistent_prefill; /* the prefill kernel on its dynamic grid (1) or one program an item (0) */
-    int32_t *prefill_counter; /* device: 2 x ATTN_REDUCE_MAX_SEGMENTS counters, zeroed */
     /* The launch plan of the shape on the device's arch: the same function
      * (attn_launch_plan.h) the plugin's predicate accepted the shape with. */
     attn_launch_plan plan;
@@ -69,6 +68,12 @@ typedef struct attn_family_ops {
      * error if any. */
     hipError_t (*launch)(const gpu_attn_ctx *c, const attn_kparams *p, const attn_batch_dims *b,
                          hipStream_t stream);
+    /* NULL, or the bytes of counters a launch of batch b at nseg segments
+     * needs (attn_kparams.counters: in the workspace after the partials,
+     * zeroed before the launch; 0 = none); b = NULL: the most any batch at
+     * nseg segments may need (the workspace size). A launch whose workspace
+     * has no room for them gets counters = NULL and runs without. */
+    size_t (*counter_bytes)(const gpu_attn_ctx *c, const attn_batch_dims *b, int nseg);
 } attn_family_ops;
 
 extern const attn_family_ops attn_family_generic, attn_family_decode, attn_family_decode_mma,

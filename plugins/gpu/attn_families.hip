@@ -112,7 +112,7 @@ static hipError_t generic_launch(const gpu_attn_ctx *c, const attn_kparams *p,
 }
 
 const attn_family_ops attn_family_generic = {"generic", 0, generic_segments, generic_tiling,
-                                             generic_launch};
+                                             generic_launch, NULL};
 
 /* ---- the wgmma prefill kernel (attn_prefill.hip): 128-row programs ---- */
 
@@ -142,31 +142,68 @@ static int prefill_segments(const gpu_attn_ctx *c, const attn_batch_dims *b)
     return split_segments(work, c->cus, b->max_k, 4 * c->plan.kernels[k].keys);
 }
 
-/* The dynamic grid (attn_prefill.hip): one program an SM (a program holds a
- * whole SM), the segments sharing them; a program streams item after item,
- * so only its first pays the pipeline's start. Its items go rank-major in
- * groups of (sequence, KV head x head split) pairs whose K/V fill a third
- * of the L2. */
+/* The dynamic grid's programs a segment: one an SM (a program holds a whole
+ * SM), the segments sharing them. */
+static long prefill_dynamic_programs(const gpu_attn_ctx *c, int nseg)
+{
+    return c->cus / nseg > 0 ? c->cus / nseg : 1;
+}
+
+/* The counters of a launch on the dynamic grid: one a segment, in the
+ * workspace (gpu_attn_workspace_size counts them, the forward places them
+ * after the partials and the launch below zeroes them). A launch whose
+ * item space (ranks x sequences x KV heads x head splits, plus a claim a
+ * program past it) would overflow the 32-bit counters runs one program an
+ * item. b = NULL: the most a launch at nseg segments may need. */
+static size_t prefill_counter_bytes(const gpu_attn_ctx *c, const attn_batch_dims *b, int nseg)
+{
+    if (!c->persistent_prefill)
+        return 0;
+    if (b) {
+        attn_kparams t;
+        t.group = group_of(c);
+        row_tiling(128, &t);
+        const long ranks = ceil_div(b->max_q > 0 ? b->max_q : 1, t.block_q);
+        const double items = (double)ranks * b->seqs * attn_shape_kv_heads(&c->shape) * t.head_splits;
+        if (items + prefill_dynamic_programs(c, nseg) > (double)INT32_MAX)
+            return 0;
+    }
+    return (size_t)nseg * sizeof(int32_t);
+}
+
+/* The dynamic grid where the forward gave the launch its counters
+ * (p->counters), else one program an item. The dynamic grid: a program
+ * streams item after item, so only its first pays the pipeline's start;
+ * its items go rank-major in groups of (sequence, KV head x head split)
+ * pairs whose K/V fill a third of the L2. */
 static hipError_t prefill_launch(const gpu_attn_ctx *c, const attn_kparams *p,
                                  const attn_batch_dims *b, hipStream_t stream)
 {
+    if (!p->counters)
+        return attn_launch_prefill(p, stream);
     attn_kparams q = *p;
     const int64_t pairs = (int64_t)p->num_seqs * p->hkv * p->head_splits;
     q.prefill_rank_tiles = (b->max_q + p->block_q - 1) / p->block_q;
     const int64_t items = q.prefill_rank_tiles * pairs;
-    const int64_t programs = c->cus / p->nseg > 0 ? c->cus / p->nseg : 1;
-    q.prefill_counter = c->persistent_prefill && items + programs <= INT32_MAX ? c->prefill_counter : NULL;
+    const int64_t programs = prefill_dynamic_programs(c, p->nseg);
     q.prefill_programs = (int)(programs < items ? programs : items);
     const int64_t pair_bytes =
         (int64_t)(b->max_k > 0 ? b->max_k : 1) * 2 * p->d * (attn_dtype_is_fp8(p->kv_dtype) ? 1 : 2);
     const int64_t budget = c->l2_bytes > 0 ? c->l2_bytes / 3 : (int64_t)16 << 20;
     const int64_t gp = budget / pair_bytes;
     q.prefill_group_pairs = (int)(gp < 1 ? 1 : gp > pairs ? pairs : gp);
+    /* this launch's counters, zeroed in stream order (graph-capturable;
+     * concurrent launches have their own workspaces) */
+    const hipError_t e =
+        hipMemsetAsync(q.counters, 0, prefill_counter_bytes(c, b, p->nseg), stream);
+    if (e != hipSuccess)
+        return e;
     return attn_launch_prefill(&q, stream);
 }
 
-const attn_family_ops attn_family_prefill = {"prefill-wgmma", 0, prefill_segments,
-                                             prefill_tiling, prefill_launch};
+const attn_family_ops attn_family_prefill = {"prefill-wgmma",  0,
+                                             prefill_segments, prefill_tiling,
+                                             prefill_launch,   prefill_counter_bytes};
 
 /* ---- decode (one query token a sequence): one program per (sequence, KV
  * head, head group, segment) ---- */
@@ -204,7 +241,7 @@ static hipError_t decode_launch(const gpu_attn_ctx *c, const attn_kparams *p,
 }
 
 const attn_family_ops attn_family_decode = {"decode", 0, decode_segments, decode_tiling,
-                                            decode_launch};
+                                            decode_launch, NULL};
 
 /* The matrix-unit decode kernel (attn_decode_mma.hip): up to 16 query heads
  * a program. */
@@ -246,7 +283,7 @@ static hipError_t decode_mma_launch(const gpu_attn_ctx *c, const attn_kparams *p
 }
 
 const attn_family_ops attn_family_decode_mma = {"decode-mma", 0, decode_mma_segments,
-                                                decode_mma_tiling, decode_mma_launch};
+                                                decode_mma_tiling, decode_mma_launch, NULL};
 
 /* ---- the MTP verify kernel (attn_mtp.hip) ---- */
 
@@ -321,7 +358,7 @@ static hipError_t mtp_launch(const gpu_attn_ctx *c, const attn_kparams *p,
 
 /* Its programs write partials at every segment count: the reduce writes the
  * output. */
-const attn_family_ops attn_family_mtp = {"mtp", 1, mtp_segments, mtp_tiling, mtp_launch};
+const attn_family_ops attn_family_mtp = {"mtp", 1, mtp_segments, mtp_tiling, mtp_launch, NULL};
 
 /* ==== the plugin kernels ================================================ */
 

@@ -123,7 +123,7 @@ struct pf_item {
 /* DYN = false: one program an item, x = query tiles of the batch in reverse
  * (its bound T / block_q + S), y = KV head x head split, z = segment (the
  * grid of attn_prefill.hip's header). DYN = true: the dynamic grid
- * (attn_kparams.prefill_counter): p.prefill_programs
+ * (attn_kparams.counters): p.prefill_programs
  * programs a segment, each streaming item after item, so only its first
  * pays the pipeline's start (metadata, Q, first tiles; ~3 us a program,
  * bench/RESULTS.md version 19). */
@@ -186,8 +186,8 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
      * then the pair. R = p.prefill_rank_tiles ranks (the longest sequence's
      * tiles, from the host's max_seqlen_q): R x S x Y items a segment, those
      * of ranks a sequence does not have empty. A global counter a segment
-     * (p.prefill_counter, zeroed by each launch's last program) hands them
-     * out: a program's first item is its own index (no round trip
+     * (p.counters, in the launch's workspace, zeroed on the stream before the
+     * launch) hands them out: a program's first item is its own index (no round trip
      * before the first copies); thread 0 of the producer claims the next
      * once the current item's last tile is issued, skipping empty items,
      * into a ring in shared memory with full/free mbarriers that every warp
@@ -229,7 +229,7 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
      * ring, once every warp has read the item IR places before it. */
     auto fill_one = [&](int k) {
         const int64_t N = (int64_t)p.prefill_rank_tiles * p.num_seqs * Y;
-        int32_t *ctr = p.prefill_counter + 2 * seg;
+        int32_t *ctr = p.counters + seg;
         const int sl = k % IR;
         if (k >= IR)
             attn_mbar_wait(&item_free[sl], ((k / IR) - 1) & 1);
@@ -240,13 +240,6 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
             if (i >= N) {
                 w.s = -1;
                 claims_ended = 1;
-                /* the last program of the segment to make its last claim
-                 * zeroes the counters for the next launch */
-                __threadfence();
-                if (atomicAdd(ctr + 1, 1) == (int)gridDim.x - 1) {
-                    atomicExch(ctr, 0);
-                    atomicExch(ctr + 1, 0);
-                }
                 break;
             }
             if (decode_item(i, w))
@@ -923,7 +916,7 @@ template <int D, bool BF16, bool SOFTCAP, bool KV8>
 static hipError_t launch_prefill_t(const attn_kparams *p, hipStream_t stream)
 {
     const hipError_t e =
-        p->prefill_counter
+        p->counters
             ? launch_prefill_g<D, BF16, SOFTCAP, KV8, true>(
                   p, dim3((unsigned)p->prefill_programs, 1, p->nseg), stream)
             : launch_prefill_g<D, BF16, SOFTCAP, KV8, false>(

@@ -301,10 +301,7 @@ extern "C" attn_status gpu_attn_create(gpu_attn_kernel kernel, const attn_shape 
     c->pdl = c->pdl_capable;
     c->mtp_pair = -1;
     c->reduce_rows = 1;
-    if (hipMalloc((void **)&c->prefill_counter, 2 * ATTN_REDUCE_MAX_SEGMENTS * sizeof(int32_t)) == hipSuccess &&
-        hipMemset(c->prefill_counter, 0, 2 * ATTN_REDUCE_MAX_SEGMENTS * sizeof(int32_t)) == hipSuccess &&
-        hipDeviceSynchronize() == hipSuccess)
-        c->persistent_prefill = 1;
+    c->persistent_prefill = 1;
     ops->configure(c, &prop);
     *out = c;
     return ATTN_OK;
@@ -346,7 +343,7 @@ extern "C" int gpu_attn_force_prefill_persistent(gpu_attn_ctx *ctx, int use)
 {
     if (!ctx)
         return -1;
-    ctx->persistent_prefill = use && ctx->prefill_counter ? 1 : 0;
+    ctx->persistent_prefill = use ? 1 : 0;
     return ctx->persistent_prefill;
 }
 
@@ -377,8 +374,6 @@ extern "C" int gpu_attn_force_generic(gpu_attn_ctx *ctx, int stages, int raw_kv)
 
 extern "C" void gpu_attn_destroy(gpu_attn_ctx *ctx)
 {
-    if (ctx && ctx->prefill_counter)
-        (void)hipFree(ctx->prefill_counter);
     free(ctx);
 }
 
@@ -415,9 +410,20 @@ static size_t partial_bytes(const gpu_attn_ctx *c, int T, int nseg)
     return (size_t)nseg * (size_t)T * per * sizeof(float);
 }
 
-/* The largest partial buffer any batch within the limits can need: the
- * segment count only falls as sequences are added, so for each token count
- * the fewest sequences that can hold them is the worst case. */
+/* A launch's counters (attn_family_ops.counter_bytes) go after its partials
+ * (none: at the workspace's start), on a 128-byte line of their own. */
+#define ATTN_COUNTERS_ALIGN 128
+static size_t counters_offset(const gpu_attn_ctx *c, int T, int nseg, int partials)
+{
+    const size_t a = ATTN_COUNTERS_ALIGN;
+    return partials ? (partial_bytes(c, T, nseg) + a - 1) / a * a : 0;
+}
+
+/* The largest workspace any batch within the limits can need: its
+ * partials, then the counters of its family's launch. The segment count
+ * only falls as sequences are added, so for each token count the fewest
+ * sequences that can hold them is the worst case (fewer segments: fewer
+ * partials and counters). */
 extern "C" attn_status gpu_attn_workspace_size(const gpu_attn_ctx *ctx,
                                                const attn_batch_limits *limits, size_t *bytes)
 {
@@ -446,9 +452,11 @@ extern "C" attn_status gpu_attn_workspace_size(const gpu_attn_ctx *ctx,
         /* One segment writes the output itself, unless the family always
          * writes partials or the log-sum-exp is wanted: the reduce kernel
          * writes it, from the partials. */
-        if (!f->always_partials && n <= 1 && !ctx->shape.return_lse)
-            continue;
-        size_t bytes_T = partial_bytes(ctx, T, n);
+        const int partials = f->always_partials || n > 1 || ctx->shape.return_lse;
+        size_t bytes_T = partials ? partial_bytes(ctx, T, n) : 0;
+        const size_t cb = f->counter_bytes ? f->counter_bytes(ctx, NULL, n) : 0;
+        if (cb)
+            bytes_T = counters_offset(ctx, T, n, partials) + cb;
         if (bytes_T > worst)
             worst = bytes_T;
     }
@@ -648,6 +656,14 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
         return ATTN_ERR_WORKSPACE_TOO_SMALL;
     }
     set_segments(&p, a, nseg);
+    /* The family's counters for this launch, after its partials: where the
+     * workspace has no room for them (NULL, or sized before they were
+     * counted) the launch runs without (the prefill kernel: one program an
+     * item). */
+    const size_t cb = fam->counter_bytes ? fam->counter_bytes(ctx, &dims, nseg) : 0;
+    const size_t coff = counters_offset(ctx, a->num_tokens, nseg, p.partials);
+    if (cb && a->workspace && coff + cb <= a->workspace_size)
+        p.counters = (int32_t *)((char *)a->workspace + coff);
 
     hipStream_t stream = (hipStream_t)a->stream;
     p.batch_part = mixed ? ATTN_PART_MULTI : ATTN_PART_ALL;
@@ -659,6 +675,7 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
         const attn_family_ops *dec = ctx->ops->family(ctx, &one, 0);
         attn_kparams d = p;
         d.batch_part = ATTN_PART_SINGLE;
+        d.counters = NULL; /* the prefill launch's, done with in stream order */
         dec->tiling(ctx, &d);
         const int nd = segments_that_fit(ctx, a->num_tokens, attn_family_segments(ctx, dec, &one),
                                          a->workspace ? a->workspace_size : 0);

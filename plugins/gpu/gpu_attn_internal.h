@@ -82,11 +82,13 @@ typedef struct attn_kparams {
     int32_t partials;
     float *lse; /* NULL = not wanted; [token * lse_stride_token + head * lse_stride_head] */
     int64_t lse_stride_token, lse_stride_head;
-    /* Non-NULL: the prefill kernel runs on its dynamic grid
-     * (attn_prefill.hip): prefill_programs programs a segment take the
-     * items from these counters (two a segment, zero between launches: the
-     * kernel's last program zeroes them). NULL: one program an item. */
-    int32_t *prefill_counter;
+    /* The launch's counters (attn_family_ops.counter_bytes): in the
+     * forward's workspace after the partials, zeroed on the stream right
+     * before the kernel; NULL where the family wants none or the workspace
+     * has no room for them. The prefill kernel: one a segment, its dynamic
+     * grid's item counters (prefill_programs programs a segment take the
+     * items from them); NULL: one program an item. */
+    int32_t *counters;
     int32_t prefill_programs;
     /* The dynamic grid's items: ranks (ceil(max_seqlen_q / block_q), a
      * tile's rank from its sequence's end) x sequences x KV heads x head

@@ -40,7 +40,8 @@ struct gpu_attn_ctx {
     int pdl;                /* attn_kparams.pdl: the reduce as a programmatic dependent launch */
     int pdl_capable;        /* the platform and the device have it (NVIDIA sm_90+) */
     int reduce_rows;        /* attn_kparams.reduce_rows */
-    int persistent_prefill; /* the prefill kernel on its dynamic grid (1) or one program an item (0) */
+    int prefill_dynamic; /* the prefill kernel's dynamic grid: -1 the one-wave rule, 0 never, 1 always */
+    int prefill_per_cu;  /* programs of the prefill kernel an SM holds (attn_prefill_programs_per_cu) */
     /* The launch plan of the shape on the device's arch: the same function
      * (attn_launch_plan.h) the plugin's predicate accepted the shape with. */
     attn_launch_plan plan;

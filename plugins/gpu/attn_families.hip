@@ -122,6 +122,15 @@ static void prefill_tiling(const gpu_attn_ctx *c, attn_kparams *p)
     row_tiling(128, p);
 }
 
+/* The prefill kernel's tiling of the context's heads. */
+static attn_kparams prefill_tiles(const gpu_attn_ctx *c)
+{
+    attn_kparams t;
+    t.group = group_of(c);
+    row_tiling(128, &t);
+    return t;
+}
+
 /* Its programs hold a whole SM each (one per SM), and a program's time grows
  * with its keys, so the grid needs about one program per SM. When the
  * unsplit grid has fewer than half as many programs as SMs, the key range is
@@ -130,9 +139,7 @@ static void prefill_tiling(const gpu_attn_ctx *c, attn_kparams *p)
  * reduce would cost more than the keys). */
 static int prefill_segments(const gpu_attn_ctx *c, const attn_batch_dims *b)
 {
-    attn_kparams t;
-    t.group = group_of(c);
-    row_tiling(128, &t);
+    const attn_kparams t = prefill_tiles(c);
     long work = grid_work(c, b, t.block_q, t.head_splits);
     if (2 * work > c->cus)
         return 1;
@@ -142,32 +149,67 @@ static int prefill_segments(const gpu_attn_ctx *c, const attn_batch_dims *b)
     return split_segments(work, c->cus, b->max_k, 4 * c->plan.kernels[k].keys);
 }
 
-/* The dynamic grid's programs a segment: one an SM (a program holds a whole
- * SM), the segments sharing them. */
+/* One wave of the prefill kernel: the programs the device holds at once
+ * (SMs x programs an SM holds: one for every plan of this kernel). */
+static long prefill_wave(const gpu_attn_ctx *c)
+{
+    return (long)c->cus * c->prefill_per_cu;
+}
+
+/* The dynamic grid's programs a segment: one wave, the segments sharing it. */
 static long prefill_dynamic_programs(const gpu_attn_ctx *c, int nseg)
 {
-    return c->cus / nseg > 0 ? c->cus / nseg : 1;
+    return prefill_wave(c) / nseg > 0 ? prefill_wave(c) / nseg : 1;
+}
+
+/* The dynamic grid's item space of batch b, a segment: ranks (the longest
+ * sequence's tiles) x sequences x KV heads x head splits. */
+static double prefill_item_space(const gpu_attn_ctx *c, const attn_batch_dims *b)
+{
+    const attn_kparams t = prefill_tiles(c);
+    return (double)ceil_div(b->max_q > 0 ? b->max_q : 1, t.block_q) * b->seqs *
+           attn_shape_kv_heads(&c->shape) * t.head_splits;
+}
+
+/* The one-wave rule (README "Rules"): a launch runs on the dynamic grid
+ * when its items, the programs of the one-program-an-item grid (query
+ * tiles, bounded as the segment rule bounds them, x KV heads x head splits
+ * x segments), exceed one wave: then programs that stream item after item
+ * save the pipeline's start of all but their first, and take the next item
+ * when they are free for one. With at most one wave every item is a
+ * program's first anyway (512 tokens x batch 1: 128 items on 132 SMs, 1.18x
+ * the time on the item-loop kernel; bench/RESULTS.md version 25). The
+ * dynamic grid's item space is ranks x sequences x columns (ranks: the
+ * longest sequence's tiles), and each empty item costs its claimer a round
+ * trip to the counter: a batch whose items (at most the bound above) are
+ * fewer than half of that space (sequences much shorter than the longest,
+ * a mixed batch's decode tokens) runs one program an item too. (Version
+ * 25's mixed row, 94 % of its space empty, was 1.03-1.04x on the dynamic
+ * grid; that the empty claims cost it is an inference.) The test and bench
+ * switch (gpu_attn_force_prefill_persistent) sets it for every launch. */
+static int prefill_takes_dynamic(const gpu_attn_ctx *c, const attn_batch_dims *b, int nseg)
+{
+    if (c->prefill_dynamic >= 0)
+        return c->prefill_dynamic;
+    const attn_kparams t = prefill_tiles(c);
+    const long work = grid_work(c, b, t.block_q, t.head_splits);
+    return (double)work * nseg > (double)prefill_wave(c) &&
+           2.0 * work >= prefill_item_space(c, b);
 }
 
 /* The counters of a launch on the dynamic grid: one a segment, in the
  * workspace (gpu_attn_workspace_size counts them, the forward places them
- * after the partials and the launch below zeroes them). A launch whose
- * item space (ranks x sequences x KV heads x head splits, plus a claim a
+ * after the partials and the launch below zeroes them); 0 where the launch
+ * runs one program an item. A launch whose item space (plus a claim a
  * program past it) would overflow the 32-bit counters runs one program an
  * item. b = NULL: the most a launch at nseg segments may need. */
 static size_t prefill_counter_bytes(const gpu_attn_ctx *c, const attn_batch_dims *b, int nseg)
 {
-    if (!c->persistent_prefill)
+    if (!b)
+        return c->prefill_dynamic == 0 ? 0 : (size_t)nseg * sizeof(int32_t);
+    if (prefill_item_space(c, b) + prefill_dynamic_programs(c, nseg) > (double)INT32_MAX ||
+        !prefill_takes_dynamic(c, b, nseg))
         return 0;
-    if (b) {
-        attn_kparams t;
-        t.group = group_of(c);
-        row_tiling(128, &t);
-        const long ranks = ceil_div(b->max_q > 0 ? b->max_q : 1, t.block_q);
-        const double items = (double)ranks * b->seqs * attn_shape_kv_heads(&c->shape) * t.head_splits;
-        if (items + prefill_dynamic_programs(c, nseg) > (double)INT32_MAX)
-            return 0;
-    }
     return (size_t)nseg * sizeof(int32_t);
 }
 
@@ -391,6 +433,9 @@ static void generic_configure(gpu_attn_ctx *c, const hipDeviceProp_t *prop)
     const int multi = attn_launch_plan_find(&c->plan, ATTN_ROLE_MULTI);
     c->prefill = sm90_proper(prop) && multi >= 0 &&
                  attn_launch_plan_kernel_of(&c->plan.kernels[multi]) == ATTN_PLAN_KERNEL_PREFILL_WGMMA;
+    if (c->prefill)
+        c->prefill_per_cu = attn_prefill_programs_per_cu(prop, c->shape.head_dim,
+                                                         attn_dtype_is_fp8(c->shape.kv_dtype));
 }
 
 /* One query token a sequence: the matrix-unit decode kernel where the plan

@@ -973,3 +973,30 @@ hipError_t attn_launch_prefill(const attn_kparams *p, hipStream_t stream)
 #endif
 }
 
+
+/* Programs of this kernel one multiprocessor holds at once, for head size d
+ * (kv8: an fp8 cache): its shared memory (the plan's bytes, the dynamic
+ * grid's item ring, the runtime's reserve a block), its threads and its
+ * registers (the setmaxnreg split: 56 a producer thread, 224 a consumer
+ * thread). One for every plan (146-232 KB of the 228 KB an H100/H200 SM
+ * has); the one-wave rule of the prefill family counts with it. */
+int attn_prefill_programs_per_cu(const hipDeviceProp_t *prop, int d, int kv8)
+{
+#if defined(ATTN_PLATFORM_CUDA)
+    using C = prefill_cfg<128>;
+    const attn_prefill_layout l = attn_launch_plan_prefill_layout(d, kv8);
+    const long smem = (long)l.bytes + ATTN_PF_RING_BYTES + (long)prop->reservedSharedMemPerBlock;
+    const long regs = 128L * C::PRODUCER_REGS + 256L * C::CONSUMER_REGS;
+    long n = (long)prop->sharedMemPerMultiprocessor / smem;
+    if (n > prop->maxThreadsPerMultiProcessor / l.threads)
+        n = prop->maxThreadsPerMultiProcessor / l.threads;
+    if (n > prop->regsPerMultiprocessor / regs)
+        n = prop->regsPerMultiprocessor / regs;
+    return n < 1 ? 1 : (int)n;
+#else
+    (void)prop;
+    (void)d;
+    (void)kv8;
+    return 1;
+#endif
+}

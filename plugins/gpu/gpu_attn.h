@@ -96,10 +96,15 @@ int gpu_attn_force_pdl(gpu_attn_ctx *ctx, int use);
  * for no context. */
 int gpu_attn_force_reduce_rows(gpu_attn_ctx *ctx, int use);
 
-/* For benchmarks and tests (ATTNREG_BENCH_PERSIST=0): the prefill kernel on
- * its dynamic grid (use != 0, the default: one program an SM, each taking
- * items from a counter) or one program an item (0). Returns the setting, -1
- * for no context. */
+/* For benchmarks and tests (the bench's and the test's ATTNREG_BENCH_PERSIST):
+ * the prefill kernel's grid. use < 0: the one-wave rule (the default; its
+ * dynamic grid, one program an SM each taking items from a counter, where a
+ * launch has more items than one wave of programs; plugins/gpu/README.md,
+ * "Rules"); 0: one program an item for every launch; > 0: the dynamic grid
+ * for every launch. The dynamic grid needs its counters' room in the
+ * workspace (gpu_attn_workspace_size counts it): without, one program an
+ * item.
+ * Returns the setting (-1, 0 or 1), -2 for no context. */
 int gpu_attn_force_prefill_persistent(gpu_attn_ctx *ctx, int use);
 
 /* For benchmarks: the matrix-unit decode kernel's shared-memory carveout

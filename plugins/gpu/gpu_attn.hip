@@ -301,7 +301,8 @@ extern "C" attn_status gpu_attn_create(gpu_attn_kernel kernel, const attn_shape 
     c->pdl = c->pdl_capable;
     c->mtp_pair = -1;
     c->reduce_rows = 1;
-    c->persistent_prefill = 1;
+    c->prefill_dynamic = -1;
+    c->prefill_per_cu = 1;
     ops->configure(c, &prop);
     *out = c;
     return ATTN_OK;
@@ -342,9 +343,9 @@ extern "C" int gpu_attn_force_reduce_rows(gpu_attn_ctx *ctx, int use)
 extern "C" int gpu_attn_force_prefill_persistent(gpu_attn_ctx *ctx, int use)
 {
     if (!ctx)
-        return -1;
-    ctx->persistent_prefill = use ? 1 : 0;
-    return ctx->persistent_prefill;
+        return -2;
+    ctx->prefill_dynamic = use < 0 ? -1 : use > 0 ? 1 : 0;
+    return ctx->prefill_dynamic;
 }
 
 extern "C" int gpu_attn_force_prefill(gpu_attn_ctx *ctx, int use)

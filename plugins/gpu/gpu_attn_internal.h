@@ -628,6 +628,10 @@ int attn_decode_mma_programs_per_cu(int d, int kv8);
  * capacity, unless the bench's tuning hook set another target. */
 int attn_decode_mma_target_per_cu(int d, int kv8);
 hipError_t attn_launch_decode_mma(const attn_kparams *p, hipStream_t stream);
+/* Programs of the prefill kernel (attn_prefill.hip) a multiprocessor of
+ * this device holds at once, for head size d (kv8: an fp8 cache); 1 where
+ * the build has no prefill kernel. */
+int attn_prefill_programs_per_cu(const hipDeviceProp_t *prop, int d, int kv8);
 
 /* A kernel's launch attributes, set where they differ from what this device
  * last got for it: the dynamic shared memory limit (the call is needed above

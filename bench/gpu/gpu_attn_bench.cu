@@ -34,7 +34,9 @@
  *   plainly (gpu_attn_force_pdl), ATTNREG_BENCH_REDUCE_ROWS=0 merges every
  *   segment count with the per-row reduce (gpu_attn_force_reduce_rows),
  *   ATTNREG_BENCH_L2_FETCH=B sets the device's L2 fetch granularity hint,
- *   ATTNREG_BENCH_PERSIST=0 runs the prefill kernel one program an item (gpu_attn_force_prefill_persistent),
+ *   ATTNREG_BENCH_PERSIST=0 runs the prefill kernel one program an item for
+ *   every launch, =1 on its dynamic grid for every launch (unset: the
+ *   one-wave rule; gpu_attn_force_prefill_persistent),
  *   ATTNREG_MTP_WGMMA picks the MTP variant, ATTNREG_MTP_PAIR=0|1 its pair form (gpu_attn_force_mtp_pair),
  *   ATTNREG_BENCH_DMMA_CARVEOUT / _TARGET tune the decode-mma kernel.
  */

@@ -114,6 +114,17 @@ int gpu_attn_force_prefill_persistent(gpu_attn_ctx *ctx, int use);
  * the forwards it should time, and size workspaces after it. */
 void gpu_attn_tune_decode_mma(int carveout_percent, int target_per_cu);
 
+/* For tests: the prefill kernel's grid that gpu_attn_forward runs for `args`
+ * (the forward's own decision, from the same sizes, scales and workspace;
+ * nothing is launched): 2 the dynamic grid, 1 one program an item (the
+ * one-wave rule's choice, or a workspace without room for the counters), 0
+ * the batch does not run on the prefill kernel, -1 no context or an empty
+ * batch. *counters_end (may be NULL): where the dynamic grid's counters end
+ * in the workspace (bytes from its start; the partials before them), 0 when
+ * the launch wants none. */
+int gpu_attn_plan_prefill_grid(const gpu_attn_ctx *ctx, const attn_forward_args *args,
+                               size_t *counters_end);
+
 /* The number of key segments the rule picks for a batch (1 = 2D path). */
 int gpu_attn_plan_segments(const gpu_attn_ctx *ctx, int num_tokens, int num_seqs, int max_seqlen_q,
                            int max_seqlen_k);

@@ -484,6 +484,78 @@ static void set_segments(attn_kparams *p, const attn_forward_args *a, int nseg)
     p->ws_ml = (float *)((char *)a->workspace + acc_bytes);
 }
 
+/* The score scale the kernels apply. cpu-ref's semantics: FP8 compute
+ * quantises Q to e4m3(q / q_descale) and folds q_descale into the score
+ * scale; descales of an FP8 cache apply only to an FP8 cache. */
+static float score_scale_of(const attn_shape *s, const attn_forward_args *a)
+{
+    const float qd = a->q_descale != 0.f ? a->q_descale : 1.f;
+    return a->scale * (attn_dtype_is_fp8(s->kv_dtype) ? a->k_descale : 1.f) *
+           (attn_dtype_is_fp8(s->compute_dtype) ? qd : 1.f);
+}
+
+/* What a forward of `a` launches first: the family that runs the batch,
+ * whether the batch is split over the prefill and decode kernels, its
+ * segments within the workspace, whether it writes partials, and where
+ * its family's counters go. */
+typedef struct forward_plan {
+    const attn_family_ops *fam;
+    int mixed, nseg, partials;
+    size_t counters_at, counter_bytes; /* counter_bytes 0: the launch wants none */
+} forward_plan;
+
+static forward_plan plan_forward(const gpu_attn_ctx *ctx, const attn_forward_args *a,
+                                 int scale_positive, int lse)
+{
+    forward_plan f;
+    const attn_batch_dims dims = {a->num_tokens, a->num_seqs, a->max_seqlen_q, a->max_seqlen_k};
+    /* The prefill kernel folds the score scale into its exponent (max of
+     * raw scores), which needs a positive scale: any other batch runs on
+     * the portable kernel. */
+    f.fam = ctx->ops->family(ctx, &dims, scale_positive);
+    /* A batch that may hold sequences of one query token beside longer ones
+     * (chunked prefill with decodes: fewer tokens than every sequence at the
+     * longest) is split over two kernels: the prefill kernel takes the
+     * chunks and writes their outputs itself (nseg 1), and the decode kernel
+     * takes the one-token sequences with the workspace for its segments. A
+     * 128-row program would spend most of its rows on a single token. */
+    f.mixed = f.fam == &attn_family_prefill && !lse && a->num_seqs > 1 &&
+              (long)a->num_tokens < (long)a->num_seqs * a->max_seqlen_q;
+    /* A workspace sized for smaller limits than this batch: fewer segments
+     * rather than a write past it. */
+    f.nseg = segments_that_fit(ctx, a->num_tokens,
+                               f.mixed ? 1 : attn_family_segments(ctx, f.fam, &dims),
+                               a->workspace_size);
+    f.partials = f.fam->always_partials || f.nseg > 1 || lse;
+    f.counter_bytes = f.fam->counter_bytes ? f.fam->counter_bytes(ctx, &dims, f.nseg) : 0;
+    f.counters_at = counters_offset(ctx, a->num_tokens, f.nseg, f.partials);
+    return f;
+}
+
+/* The launch's counters have room in the workspace. Where they have not
+ * (NULL, or sized before they were counted) the launch runs without: the
+ * prefill kernel one program an item. */
+static int counters_fit(const forward_plan *f, const attn_forward_args *a)
+{
+    return f->counter_bytes && a->workspace && f->counters_at + f->counter_bytes <= a->workspace_size;
+}
+
+extern "C" int gpu_attn_plan_prefill_grid(const gpu_attn_ctx *ctx, const attn_forward_args *a,
+                                          size_t *counters_end)
+{
+    if (counters_end)
+        *counters_end = 0;
+    if (!ctx || !a || a->num_seqs <= 0 || a->num_tokens <= 0)
+        return -1;
+    const forward_plan f =
+        plan_forward(ctx, a, score_scale_of(&ctx->shape, a) > 0.f, ctx->shape.return_lse);
+    if (f.fam != &attn_family_prefill)
+        return 0;
+    if (counters_end && f.counter_bytes)
+        *counters_end = f.counters_at + f.counter_bytes;
+    return counters_fit(&f, a) ? 2 : 1;
+}
+
 /* K/V caches by stride (attn_forward_args.k_stride_* / v_stride_*, elements,
  * 0 = the contiguous [blocks, page, Hkv, D] layout's): vLLM's layout,
  * FlashInfer's NHD ([blocks, 2, page, H, D]: K and V views of one tensor)
@@ -598,14 +670,9 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
     p.q_dtype = s->q_dtype;
     p.kv_dtype = s->kv_dtype;
     p.out_dtype = s->out_dtype;
-    /* cpu-ref's semantics: FP8 compute quantises Q to e4m3(q / q_descale)
-     * and folds q_descale into the score scale; descales of an FP8 cache
-     * apply only to an FP8 cache. */
-    int fp8_compute = attn_dtype_is_fp8(s->compute_dtype);
-    p.q_quant = fp8_compute ? s->compute_dtype : 0;
+    p.q_quant = attn_dtype_is_fp8(s->compute_dtype) ? s->compute_dtype : 0;
     p.q_descale = a->q_descale != 0.f ? a->q_descale : 1.f;
-    p.score_scale = a->scale * (attn_dtype_is_fp8(s->kv_dtype) ? a->k_descale : 1.f) *
-                    (fp8_compute ? p.q_descale : 1.f);
+    p.score_scale = score_scale_of(s, a);
     p.v_scale = attn_dtype_is_fp8(s->kv_dtype) ? a->v_descale : 1.f;
     p.causal = s->causal;
     p.window_left = s->window_left;
@@ -632,39 +699,20 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
         if (bs != ATTN_OK)
             return bs;
     }
-    /* The family that runs the batch. The prefill kernel folds the score
-     * scale into its exponent (max of raw scores), which needs a positive
-     * scale: any other runs on the portable kernel. */
     const attn_batch_dims dims = {a->num_tokens, a->num_seqs, a->max_seqlen_q, a->max_seqlen_k};
-    const attn_family_ops *fam = ctx->ops->family(ctx, &dims, p.score_scale > 0.f);
-    /* A batch that may hold sequences of one query token beside longer ones
-     * (chunked prefill with decodes: fewer tokens than every sequence at the
-     * longest) is split over two kernels: the prefill kernel takes the
-     * chunks and writes their outputs itself (nseg 1), and the decode kernel
-     * takes the one-token sequences with the workspace for its segments. A
-     * 128-row program would spend most of its rows on a single token. */
-    const int mixed = fam == &attn_family_prefill && !p.lse && a->num_seqs > 1 &&
-                      (long)a->num_tokens < (long)a->num_seqs * a->max_seqlen_q;
-    int nseg = mixed ? 1 : attn_family_segments(ctx, fam, &dims);
+    const forward_plan fp = plan_forward(ctx, a, p.score_scale > 0.f, p.lse != NULL);
+    const attn_family_ops *fam = fp.fam;
+    const int mixed = fp.mixed, nseg = fp.nseg;
     fam->tiling(ctx, &p);
-    /* A workspace sized for smaller limits than this batch: use fewer
-     * segments rather than write past it. */
-    nseg = segments_that_fit(ctx, a->num_tokens, nseg, a->workspace_size);
-    if ((fam->always_partials || nseg > 1 || p.lse) &&
+    if (fp.partials &&
         (!a->workspace || partial_bytes(ctx, a->num_tokens, nseg) > a->workspace_size)) {
         attn_set_err(err, err_size, "workspace of %zu bytes is smaller than the %zu this batch needs",
                 a->workspace_size, partial_bytes(ctx, a->num_tokens, nseg));
         return ATTN_ERR_WORKSPACE_TOO_SMALL;
     }
     set_segments(&p, a, nseg);
-    /* The family's counters for this launch, after its partials: where the
-     * workspace has no room for them (NULL, or sized before they were
-     * counted) the launch runs without (the prefill kernel: one program an
-     * item). */
-    const size_t cb = fam->counter_bytes ? fam->counter_bytes(ctx, &dims, nseg) : 0;
-    const size_t coff = counters_offset(ctx, a->num_tokens, nseg, p.partials);
-    if (cb && a->workspace && coff + cb <= a->workspace_size)
-        p.counters = (int32_t *)((char *)a->workspace + coff);
+    if (counters_fit(&fp, a))
+        p.counters = (int32_t *)((char *)a->workspace + fp.counters_at);
 
     hipStream_t stream = (hipStream_t)a->stream;
     p.batch_part = mixed ? ATTN_PART_MULTI : ATTN_PART_ALL;

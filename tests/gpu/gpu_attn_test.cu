@@ -12,7 +12,11 @@
  *   and the cache of one 16-bit type, the batches that take the
  *   matrix-unit decode kernel on NVIDIA;
  *   the upstream MTP reference case: query lengths [4, 2], kv lengths
- *   [1024, 769], 16/1 and 32/2 heads, D 256, page 16, fp8 KV, descale 1.0.
+ *   [1024, 769], 16/1 and 32/2 heads, D 256, page 16, fp8 KV, descale 1.0;
+ *   the prefill families (prefill, chunked, mixed) on both grids of the
+ *   prefill kernel: every other case is built with more items than one
+ *   wave (the dynamic grid), half of those with a workspace without room
+ *   for its counters (one program an item); the summary counts each grid.
  *
  * Tolerance, per element: |gpu - ref| <= atol + rtol * |ref|.
  *   rtol is the output rounding: half an ulp of the output type (bf16 2^-8,
@@ -123,6 +127,11 @@ struct Case {
      * reference reads the contiguous host copy. */
     int layout = 0;
     int lse = 0; /* return_lse: the log-sum-exp is checked against the reference's */
+    /* Pass a workspace without room for the prefill kernel's dynamic-grid
+     * counters (one byte short of them, or none where they would start it):
+     * the kernel must run one program an item instead, with the same
+     * results. */
+    int small_ws = 0;
 };
 
 /* Element strides (block, token, head) of a layout, and the distance from
@@ -159,7 +168,14 @@ static void relayout(const std::vector<uint8_t> &src, std::vector<uint8_t> &dst,
 struct Stats {
     int run = 0, failed = 0;
     double worst_ratio = 0; /* max over cases of max |err| / allowed */
+    /* prefill kernel cases by grid (gpu_attn_plan_prefill_grid): the
+     * dynamic grid, one program an item by the one-wave rule, and one
+     * program an item for want of workspace (small_ws) */
+    int grid_dynamic = 0, grid_one = 0, grid_fallback = 0;
 };
+
+/* Compute units of device 0 (the big prefill cases size themselves by it). */
+static int g_cus = 132;
 
 static size_t dsize(int dt)
 {
@@ -566,6 +582,31 @@ static bool run_case(const Case &c, Stats &st, bool verbose)
         a.lse_stride_token = lse_st;
         a.lse_stride_head = lse_sh;
     }
+    /* The prefill kernel's grid for this batch, as the forward decides it.
+     * A small_ws case that would run on the dynamic grid gets a workspace
+     * one byte short of its counters (none where they would be at its
+     * start: the launch writes no partials then): one program an item. */
+    size_t counters_end = 0;
+    int grid = gpu_attn_plan_prefill_grid(ctx, &a, &counters_end);
+    bool fallback = false;
+    if (c.small_ws && grid == 2) {
+        if (counters_end > 128) {
+            a.workspace_size = counters_end - 1;
+        } else {
+            a.workspace = NULL;
+            a.workspace_size = 0;
+        }
+        grid = gpu_attn_plan_prefill_grid(ctx, &a, NULL);
+        fallback = true;
+        if (grid != 1) {
+            printf("FAIL %s: a workspace of %zu bytes (the counters end at %zu) still plans grid %d\n",
+                   c.name, a.workspace_size, counters_end, grid);
+            st.failed++;
+        }
+    }
+    st.grid_dynamic += grid == 2;
+    st.grid_one += grid == 1 && !fallback;
+    st.grid_fallback += grid == 1 && fallback;
     rc = gpu_attn_forward(ctx, &a, err, sizeof err);
     hipError_t e = hipDeviceSynchronize();
     int nseg_used = c.nseg ? c.nseg : gpu_attn_plan_segments(ctx, T, S, maxq, maxk);
@@ -703,15 +744,16 @@ static bool run_case(const Case &c, Stats &st, bool verbose)
     bool ok = bad == 0 && bad_cpu == 0 && bad_lse == 0;
     if (!ok || verbose) {
         printf("%s %s: %s T=%d S=%d hq=%d hkv=%d D=%d page=%d q=%s kv=%s out=%s comp=%s causal=%d "
-               "win=(%d,%d) softcap=%g sinks=%d nseg=%d maxk=%d st=%d raw=%d layout=%d lse=%d | "
-               "max err/allowed %.3g, rel L2 %.3g, bad %ld, cpu-ref bad %ld, lse bad %ld\n",
+               "win=(%d,%d) softcap=%g sinks=%d nseg=%d maxk=%d st=%d raw=%d layout=%d lse=%d "
+               "grid=%s | max err/allowed %.3g, rel L2 %.3g, bad %ld, cpu-ref bad %ld, lse bad %ld\n",
                ok ? "ok  " : "FAIL", c.name,
                c.kernel == GPU_ATTN_KERNEL_MTP ? "mtp" : on_prefill ? "prefill" : "generic", T, S,
                c.hq, c.hkv, D, c.page,
                attn_dtype_spelling(c.q_dtype), attn_dtype_spelling(c.kv_dtype),
                attn_dtype_spelling(c.out_dtype), attn_dtype_spelling(c.compute_dtype), c.causal,
                c.wl, c.wr, c.softcap, c.sinks, nseg_used, maxk, c.stages, c.raw_kv, c.layout, c.lse,
-               worst, rel, bad, bad_cpu, bad_lse);
+               grid == 2 ? "dynamic" : grid != 1 ? "-" : fallback ? "item(small-ws)" : "item", worst,
+               rel, bad, bad_cpu, bad_lse);
         if (!ok && first_bad != (size_t)-1) {
             size_t tok = first_bad / ((size_t)c.hq * Dv), h = first_bad / Dv % c.hq, d = first_bad % Dv;
             printf("     first bad: token %zu head %zu d %zu: gpu %.6g ref %.6g\n", tok, h, d,
@@ -868,10 +910,67 @@ static Case random_prefill_base(int i, const char *family)
     return c;
 }
 
+/* The prefill families' "big" cases, every fourth from the second and from
+ * the fourth (i % 4 == 1, 3): enough items that the one-wave rule runs them
+ * on the prefill kernel's dynamic grid (gpu_attn_plan_prefill_grid reports
+ * which grid ran; main checks that both did). The fourth also passes a
+ * workspace without room for that grid's counters (small_ws): one program
+ * an item then. */
+static bool big_case(int i, Case &c)
+{
+    c.small_ws = i % 4 == 3;
+    return i % 4 == 1 || i % 4 == 3;
+}
+
+/* A big case's heads: 2-8 KV heads of 4-16 query heads (tiles of 8-32
+ * tokens), a head size the prefill kernel takes with the case's cache. */
+static void big_heads(Case &c, std::initializer_list<int> dims)
+{
+    c.hkv = pick({2, 4, 8});
+    c.hq = c.hkv * pick({4, 8, 16});
+    c.d = pick(dims);
+    if (attn_conv_dtype_is_fp8(c.kv_dtype) && c.d == 192)
+        c.d = 128; /* the prefill kernel takes no D 192 over fp8 */
+}
+
+/* Sequences of 3/4 to all of qmax tokens (up to ctx_hi cached keys more)
+ * until the batch has 1.5-3 waves of (query tile, KV head) items, or the
+ * next would take the float64 reference past `budget` multiply-adds: an
+ * item costs the reference 128 rows x its keys x D, so a few waves of them
+ * stay affordable only over short sequences (qmax: about 20000 / D tokens,
+ * and a sequence at most a sixth of the budget). The lengths are close, so
+ * that the batch's items fill most of the dynamic grid's item space (the
+ * rule's second condition). */
+static void add_big_sequences(Case &c, int ctx_hi, double budget)
+{
+    const int bq = 128 / std::min(c.hq / c.hkv, 128);
+    int qmax = std::max(2 * bq, std::min(320, 20000 / c.d));
+    while (qmax > 2 * bq && (double)qmax * (qmax + ctx_hi) * c.hq * c.d > budget / 6)
+        qmax = qmax * 7 / 8;
+    const int target = rng_int(3, 6) * g_cus / 2;
+    double cost = 0;
+    for (int items = 0; items < target;) {
+        const int q = rng_int(qmax * 3 / 4, qmax), k = q + rng_int(0, ctx_hi);
+        const double step = (double)q * k * c.hq * c.d;
+        if (!c.qlens.empty() && cost + step > budget)
+            break;
+        c.qlens.push_back(q);
+        c.klens.push_back(k);
+        cost += step;
+        items += (q + bq - 1) / bq * c.hkv;
+    }
+}
+
 /* Prefill: query lengths up to 4096, a short cached context or none. */
 static Case random_prefill(int i)
 {
     Case c = random_prefill_base(i, "prefill");
+    if (big_case(i, c)) {
+        big_heads(c, {64, 80, 96, 128, 192, 256});
+        add_big_sequences(c, rng_int(0, 2) == 0 ? 64 : 0, 1e9);
+        limit_cost_prefill(c, 1.2e9);
+        return c;
+    }
     const int S = pick({1, 1, 2, 3});
     for (int s = 0; s < S; s++) {
         const int q = pick({rng_int(2, 200), rng_int(200, 1200), rng_int(1200, 4096)});
@@ -886,6 +985,29 @@ static Case random_prefill(int i)
 static Case random_chunked(int i)
 {
     Case c = random_prefill_base(i, "chunked");
+    if (big_case(i, c)) {
+        /* New tokens over long contexts cost the reference too much for a
+         * wave of items at one segment: these have (query tiles x KV
+         * heads) W just over a quarter of the SMs (at most half), so the
+         * segment rule splits their keys in 4 (over 1536 keys at D <= 128)
+         * and the launch's 4 W items pass one wave. Chunks of one length:
+         * a batch with fewer tokens than its sequences at the longest runs
+         * as a mixed batch, at one segment. */
+        c.hkv = pick({2, 4});
+        c.hq = c.hkv * pick({4, 8, 16});
+        c.d = pick({64, 64, 80});
+        c.nseg = 0;
+        const int bq = 128 / (c.hq / c.hkv), S = pick({1, 2});
+        const int w = rng_int(g_cus / 4 + 1, g_cus / 4 + 8);
+        const int t = ((w + c.hkv - 1) / c.hkv + S - 1) / S; /* tiles a chunk */
+        const int q = t * bq - rng_int(0, bq - 1), ctx = rng_int(1600, 1800);
+        for (int s = 0; s < S; s++) {
+            c.qlens.push_back(q);
+            c.klens.push_back(q + ctx);
+        }
+        limit_cost_prefill(c, 1.2e9);
+        return c;
+    }
     const int S = pick({1, 2, 3, 4});
     for (int s = 0; s < S; s++) {
         const int q = rng_int(64, 1024);
@@ -900,6 +1022,25 @@ static Case random_chunked(int i)
 static Case random_mixed(int i)
 {
     Case c = random_prefill_base(i, "mixed");
+    if (big_case(i, c)) {
+        /* chunks of close lengths and up to half as many decode tokens
+         * (more would leave most of the dynamic grid's item space empty:
+         * the rule's second condition) */
+        big_heads(c, {64, 80, 96, 128});
+        add_big_sequences(c, 50, 1e9);
+        const int chunks = (int)c.qlens.size(), decodes = rng_int(1, std::max(1, chunks / 2));
+        for (int s = 0; s < decodes; s++) {
+            c.qlens.push_back(1);
+            c.klens.push_back(1 + rng_int(0, 3000));
+        }
+        for (int s = (int)c.qlens.size() - 1; s > 0; s--) { /* decode tokens anywhere */
+            const int j = rng_int(0, s);
+            std::swap(c.qlens[s], c.qlens[j]);
+            std::swap(c.klens[s], c.klens[j]);
+        }
+        limit_cost_prefill(c, 1.2e9);
+        return c;
+    }
     const int S = rng_int(3, 10);
     for (int s = 0; s < S; s++) {
         const bool chunk = s == 0 || rng_int(0, 2) == 0;
@@ -1313,6 +1454,8 @@ int main(int argc, char **argv)
     }
     printf("device 0: %s (%s), %d compute units, platform %s\n", devs[0].name, devs[0].arch,
            devs[0].compute_units, gpu_attn_platform());
+    if (devs[0].compute_units > 0)
+        g_cus = devs[0].compute_units;
     const char *cref = argc > 1 ? argv[1] : getenv("ATTNREG_CPU_REF_PLUGIN");
     load_cpu_ref(cref);
     int count = argc > 2 ? atoi(argv[2]) : 120;
@@ -1392,6 +1535,22 @@ int main(int argc, char **argv)
     printf("mixed (chunks and q_len 1 rows): %d configurations, %d failed, worst error/allowed "
            "%.3g\n",
            mix.run, mix.failed, mix.worst_ratio);
+    /* Both prefill grids ran in every prefill family that ran enough cases
+     * on the prefill kernel (the big cases are every other one), unless the
+     * bench's switch forced one grid. */
+    const bool grid_forced = getenv("ATTNREG_BENCH_PERSIST") != NULL;
+    for (Stats *f : {&pre, &chk, &mix}) {
+        const char *name = f == &pre ? "prefill" : f == &chk ? "chunked" : "mixed";
+        printf("%s: prefill kernel grids: %d dynamic, %d one program an item (rule), %d one "
+               "program an item (workspace without the counters)\n",
+               name, f->grid_dynamic, f->grid_one, f->grid_fallback);
+        if (!grid_forced && f->grid_dynamic + f->grid_one + f->grid_fallback >= 8 &&
+            (f->grid_dynamic == 0 || f->grid_fallback == 0)) {
+            printf("FAIL %s: the big cases did not run both the dynamic grid and its fallback\n",
+                   name);
+            f->failed++;
+        }
+    }
     printf("append_kv (every cache dtype and layout, byte-identical to cpu-ref): %d "
            "configurations, %d failed\n",
            app.run, app.failed);

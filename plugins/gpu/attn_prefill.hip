@@ -462,6 +462,8 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
              * issued: the consumers still have the ring's tiles of it to
              * work through, which hides the claim's round trips, and an
              * item goes to the program that is about to be free for it */
+            if constexpr (!DYN)
+                break; /* one item: no state runs on */
             fill(n + 1);
             gt += ntiles;
         }
@@ -584,6 +586,8 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
          * are converted in registers at the item's start). */
         bool q_next = false;
         auto prefetch_next_q = [&]() {
+            if constexpr (!DYN)
+                return;
             read_next();
             if (q_scaled || !p.q_vec16 || n_next < 0)
                 return;
@@ -884,6 +888,8 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
                 *(float2 *)(p.ws_acc + i) = make_float2(a, b);
             });
         }
+        if constexpr (!DYN)
+            break; /* one item: no state runs on */
         gt += ntiles;
         read_next();
         n = n_next;

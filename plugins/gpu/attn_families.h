@@ -33,15 +33,16 @@ struct gpu_attn_ctx {
     int cus;
     int l2_bytes; /* the device's L2 cache */
     int forced_nseg;
-    int mtp_wgmma;          /* attn_kparams.mtp_wgmma */
-    int mtp_wgmma_capable;  /* the build and the device have the wgmma variant */
-    int mtp_pair;           /* -1: the family's rule picks the pair form; 0: never; 1: always */
-    int prefill;            /* batches with q_len > 1 run the prefill kernel (attn_prefill.hip) */
-    int pdl;                /* attn_kparams.pdl: the reduce as a programmatic dependent launch */
-    int pdl_capable;        /* the platform and the device have it (NVIDIA sm_90+) */
-    int reduce_rows;        /* attn_kparams.reduce_rows */
-    int prefill_dynamic; /* the prefill kernel's dynamic grid: -1 the one-wave rule, 0 never, 1 always */
-    int prefill_per_cu;  /* programs of the prefill kernel an SM holds (attn_prefill_programs_per_cu) */
+    int mtp_wgmma;         /* attn_kparams.mtp_wgmma */
+    int mtp_wgmma_capable; /* the build and the device have the wgmma variant */
+    int mtp_pair;          /* -1: the family's rule picks the pair form; 0: never; 1: always */
+    int prefill;           /* batches with q_len > 1 run the prefill kernel (attn_prefill.hip) */
+    int pdl;               /* attn_kparams.pdl: the reduce as a programmatic dependent launch */
+    int pdl_capable;       /* the platform and the device have it (NVIDIA sm_90+) */
+    int reduce_rows;       /* attn_kparams.reduce_rows */
+    int prefill_dynamic;   /* the prefill kernel's dynamic grid: -1 the one-wave rule, 0 never,
+                              1 always (gpu_attn_force_prefill_persistent) */
+    int prefill_per_cu;    /* its programs an SM holds (attn_prefill_programs_per_cu) */
     /* The launch plan of the shape on the device's arch: the same function
      * (attn_launch_plan.h) the plugin's predicate accepted the shape with. */
     attn_launch_plan plan;

@@ -123,10 +123,10 @@ struct pf_item {
 /* DYN = false: one program an item, x = query tiles of the batch in reverse
  * (its bound T / block_q + S), y = KV head x head split, z = segment (the
  * grid of attn_prefill.hip's header). DYN = true: the dynamic grid
- * (attn_kparams.counters): p.prefill_programs
- * programs a segment, each streaming item after item, so only its first
- * pays the pipeline's start (metadata, Q, first tiles; ~3 us a program,
- * bench/RESULTS.md version 19). */
+ * (attn_kparams.counters): p.prefill_programs programs a segment, each
+ * streaming item after item, so only its first pays the pipeline's start
+ * (metadata, Q, first tiles; ~3 us a program, bench/RESULTS.md version
+ * 19). */
 template <int D, bool BF16, bool SOFTCAP, bool KV8, bool DYN>
 __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams p)
 {
@@ -186,10 +186,11 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
      * then the pair. R = p.prefill_rank_tiles ranks (the longest sequence's
      * tiles, from the host's max_seqlen_q): R x S x Y items a segment, those
      * of ranks a sequence does not have empty. A global counter a segment
-     * (p.counters, in the launch's workspace, zeroed on the stream before the
-     * launch) hands them out: a program's first item is its own index (no round trip
-     * before the first copies); thread 0 of the producer claims the next
-     * once the current item's last tile is issued, skipping empty items,
+     * (p.counters, in the launch's workspace, zeroed on the stream before
+     * the launch) hands them out: a program's first item is its own index
+     * (no round trip before the first copies); thread 0 of the producer
+     * claims the next once the current item's last tile is issued, skipping
+     * empty items,
      * into a ring in shared memory with full/free mbarriers that every warp
      * reads in order. So an item goes to the program about to be free for
      * it, as the hardware's block scheduler would, without a program's start
@@ -926,7 +927,9 @@ static hipError_t launch_prefill_t(const attn_kparams *p, hipStream_t stream)
             ? launch_prefill_g<D, BF16, SOFTCAP, KV8, true>(
                   p, dim3((unsigned)p->prefill_programs, 1, p->nseg), stream)
             : launch_prefill_g<D, BF16, SOFTCAP, KV8, false>(
-                  p, dim3(p->num_tokens / p->block_q + p->num_seqs, p->hkv * p->head_splits, p->nseg),
+                  p,
+                  dim3(p->num_tokens / p->block_q + p->num_seqs, p->hkv * p->head_splits,
+                       p->nseg),
                   stream);
     if (e != hipSuccess || !p->partials)
         return e;

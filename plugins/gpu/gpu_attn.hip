@@ -537,7 +537,8 @@ static forward_plan plan_forward(const gpu_attn_ctx *ctx, const attn_forward_arg
  * prefill kernel one program an item. */
 static int counters_fit(const forward_plan *f, const attn_forward_args *a)
 {
-    return f->counter_bytes && a->workspace && f->counters_at + f->counter_bytes <= a->workspace_size;
+    return f->counter_bytes && a->workspace &&
+           f->counters_at + f->counter_bytes <= a->workspace_size;
 }
 
 extern "C" int gpu_attn_plan_prefill_grid(const gpu_attn_ctx *ctx, const attn_forward_args *a,

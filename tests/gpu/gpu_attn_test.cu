@@ -601,7 +601,8 @@ static bool run_case(const Case &c, Stats &st, bool verbose)
         grid = gpu_attn_plan_prefill_grid(ctx, &a, NULL);
         fallback = true;
         if (grid != 1) {
-            printf("FAIL %s: a workspace of %zu bytes (the counters end at %zu) still plans grid %d\n",
+            printf("FAIL %s: a workspace of %zu bytes (the counters end at %zu) still plans "
+                   "grid %d\n",
                    c.name, a.workspace_size, counters_end, grid);
             st.failed++;
         }
@@ -748,15 +749,19 @@ static bool run_case(const Case &c, Stats &st, bool verbose)
     if (!ok || verbose) {
         printf("%s %s: %s T=%d S=%d hq=%d hkv=%d D=%d page=%d q=%s kv=%s out=%s comp=%s causal=%d "
                "win=(%d,%d) softcap=%g sinks=%d nseg=%d maxk=%d st=%d raw=%d layout=%d lse=%d "
-               "grid=%s | max err/allowed %.3g, rel L2 %.3g, bad %ld, cpu-ref bad %ld, lse bad %ld\n",
+               "grid=%s | max err/allowed %.3g, rel L2 %.3g, bad %ld, cpu-ref bad %ld, "
+               "lse bad %ld\n",
                ok ? "ok  " : "FAIL", c.name,
                c.kernel == GPU_ATTN_KERNEL_MTP ? "mtp" : on_prefill ? "prefill" : "generic", T, S,
                c.hq, c.hkv, D, c.page,
                attn_dtype_spelling(c.q_dtype), attn_dtype_spelling(c.kv_dtype),
                attn_dtype_spelling(c.out_dtype), attn_dtype_spelling(c.compute_dtype), c.causal,
                c.wl, c.wr, c.softcap, c.sinks, nseg_used, maxk, c.stages, c.raw_kv, c.layout, c.lse,
-               grid == 2 ? "dynamic" : grid != 1 ? "-" : fallback ? "item(small-ws)" : "item", worst,
-               rel, bad, bad_cpu, bad_lse);
+               grid == 2       ? "dynamic"
+               : grid != 1     ? "-"
+               : fallback      ? "item(small-ws)"
+                               : "item",
+               worst, rel, bad, bad_cpu, bad_lse);
         if (!ok && first_bad != (size_t)-1) {
             size_t tok = first_bad / ((size_t)c.hq * Dv), h = first_bad / Dv % c.hq, d = first_bad % Dv;
             printf("     first bad: token %zu head %zu d %zu: gpu %.6g ref %.6g\n", tok, h, d,

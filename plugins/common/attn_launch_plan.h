@@ -293,13 +293,14 @@ typedef struct attn_prefill_layout {
     int fixed;       /* bytes before the f16 stages */
     int stages;      /* f16 K/V stages */
     int bytes;       /* dynamic shared memory per program */
+    int dynamic;     /* the one-wave rule may run this plan on the dynamic grid */
 } attn_prefill_layout;
 #define ATTN_PREFILL_ALIGN 1024
 #define ATTN_PREFILL_MAX_STAGES 4
 #define ATTN_PREFILL_SMEM_LIMIT (227 * 1024)
 ATTN_PLAN_FN attn_prefill_layout attn_launch_plan_prefill_layout(int d, int kv8)
 {
-    attn_prefill_layout l = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+    attn_prefill_layout l = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
     l.padded_d = (d + 63) / 64 * 64;
     l.rows = 128;
     l.keys = l.padded_d <= 128 ? 128 : 64;
@@ -319,6 +320,11 @@ ATTN_PLAN_FN attn_prefill_layout attn_launch_plan_prefill_layout(int d, int kv8)
     if (l.stages > ATTN_PREFILL_MAX_STAGES)
         l.stages = ATTN_PREFILL_MAX_STAGES;
     l.bytes = l.fixed + l.stages * l.stage_bytes;
+    /* The dynamic grid only for the 128-key plans: on the H200 the 64-key
+     * plans (D >= 192) gained at one of four rows (32/8 D256 2048 x 1: 0.92x)
+     * and lost at the others (16/1 D256 2048 x 1: 1.08x, x 4 and fp8 x 4:
+     * 1.02x, 32/8 x 4: 1.00x; bench/RESULTS.md version 29). */
+    l.dynamic = l.keys == 128;
     return l;
 }
 

@@ -185,12 +185,17 @@ static double prefill_item_space(const gpu_attn_ctx *c, const attn_batch_dims *b
  * fewer than half of that space (sequences much shorter than the longest,
  * a mixed batch's decode tokens) runs one program an item too. (Version
  * 25's mixed row, 94 % of its space empty, was 1.03-1.04x on the dynamic
- * grid; that the empty claims cost it is an inference.) The test and bench
- * switch (gpu_attn_force_prefill_persistent) sets it for every launch. */
+ * grid; that the empty claims cost it is an inference.) Only plans whose
+ * layout allows it (attn_launch_plan_prefill_layout's `dynamic`: the
+ * 128-key plans, D <= 128). The test and bench switch
+ * (gpu_attn_force_prefill_persistent) sets it for every launch. */
 static int prefill_takes_dynamic(const gpu_attn_ctx *c, const attn_batch_dims *b, int nseg)
 {
     if (c->prefill_dynamic >= 0)
         return c->prefill_dynamic;
+    if (!attn_launch_plan_prefill_layout(c->shape.head_dim, attn_dtype_is_fp8(c->shape.kv_dtype))
+             .dynamic)
+        return 0;
     const attn_kparams t = prefill_tiles(c);
     const long work = grid_work(c, b, t.block_q, t.head_splits);
     return (double)work * nseg > (double)prefill_wave(c) &&

@@ -61,6 +61,7 @@
 #include <vector>
 
 #include "attn_dtype_conv.h"
+#include "attn_launch_plan.h"
 #include "attn_plugin.h"
 #include "attnreg.h" /* attn_merge_args */
 #include "gpu_attn.h"
@@ -932,14 +933,21 @@ static bool big_case(int i, Case &c)
 }
 
 /* A big case's heads: 2-8 KV heads of 4-16 query heads (tiles of 8-32
- * tokens), a head size the prefill kernel takes with the case's cache. */
+ * tokens), a head size the prefill kernel takes with the case's cache and
+ * whose plan the one-wave rule may run on the dynamic grid
+ * (attn_launch_plan_prefill_layout's `dynamic`), or any of `dims` where the
+ * bench's switch forces one grid for every launch. */
 static void big_heads(Case &c, std::initializer_list<int> dims)
 {
     c.hkv = pick({2, 4, 8});
     c.hq = c.hkv * pick({4, 8, 16});
-    c.d = pick(dims);
-    if (attn_conv_dtype_is_fp8(c.kv_dtype) && c.d == 192)
-        c.d = 128; /* the prefill kernel takes no D 192 over fp8 */
+    const bool kv8 = attn_conv_dtype_is_fp8(c.kv_dtype);
+    const bool forced = getenv("ATTNREG_BENCH_PERSIST") != NULL;
+    std::vector<int> usable;
+    for (int d : dims)
+        if (!(kv8 && d == 192) && (forced || attn_launch_plan_prefill_layout(d, kv8).dynamic))
+            usable.push_back(d); /* the prefill kernel takes no D 192 over fp8 */
+    c.d = usable[rng_int(0, (int)usable.size() - 1)];
 }
 
 /* Sequences of 3/4 to all of qmax tokens (up to ctx_hi cached keys more)

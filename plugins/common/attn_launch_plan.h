@@ -323,7 +323,7 @@ ATTN_PLAN_FN attn_prefill_layout attn_launch_plan_prefill_layout(int d, int kv8)
     /* The dynamic grid only for the 128-key plans: on the H200 the 64-key
      * plans (D >= 192) gained at one of four rows (32/8 D256 2048 x 1: 0.92x)
      * and lost at the others (16/1 D256 2048 x 1: 1.08x, x 4 and fp8 x 4:
-     * 1.02x, 32/8 x 4: 1.00x; bench/RESULTS.md version 29). */
+     * 1.02x, 32/8 x 4: 1.00x; bench/RESULTS.md version 28). */
     l.dynamic = l.keys == 128;
     return l;
 }

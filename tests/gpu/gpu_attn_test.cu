@@ -933,20 +933,30 @@ static bool big_case(int i, Case &c)
 }
 
 /* A big case's heads: 2-8 KV heads of 4-16 query heads (tiles of 8-32
- * tokens), a head size the prefill kernel takes with the case's cache and
- * whose plan the one-wave rule may run on the dynamic grid
- * (attn_launch_plan_prefill_layout's `dynamic`), or any of `dims` where the
- * bench's switch forces one grid for every launch. */
+ * tokens), a head size the prefill kernel takes with the case's types
+ * (attn_launch_plan_prefill_takes) and whose plan the one-wave rule may run
+ * on the dynamic grid (attn_launch_plan_prefill_layout's `dynamic`), or any
+ * such size of `dims` where the bench's switch forces one grid for every
+ * launch. The prefill families' types always leave one (random_prefill_base). */
 static void big_heads(Case &c, std::initializer_list<int> dims)
 {
     c.hkv = pick({2, 4, 8});
     c.hq = c.hkv * pick({4, 8, 16});
     const bool kv8 = attn_conv_dtype_is_fp8(c.kv_dtype);
     const bool forced = getenv("ATTNREG_BENCH_PERSIST") != NULL;
+    attn_shape s;
+    memset(&s, 0, sizeof s);
+    s.struct_size = sizeof s;
+    s.q_dtype = c.q_dtype;
+    s.kv_dtype = c.kv_dtype;
+    s.compute_dtype = c.compute_dtype;
     std::vector<int> usable;
-    for (int d : dims)
-        if (!(kv8 && d == 192) && (forced || attn_launch_plan_prefill_layout(d, kv8).dynamic))
-            usable.push_back(d); /* the prefill kernel takes no D 192 over fp8 */
+    for (int d : dims) {
+        s.head_dim = d;
+        if (attn_launch_plan_prefill_takes(&s) &&
+            (forced || attn_launch_plan_prefill_layout(d, kv8).dynamic))
+            usable.push_back(d);
+    }
     c.d = usable[rng_int(0, (int)usable.size() - 1)];
 }
 

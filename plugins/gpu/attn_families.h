@@ -43,6 +43,8 @@ struct gpu_attn_ctx {
     int prefill_dynamic;   /* the prefill kernel's dynamic grid: -1 the one-wave rule, 0 never,
                               1 always (gpu_attn_force_prefill_persistent) */
     int prefill_per_cu;    /* its programs an SM holds (attn_prefill_programs_per_cu) */
+    int prefill_layout_dynamic; /* the plan's layout allows the dynamic grid (the one-wave
+                                   rule's first condition; attn_launch_plan_prefill_layout) */
     /* The launch plan of the shape on the device's arch: the same function
      * (attn_launch_plan.h) the plugin's predicate accepted the shape with. */
     attn_launch_plan plan;

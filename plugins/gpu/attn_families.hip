@@ -193,8 +193,7 @@ static int prefill_takes_dynamic(const gpu_attn_ctx *c, const attn_batch_dims *b
 {
     if (c->prefill_dynamic >= 0)
         return c->prefill_dynamic;
-    if (!attn_launch_plan_prefill_layout(c->shape.head_dim, attn_dtype_is_fp8(c->shape.kv_dtype))
-             .dynamic)
+    if (!c->prefill_layout_dynamic)
         return 0;
     const attn_kparams t = prefill_tiles(c);
     const long work = grid_work(c, b, t.block_q, t.head_splits);
@@ -438,9 +437,11 @@ static void generic_configure(gpu_attn_ctx *c, const hipDeviceProp_t *prop)
     const int multi = attn_launch_plan_find(&c->plan, ATTN_ROLE_MULTI);
     c->prefill = sm90_proper(prop) && multi >= 0 &&
                  attn_launch_plan_kernel_of(&c->plan.kernels[multi]) == ATTN_PLAN_KERNEL_PREFILL_WGMMA;
-    if (c->prefill)
-        c->prefill_per_cu = attn_prefill_programs_per_cu(prop, c->shape.head_dim,
-                                                         attn_dtype_is_fp8(c->shape.kv_dtype));
+    if (c->prefill) {
+        const int kv8 = attn_dtype_is_fp8(c->shape.kv_dtype);
+        c->prefill_per_cu = attn_prefill_programs_per_cu(prop, c->shape.head_dim, kv8);
+        c->prefill_layout_dynamic = attn_launch_plan_prefill_layout(c->shape.head_dim, kv8).dynamic;
+    }
 }
 
 /* One query token a sequence: the matrix-unit decode kernel where the plan

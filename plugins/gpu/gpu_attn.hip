@@ -303,6 +303,7 @@ extern "C" attn_status gpu_attn_create(gpu_attn_kernel kernel, const attn_shape 
     c->reduce_rows = 1;
     c->prefill_dynamic = -1;
     c->prefill_per_cu = 1;
+    c->prefill_layout_dynamic = 0;
     ops->configure(c, &prop);
     *out = c;
     return ATTN_OK;

@@ -207,14 +207,18 @@ static int prefill_takes_dynamic(const gpu_attn_ctx *c, const attn_batch_dims *b
  * runs one program an item. A launch whose item space (plus a claim a
  * program past it) would overflow the 32-bit counters runs one program an
  * item. b = NULL: the most a launch at nseg segments may need. */
+static size_t prefill_counters_size(int nseg)
+{
+    return (size_t)nseg * sizeof(int32_t);
+}
 static size_t prefill_counter_bytes(const gpu_attn_ctx *c, const attn_batch_dims *b, int nseg)
 {
     if (!b)
-        return c->prefill_dynamic == 0 ? 0 : (size_t)nseg * sizeof(int32_t);
+        return c->prefill_dynamic == 0 ? 0 : prefill_counters_size(nseg);
     if (prefill_item_space(c, b) + prefill_dynamic_programs(c, nseg) > (double)INT32_MAX ||
         !prefill_takes_dynamic(c, b, nseg))
         return 0;
-    return (size_t)nseg * sizeof(int32_t);
+    return prefill_counters_size(nseg);
 }
 
 /* The dynamic grid where the forward gave the launch its counters
@@ -229,19 +233,20 @@ static hipError_t prefill_launch(const gpu_attn_ctx *c, const attn_kparams *p,
         return attn_launch_prefill(p, stream);
     attn_kparams q = *p;
     const int64_t pairs = (int64_t)p->num_seqs * p->hkv * p->head_splits;
-    q.prefill_rank_tiles = (b->max_q + p->block_q - 1) / p->block_q;
+    q.prefill_rank_tiles = ceil_div(b->max_q, p->block_q);
     const int64_t items = q.prefill_rank_tiles * pairs;
     const int64_t programs = prefill_dynamic_programs(c, p->nseg);
     q.prefill_programs = (int)(programs < items ? programs : items);
     const int64_t pair_bytes =
-        (int64_t)(b->max_k > 0 ? b->max_k : 1) * 2 * p->d * (attn_dtype_is_fp8(p->kv_dtype) ? 1 : 2);
+        (int64_t)(b->max_k > 0 ? b->max_k : 1) * 2 * p->d * (int64_t)attn_dtype_size(p->kv_dtype);
     const int64_t budget = c->l2_bytes > 0 ? c->l2_bytes / 3 : (int64_t)16 << 20;
     const int64_t gp = budget / pair_bytes;
     q.prefill_group_pairs = (int)(gp < 1 ? 1 : gp > pairs ? pairs : gp);
     /* this launch's counters, zeroed in stream order (graph-capturable;
-     * concurrent launches have their own workspaces) */
-    const hipError_t e =
-        hipMemsetAsync(q.counters, 0, prefill_counter_bytes(c, b, p->nseg), stream);
+     * concurrent launches have their own workspaces); the forward gave them
+     * only where prefill_counter_bytes granted them, so the rule is not
+     * asked again */
+    const hipError_t e = hipMemsetAsync(q.counters, 0, prefill_counters_size(p->nseg), stream);
     if (e != hipSuccess)
         return e;
     return attn_launch_prefill(&q, stream);

@@ -34,6 +34,8 @@
  *   plainly (gpu_attn_force_pdl), ATTNREG_BENCH_REDUCE_ROWS=0 merges every
  *   segment count with the per-row reduce (gpu_attn_force_reduce_rows),
  *   ATTNREG_BENCH_L2_FETCH=B sets the device's L2 fetch granularity hint,
+ *   ATTNREG_BENCH_KV_SETS=N rotates N KV sets (1: a shape that fits the L2
+ *   is served from it),
  *   ATTNREG_BENCH_PERSIST=0 runs the prefill kernel one program an item for
  *   every launch, =1 on its dynamic grid for every launch (unset: the
  *   one-wave rule; gpu_attn_force_prefill_persistent),
@@ -218,6 +220,13 @@ static Result run_batch(const char *family, gpu_attn_kernel kernel, int hq, int 
     const size_t set_bytes = (size_t)batch * nb * block_bytes * 2; /* K and V */
     const int max_blocks = (int)(cache_bytes / block_bytes);
     int sets = (int)std::max<size_t>(2, (4 * L2_BYTES + set_bytes - 1) / set_bytes);
+    /* ATTNREG_BENCH_KV_SETS=N: N sets instead (a diagnosis, not the
+     * default: with 1 set a shape smaller than the L2 is served from it, so
+     * a kernel whose loop streams at the memory's rate on this card can be
+     * judged where memory is faster, e.g. the MTP loop of an H200 on an
+     * H100). */
+    if (const char *ks = getenv("ATTNREG_BENCH_KV_SETS"))
+        sets = std::max(1, atoi(ks));
     sets = std::min(sets, max_blocks / (batch * nb));
     if (sets < 1) {
         fprintf(stderr, "cache too small\n");

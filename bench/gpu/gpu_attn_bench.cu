@@ -36,6 +36,8 @@
  *   ATTNREG_BENCH_L2_FETCH=B sets the device's L2 fetch granularity hint,
  *   ATTNREG_BENCH_KV_SETS=N rotates N KV sets (1: a shape that fits the L2
  *   is served from it),
+ *   ATTNREG_BENCH_PDL_MAIN=0 launches the decode-mma and MTP kernels plainly
+ *   (gpu_attn_force_pdl_main; default: programmatic dependents where capable),
  *   ATTNREG_BENCH_PERSIST=0 runs the prefill kernel one program an item for
  *   every launch, =1 on its dynamic grid for every launch (unset: the
  *   one-wave rule; gpu_attn_force_prefill_persistent),
@@ -298,6 +300,8 @@ static Result run_batch(const char *family, gpu_attn_kernel kernel, int hq, int 
     /* the bench's switches for the reduce launch and the segment count */
     if (getenv("ATTNREG_BENCH_PDL"))
         gpu_attn_force_pdl(ctx, atoi(getenv("ATTNREG_BENCH_PDL")));
+    if (getenv("ATTNREG_BENCH_PDL_MAIN"))
+        gpu_attn_force_pdl_main(ctx, atoi(getenv("ATTNREG_BENCH_PDL_MAIN")));
     if (getenv("ATTNREG_BENCH_PERSIST"))
         gpu_attn_force_prefill_persistent(ctx, atoi(getenv("ATTNREG_BENCH_PERSIST")));
     if (getenv("ATTNREG_BENCH_REDUCE_ROWS"))

@@ -38,6 +38,7 @@ struct gpu_attn_ctx {
     int mtp_pair;          /* -1: the family's rule picks the pair form; 0: never; 1: always */
     int prefill;           /* batches with q_len > 1 run the prefill kernel (attn_prefill.hip) */
     int pdl;               /* attn_kparams.pdl: the reduce as a programmatic dependent launch */
+    int pdl_main;          /* attn_kparams.pdl_main */
     int pdl_capable;       /* the platform and the device have it (NVIDIA sm_90+) */
     int reduce_rows;       /* attn_kparams.reduce_rows */
     int prefill_dynamic;   /* the prefill kernel's dynamic grid: -1 the one-wave rule, 0 never,

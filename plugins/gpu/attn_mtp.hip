@@ -180,6 +180,7 @@ __global__ void __launch_bounds__(PAIR ? 256 : 128, PAIR ? 1 : ATTN_MTP_PROGRAMS
         return;
     }
 #endif
+    attn_pdl_wait(); /* launched with p.pdl_main: the kernel before has finished */
     using L = mtp_smem<QW, WG, PAIR>;
     constexpr int TILE = L::TILE;
     constexpr int KW = L::KW;
@@ -818,8 +819,7 @@ static hipError_t launch_mtp_t(const attn_kparams *p, int nseg, hipStream_t stre
     if (e != hipSuccess)
         return e;
     dim3 grid(p->num_seqs, p->hkv, nseg);
-    attn_mtp_kernel<QW, WG, PAIR><<<grid, PAIR ? 256 : 128, smem, stream>>>(*p);
-    return hipGetLastError();
+    return attn_launch_main(p, attn_mtp_kernel<QW, WG, PAIR>, grid, PAIR ? 256 : 128, smem, stream);
 }
 
 #endif /* ATTN_PLATFORM_CUDA */

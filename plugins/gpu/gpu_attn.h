@@ -89,6 +89,11 @@ int gpu_attn_force_mtp_pair(gpu_attn_ctx *ctx, int use);
  * on sm_90 and later) or plainly (0). Returns the setting in effect (0 where
  * the device or platform has none), -1 for no context. */
 int gpu_attn_force_pdl(gpu_attn_ctx *ctx, int use);
+/* For benchmarks and tests (ATTNREG_BENCH_PDL_MAIN): the decode-mma (16-bit
+ * cache) and MTP kernels launched as programmatic dependents of the kernel
+ * before them (attn_kparams.pdl_main; default: where the device can, sm_90+).
+ * Returns the setting in force, -1 without a context. */
+int gpu_attn_force_pdl_main(gpu_attn_ctx *ctx, int use);
 
 /* For benchmarks (the bench's ATTNREG_BENCH_REDUCE_ROWS=0): merge up to
  * ATTN_REDUCE_ROWS_MAX_SEGMENTS segments with the row-wise reduce (use = 1,

@@ -299,6 +299,7 @@ extern "C" attn_status gpu_attn_create(gpu_attn_kernel kernel, const attn_shape 
     c->pdl_capable = prop.major >= 9; /* programmatic dependent launch: sm_90 and later */
 #endif
     c->pdl = c->pdl_capable;
+    c->pdl_main = c->pdl_capable;
     c->mtp_pair = -1;
     c->reduce_rows = 1;
     c->prefill_dynamic = -1;
@@ -331,6 +332,14 @@ extern "C" int gpu_attn_force_pdl(gpu_attn_ctx *ctx, int use)
         return -1;
     ctx->pdl = use && ctx->pdl_capable;
     return ctx->pdl;
+}
+
+extern "C" int gpu_attn_force_pdl_main(gpu_attn_ctx *ctx, int use)
+{
+    if (!ctx)
+        return -1;
+    ctx->pdl_main = use && ctx->pdl_capable;
+    return ctx->pdl_main;
 }
 
 extern "C" int gpu_attn_force_reduce_rows(gpu_attn_ctx *ctx, int use)
@@ -645,6 +654,7 @@ extern "C" attn_status gpu_attn_forward(gpu_attn_ctx *ctx, const attn_forward_ar
                 a->q_stride_head % 8 == 0;
     p.mtp_wgmma = ctx->mtp_wgmma;
     p.pdl = ctx->pdl;
+    p.pdl_main = ctx->pdl_main;
     p.reduce_rows = ctx->reduce_rows;
     p.q_stride_head = a->q_stride_head;
     p.k_cache = a->k_cache;

@@ -58,6 +58,13 @@ typedef struct attn_kparams {
      * last programs finish and waits for their writes on the device, so the
      * step pays no launch gap between the two (0 on AMD and older GPUs). */
     int32_t pdl;
+    /* 1: the decode-mma kernel over a 16-bit cache and the MTP kernel are
+     * launched as programmatic dependents of the stream's kernel before
+     * them (NVIDIA sm_90+; attn_launch_main): the launch overlaps that
+     * kernel's end, and the kernel's first statement (attn_pdl_wait) waits
+     * for it to finish and its writes to be visible, so no global read or
+     * write of ours comes before. 0 on AMD and older GPUs. */
+    int32_t pdl_main;
     /* A mixed batch split over two kernels: ATTN_PART_SINGLE = this launch
      * (decode kernels, and their reduce) takes only the sequences with one
      * query token, ATTN_PART_MULTI = only those with more (prefill kernel);
@@ -121,6 +128,32 @@ static __device__ __forceinline__ void attn_pdl_wait()
     asm volatile("griddepcontrol.wait;\n" ::: "memory");
 #endif
 }
+
+#if defined(ATTN_PLATFORM_CUDA)
+/* One launch of an attention kernel taking (attn_kparams): plainly, or
+ * (p->pdl_main) as a programmatic dependent of the stream's kernel before
+ * it; the kernel must call attn_pdl_wait before its first global read. */
+template <typename Kernel>
+static inline hipError_t attn_launch_main(const attn_kparams *p, Kernel kernel, dim3 grid,
+                                          int threads, int smem, hipStream_t stream)
+{
+    if (p->pdl_main) {
+        cudaLaunchAttribute attr[1];
+        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr[0].val.programmaticStreamSerializationAllowed = 1;
+        cudaLaunchConfig_t cfg = {};
+        cfg.gridDim = grid;
+        cfg.blockDim = dim3(threads);
+        cfg.dynamicSmemBytes = smem;
+        cfg.stream = stream;
+        cfg.attrs = attr;
+        cfg.numAttrs = 1;
+        return cudaLaunchKernelEx(&cfg, kernel, *p);
+    }
+    kernel<<<grid, threads, smem, stream>>>(*p);
+    return hipGetLastError();
+}
+#endif
 
 /* The keys [klo, khi) that a query at any of the positions pos_lo..pos_hi of
  * a sequence of K keys may see: none past pos_hi when causal, and the

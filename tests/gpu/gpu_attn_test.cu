@@ -472,6 +472,8 @@ static bool run_case(const Case &c, Stats &st, bool verbose)
         gpu_attn_force_prefill_persistent(ctx, atoi(getenv("ATTNREG_BENCH_PERSIST")));
     if (getenv("ATTNREG_BENCH_REDUCE_ROWS"))
         gpu_attn_force_reduce_rows(ctx, atoi(getenv("ATTNREG_BENCH_REDUCE_ROWS")));
+    if (getenv("ATTNREG_BENCH_PDL_MAIN"))
+        gpu_attn_force_pdl_main(ctx, atoi(getenv("ATTNREG_BENCH_PDL_MAIN")));
     const int forced = c.stages ? gpu_attn_force_generic(ctx, c.stages, c.raw_kv) : 0;
     /* Which kernel runs this batch: the prefill kernel (matrix units) takes
      * multi-token batches of the shapes it supports, unless the case asks

@@ -929,7 +929,8 @@ static hipError_t launch_dmma_t(const attn_kparams *p0, hipStream_t stream)
      * of hkv x D per key) close in time, which DRAM serves better than
      * scattered rows. */
     dim3 grid(p->hkv * p->head_splits, p->num_seqs, p->nseg);
-    e = attn_launch_main(p, attn_decode_mma_kernel<D, BF16Q, KV8, NUZ>, grid, 32 * W, smem, stream);
+    e = attn_launch(p->pdl_main, attn_decode_mma_kernel<D, BF16Q, KV8, NUZ>, grid, 32 * W, smem,
+                    stream, *p);
     if (e != hipSuccess || !p->partials)
         return e;
     return attn_launch_reduce(p, p->nseg, stream);

@@ -656,31 +656,12 @@ static hipError_t launch_generic_t(const attn_kparams *p, hipStream_t stream)
 }
 
 /* One launch of a reduce kernel: plainly, or (p->pdl) as a programmatic
- * dependent of the attention kernel before it (see attn_kparams.pdl;
- * captured into a CUDA graph as such an edge). */
+ * dependent of the attention kernel before it (see attn_kparams.pdl). */
 template <typename Kernel>
 static hipError_t launch_reduce_kernel(const attn_kparams *p, int nseg, dim3 grid, int threads,
                                        Kernel kernel, hipStream_t stream)
 {
-#if defined(ATTN_PLATFORM_CUDA)
-    if (p->pdl) {
-        /* A programmatic dependent of the attention kernel before it (see
-         * attn_kparams.pdl); captured into a CUDA graph as such an edge. */
-        cudaLaunchAttribute attr[1];
-        attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        attr[0].val.programmaticStreamSerializationAllowed = 1;
-        cudaLaunchConfig_t cfg = {};
-        cfg.gridDim = grid;
-        cfg.blockDim = dim3(threads);
-        cfg.dynamicSmemBytes = 0;
-        cfg.stream = stream;
-        cfg.attrs = attr;
-        cfg.numAttrs = 1;
-        return cudaLaunchKernelEx(&cfg, kernel, *p, nseg);
-    }
-#endif
-    kernel<<<grid, threads, 0, stream>>>(*p, nseg);
-    return hipGetLastError();
+    return attn_launch(p->pdl != 0, kernel, grid, threads, 0, stream, *p, nseg);
 }
 
 template <int VEC, int THREADS>

@@ -819,7 +819,8 @@ static hipError_t launch_mtp_t(const attn_kparams *p, int nseg, hipStream_t stre
     if (e != hipSuccess)
         return e;
     dim3 grid(p->num_seqs, p->hkv, nseg);
-    return attn_launch_main(p, attn_mtp_kernel<QW, WG, PAIR>, grid, PAIR ? 256 : 128, smem, stream);
+    return attn_launch(p->pdl_main, attn_mtp_kernel<QW, WG, PAIR>, grid, PAIR ? 256 : 128, smem,
+                       stream, *p);
 }
 
 #endif /* ATTN_PLATFORM_CUDA */

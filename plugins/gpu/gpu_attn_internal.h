@@ -60,7 +60,7 @@ typedef struct attn_kparams {
     int32_t pdl;
     /* 1: the decode-mma kernel over a 16-bit cache and the MTP kernel are
      * launched as programmatic dependents of the stream's kernel before
-     * them (NVIDIA sm_90+; attn_launch_main): the launch overlaps that
+     * them (NVIDIA sm_90+; attn_launch): the launch overlaps that
      * kernel's end, and the kernel's first statement (attn_pdl_wait) waits
      * for it to finish and its writes to be visible, so no global read or
      * write of ours comes before. 0 on AMD and older GPUs. */
@@ -129,15 +129,17 @@ static __device__ __forceinline__ void attn_pdl_wait()
 #endif
 }
 
-#if defined(ATTN_PLATFORM_CUDA)
-/* One launch of an attention kernel taking (attn_kparams): plainly, or
- * (p->pdl_main) as a programmatic dependent of the stream's kernel before
- * it; the kernel must call attn_pdl_wait before its first global read. */
-template <typename Kernel>
-static inline hipError_t attn_launch_main(const attn_kparams *p, Kernel kernel, dim3 grid,
-                                          int threads, int smem, hipStream_t stream)
+/* One kernel launch: plainly, or (programmatic, NVIDIA only) as a
+ * programmatic dependent of the stream's kernel before it, captured into a
+ * CUDA graph as such an edge (attn_kparams.pdl for the reduce, .pdl_main
+ * for the decode-mma and MTP kernels). A kernel launched that way calls
+ * attn_pdl_wait before it reads what the kernel before it writes. */
+template <typename Kernel, typename... Args>
+static inline hipError_t attn_launch(bool programmatic, Kernel kernel, dim3 grid, int threads,
+                                     int smem, hipStream_t stream, const Args &...args)
 {
-    if (p->pdl_main) {
+#if defined(ATTN_PLATFORM_CUDA)
+    if (programmatic) {
         cudaLaunchAttribute attr[1];
         attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
         attr[0].val.programmaticStreamSerializationAllowed = 1;
@@ -148,12 +150,14 @@ static inline hipError_t attn_launch_main(const attn_kparams *p, Kernel kernel, 
         cfg.stream = stream;
         cfg.attrs = attr;
         cfg.numAttrs = 1;
-        return cudaLaunchKernelEx(&cfg, kernel, *p);
+        return cudaLaunchKernelEx(&cfg, kernel, args...);
     }
-    kernel<<<grid, threads, smem, stream>>>(*p);
+#else
+    (void)programmatic;
+#endif
+    kernel<<<grid, threads, smem, stream>>>(args...);
     return hipGetLastError();
 }
-#endif
 
 /* The keys [klo, khi) that a query at any of the positions pos_lo..pos_hi of
  * a sequence of K keys may see: none past pos_hi when causal, and the

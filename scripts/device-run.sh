@@ -20,6 +20,15 @@
 # `gpu_attn_bench` runs for an A/B go in ATTNREG_RUN_AB, one per line, as
 # "LABEL ENV=VALUE ... -- BENCH ARGS" (e.g. "nseg8 ATTNREG_BENCH_NSEG=8 --
 # --mtp-only"): each writes bench_LABEL.json / .log beside the default run's.
+# ab-builds (not in the default list): an A/B of two builds, this carry's
+# bench (a) against the one in ATTNREG_RUN_AB_CARRY (b: a second carry folder,
+# `scripts/device-carry.sh --bench-only BUILD DEST`, carried too), in
+# ATTNREG_RUN_AB_ROUNDS alternating rounds (default 3) of `gpu_attn_bench
+# ATTNREG_RUN_AB_ARGS` (e.g. "--mtp-only") with ATTNREG_RUN_AB_ENVS set for
+# both (e.g. "ATTNREG_BENCH_KV_SETS=1"); b's GPU tests run first on the
+# families in ATTNREG_RUN_AB_TESTS (e.g. "mtp,mixed"; none if unset). ab.md:
+# every row's median over the rounds and the per-round ratios
+# (bench/gpu/ab_table.py).
 # Environment: ATTNREG_RUN_BUDGET (seconds the whole run may take, default
 # 560: the device tool stops a command at 600), ATTNREG_RUN_TESTS (cases per
 # family, default 24; the test runs every family, the prefill ones at a
@@ -31,7 +40,7 @@
 # $OUT/logs.tgz after each step: what finished comes back even when a later
 # step runs out of time. The last lines printed are each step's summary.
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 t0=$(date +%s)
 budget=${ATTNREG_RUN_BUDGET:-560}
 cases=${ATTNREG_RUN_TESTS:-24}
@@ -151,8 +160,48 @@ PY
     note "profile prefill (rc $?): $(grep -E 'Duration|Compute \(SM\) Throughput|Issue Slots Busy' \
       "$work/ncu_prefill.txt" | awk '{print $1 "=" $NF}' | tr '\n' ' ')"
     ;;
+  ab-builds)
+    other=${ATTNREG_RUN_AB_CARRY:-}
+    rounds=${ATTNREG_RUN_AB_ROUNDS:-3}
+    if [ -z "$other" ] || [ ! -f "$other/unpack.sh" ]; then
+      note "ab-builds: ATTNREG_RUN_AB_CARRY ('$other') is not a carry folder (scripts/device-carry.sh --bench-only)"
+    elif ! [[ $rounds =~ ^[1-9][0-9]?$ ]]; then
+      note "ab-builds: ATTNREG_RUN_AB_ROUNDS '$rounds' is not a count of rounds (1-99)"
+    else
+      bash "$other/unpack.sh"
+      if [ -n "${ATTNREG_RUN_AB_TESTS:-}" ]; then
+        timeout "$(left)" "$other/bin/gpu_attn_test" $C/lib/attnreg/libattn_cpu_ref.so "$cases" \
+          "$ATTNREG_RUN_AB_TESTS" > "$work/ab_tests_b.log" 2>&1
+        note "ab-builds: b's tests (rc $?): $(grep -c 'configurations, 0 failed' "$work/ab_tests_b.log") families clean;" \
+          "$(grep -E '^[a-z].*configurations, [1-9]' "$work/ab_tests_b.log" | tr '\n' ' ')"
+      fi
+      done_rounds=0
+      for r in $(seq 1 "$rounds"); do
+        [ "$(left)" -le 30 ] && break
+        for v in a b; do
+          bin=$C/bin/gpu_attn_bench
+          [ $v = b ] && bin=$other/bin/gpu_attn_bench
+          # shellcheck disable=SC2086
+          env ${ATTNREG_RUN_AB_ENVS:-} timeout "$(left)" "$bin" ${ATTNREG_RUN_AB_ARGS:-} \
+            "$work/ab_${v}_r$r.json" > "$work/ab_${v}_r$r.log" 2>&1
+        done
+        [ -s "$work/ab_b_r$r.json" ] && done_rounds=$r
+      done
+      if [ "$done_rounds" -gt 0 ]; then
+        files() { # a|b -> the rounds' JSON files, comma-separated
+          local r out=""
+          for r in $(seq 1 "$done_rounds"); do out+="${out:+,}$work/ab_$1_r$r.json"; done
+          echo "$out"
+        }
+        python3 bench/gpu/ab_table.py "a=$(files a)" "b=$(files b)" > "$work/ab.md" 2>&1
+        note "ab-builds: $done_rounds rounds (rc $?), ab.md"
+      else
+        note "ab-builds: no round finished"
+      fi
+    fi
+    ;;
   *)
-    note "$step: unknown step (tests, bench, verify, peers, python, profile, profile-prefill)"
+    note "$step: unknown step (tests, bench, verify, peers, python, profile, profile-prefill, ab-builds)"
     ;;
   esac
   pack

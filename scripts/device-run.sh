@@ -175,7 +175,7 @@ PY
         note "ab-builds: b's tests (rc $?): $(grep -c 'configurations, 0 failed' "$work/ab_tests_b.log") families clean;" \
           "$(grep -E '^[a-z].*configurations, [1-9]' "$work/ab_tests_b.log" | tr '\n' ' ')"
       fi
-      done_rounds=0
+      done_rounds="" # the rounds whose two runs both wrote their JSON
       for r in $(seq 1 "$rounds"); do
         [ "$(left)" -le 30 ] && break
         for v in a b; do
@@ -185,16 +185,16 @@ PY
           env ${ATTNREG_RUN_AB_ENVS:-} timeout "$(left)" "$bin" ${ATTNREG_RUN_AB_ARGS:-} \
             "$work/ab_${v}_r$r.json" > "$work/ab_${v}_r$r.log" 2>&1
         done
-        [ -s "$work/ab_b_r$r.json" ] && done_rounds=$r
+        [ -s "$work/ab_a_r$r.json" ] && [ -s "$work/ab_b_r$r.json" ] && done_rounds+=" $r"
       done
-      if [ "$done_rounds" -gt 0 ]; then
-        files() { # a|b -> the rounds' JSON files, comma-separated
+      if [ -n "$done_rounds" ]; then
+        files() { # a|b -> the finished rounds' JSON files, comma-separated
           local r out=""
-          for r in $(seq 1 "$done_rounds"); do out+="${out:+,}$work/ab_$1_r$r.json"; done
+          for r in $done_rounds; do out+="${out:+,}$work/ab_$1_r$r.json"; done
           echo "$out"
         }
         python3 bench/gpu/ab_table.py "a=$(files a)" "b=$(files b)" > "$work/ab.md" 2>&1
-        note "ab-builds: $done_rounds rounds (rc $?), ab.md"
+        note "ab-builds: rounds$done_rounds of $rounds (rc $?), ab.md"
       else
         note "ab-builds: no round finished"
       fi

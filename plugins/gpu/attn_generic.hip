@@ -657,17 +657,11 @@ static hipError_t launch_generic_t(const attn_kparams *p, hipStream_t stream)
 
 /* One launch of a reduce kernel: plainly, or (p->pdl) as a programmatic
  * dependent of the attention kernel before it (see attn_kparams.pdl). */
-template <typename Kernel>
-static hipError_t launch_reduce_kernel(const attn_kparams *p, int nseg, dim3 grid, int threads,
-                                       Kernel kernel, hipStream_t stream)
-{
-    return attn_launch(p->pdl != 0, kernel, grid, threads, 0, stream, *p, nseg);
-}
-
 template <int VEC, int THREADS>
 static hipError_t launch_reduce_t(const attn_kparams *p, int nseg, dim3 grid, hipStream_t stream)
 {
-    return launch_reduce_kernel(p, nseg, grid, THREADS, attn_reduce_kernel<VEC, THREADS>, stream);
+    return attn_launch(p->pdl != 0, attn_reduce_kernel<VEC, THREADS>, grid, THREADS, 0, stream, *p,
+                       nseg);
 }
 
 hipError_t attn_launch_reduce(const attn_kparams *p, int nseg, hipStream_t stream)
@@ -680,8 +674,8 @@ hipError_t attn_launch_reduce(const attn_kparams *p, int nseg, hipStream_t strea
     if (vec && p->reduce_rows && nseg <= RED_ROWS_MAX && rows > 0) {
         const int64_t n = (int64_t)grid.x * p->hq; /* the (token, head) rows */
         const dim3 rgrid((unsigned)((n + rows - 1) / rows));
-        return launch_reduce_kernel(p, nseg, rgrid, ATTN_REDUCE_ROWS_THREADS,
-                                    attn_reduce_rows_kernel, stream);
+        return attn_launch(p->pdl != 0, attn_reduce_rows_kernel, rgrid, ATTN_REDUCE_ROWS_THREADS, 0,
+                           stream, *p, nseg);
     }
     if (nseg >= RED_MANY_SEGMENTS)
         return vec ? launch_reduce_t<4, RED_THREADS_MANY>(p, nseg, grid, stream)

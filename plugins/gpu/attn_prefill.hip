@@ -296,6 +296,17 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
             }
         }
     }
+    if constexpr (C::DCH < CPR) {
+        /* D 80 / 96: the padding columns of the K/V stages are never copied
+         * or converted: zeros, once, in every stage, before the barrier
+         * below orders them for the consumers. */
+        constexpr int PAD = CPR - C::DCH;
+        for (int idx = tid; idx < ST * 2 * BN * PAD; idx += C::THREADS) {
+            const int tl = idx / (BN * PAD), rem = idx % (BN * PAD);
+            *(uint4 *)(KV + tl * C::TILE_BYTES + attn_swz128_off(rem / PAD, C::DCH + rem % PAD, BN)) =
+                make_uint4(0u, 0u, 0u, 0u);
+        }
+    }
     __syncthreads(); /* the last barrier of all 384 threads: the producer may leave early */
     fill(0); /* the next is claimed once the producer has issued this one's last tile */
 
@@ -307,17 +318,6 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
         constexpr int NB = DP / 64;
         const int lr = tid >> 3, c8 = tid & 7;
         const int dst_thr = attn_swz128_off(lr, c8, 0); /* c8 < 8: in the first 64 columns */
-        if constexpr (KV8 && C::DCH < CPR) {
-            /* fp8 cache, D 80 / 96: the padding columns are never
-             * converted: zeros, once, in every stage. */
-            constexpr int PAD = CPR - C::DCH;
-            for (int idx = tid; idx < ST * 2 * BN * PAD; idx += 128) {
-                const int tl = idx / (BN * PAD), rem = idx % (BN * PAD);
-                *(uint4 *)(KV + tl * C::TILE_BYTES +
-                           attn_swz128_off(rem / PAD, C::DCH + rem % PAD, BN)) =
-                    make_uint4(0u, 0u, 0u, 0u);
-            }
-        }
         /* gt: the tiles this program streamed before the current item (the
          * ring's stage and phase, and the slot table's half, run on across
          * items). */
@@ -353,31 +353,45 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
                 for (int it = 0; it < ntiles; it++) {
                     const int st = (gt + it) % ST, use = (gt + it) / ST;
                     const int *tab = publish_table(it);
-                    /* This thread's rows of the tile and where they start in the
-                     * cache (-1: past K, zero-filled). */
-                    int slot[C::PASSES];
+                    /* Where this thread's rows of the tile start in the cache,
+                     * once for K and V (the two caches share their strides),
+                     * and how many bytes each copy reads: 16, or 0 past K (the
+                     * copy then zero-fills; the clamped slot keeps its address
+                     * inside the cache, so no other source is selected). */
+                    int64_t off[C::PASSES];
+                    uint32_t present; /* bit i: row i is a key (few registers) */
+                    auto row_offsets = [&] {
+                        present = 0;
     #pragma unroll
-                    for (int i = 0; i < C::PASSES; i++)
-                        slot[i] = tab[lr + 16 * i];
+                        for (int i = 0; i < C::PASSES; i++) {
+                            const int slot = tab[lr + 16 * i];
+                            off[i] = (int64_t)max(slot, 0) * row_bytes + col_bytes;
+                            present |= slot >= 0 ? 1u << i : 0u;
+                        }
+                    };
+                    row_offsets();
                     /* Thread t copies 16-byte chunk t % 8 of every 64-column
                      * block of rows t / 8 + 16 i: 8 consecutive threads copy the
                      * 128 contiguous bytes of one row's block, and their
                      * destinations (chunk c8 ^ (r & 7) of the row) fall in 8
                      * different bank groups. Every destination is a per-thread
                      * constant plus a compile-time offset (rows 16 apart keep
-                     * r & 7), so a chunk costs its cp.async and little more. The
-                     * padding columns of D 80 / 96 are zero-filled. */
+                     * r & 7), and every source a row's offset plus a
+                     * compile-time one, so a chunk costs its cp.async and
+                     * little more (bench/RESULTS.md version 33: the producer's
+                     * instructions compete with the consumers' for issue). The
+                     * padding columns of D 80 / 96 hold the zeros written at
+                     * the start. */
                     auto load = [&](uint8_t *dst, const uint8_t *cache) {
     #pragma unroll
                         for (int i = 0; i < C::PASSES; i++) {
-                            const uint8_t *src =
-                                cache + (int64_t)max(slot[i], 0) * row_bytes + col_bytes;
+                            const uint8_t *src = cache + off[i];
+                            const uint32_t nbytes = (present >> i & 1u) * 16u;
     #pragma unroll
-                            for (int b = 0; b < NB; b++) {
-                                const bool ok = slot[i] >= 0 && 8 * b + c8 < C::DCH;
-                                attn_cp_async16(dst + b * BN * 128 + i * 16 * 128 + dst_thr,
-                                                ok ? src + b * 128 : cache, ok);
-                            }
+                            for (int b = 0; b < NB; b++)
+                                if (8 * b + c8 < C::DCH) /* always at D 64, 128 */
+                                    attn_cp_async16_n(dst + b * BN * 128 + i * 16 * 128 + dst_thr,
+                                                      src + b * 128, nbytes);
                         }
                     };
                     uint8_t *Ks = KV + st * C::STAGE_BYTES;
@@ -387,6 +401,8 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
                     attn_mbar_arrive_cp_async(&kfull[st]);
                     if (use > 0)
                         attn_mbar_wait(&vfree[st], (use - 1) & 1);
+                    if constexpr (C::DCH < CPR)
+                        row_offsets(); /* D 80 / 96: not held over the wait (registers) */
                     load(Ks + C::TILE_BYTES, (const uint8_t *)p.v_cache);
                     attn_mbar_arrive_cp_async(&vfull[st]);
                 }

@@ -372,6 +372,18 @@ __device__ __forceinline__ void attn_cp_async16(void *dst, const void *src, bool
     *(uint4 *)dst = valid ? *(const uint4 *)src : make_uint4(0u, 0u, 0u, 0u);
 #endif
 }
+/* The same copy with the bytes to read given (16, or 0: zero-fill; src must
+ * still be an address inside the allocation): for callers that compute the
+ * count once per row, without a select of the source. */
+__device__ __forceinline__ void attn_cp_async16_n(void *dst, const void *src, uint32_t nbytes)
+{
+#if defined(ATTN_PLATFORM_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const uint32_t d = (uint32_t)__cvta_generic_to_shared(dst);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(nbytes));
+#else
+    *(uint4 *)dst = nbytes ? *(const uint4 *)src : make_uint4(0u, 0u, 0u, 0u);
+#endif
+}
 __device__ __forceinline__ void attn_cp_async_commit()
 {
 #if defined(ATTN_PLATFORM_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800

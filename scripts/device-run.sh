@@ -13,10 +13,11 @@
 # (Nsight Compute on one decode (bf16, fp8) and one MTP launch, and on cuDNN's
 # decode of the same shape: time, DRAM bytes and busy, and the L2 -> SM
 # sectors against the K/V bytes the shape must move; not in the default
-# list), profile-prefill (Nsight Compute's speed-of-light, pipe, warp-state
-# and scheduler sections on the prefill kernel of 32/8 D128 x 8192 tokens:
-# the summary issue 19 asks for before and after a change; not in the
-# default list). Extra
+# list), profile-prefill (Nsight Compute on the prefill kernel of 32/8 D128 x
+# 8192 tokens, batch 1 and 4, and on torch SDPA's cuDNN kernel for the same
+# shape: speed of light, pipes, warp states, instruction mix, L2 traffic,
+# stall reasons; the summary issue 19 asks for before and after a change;
+# not in the default list). Extra
 # `gpu_attn_bench` runs for an A/B go in ATTNREG_RUN_AB, one per line, as
 # "LABEL ENV=VALUE ... -- BENCH ARGS" (e.g. "nseg8 ATTNREG_BENCH_NSEG=8 --
 # --mtp-only"): each writes bench_LABEL.json / .log beside the default run's.
@@ -153,12 +154,51 @@ PY
     note "profile cudnn_decode_bf16 (rc $?): $(metrics_of "$work/ncu_cudnn_decode_bf16.txt")"
     ;;
   profile-prefill)
-    timeout "$(left)" ncu --clock-control none --section SpeedOfLight \
-      --section ComputeWorkloadAnalysis --section WarpStateStats --section SchedulerStats \
-      -k regex:attn_prefill_kernel -c 1 $C/bin/gpu_attn_bench --one 0 32 8 128 16 8192 8192 1 \
-      > "$work/ncu_prefill.txt" 2>&1
-    note "profile prefill (rc $?): $(grep -E 'Duration|Compute \(SM\) Throughput|Issue Slots Busy' \
-      "$work/ncu_prefill.txt" | awk '{print $1 "=" $NF}' | tr '\n' ' ')"
+    # The prefill kernel of 32/8 D128 x 8192 tokens (batch 1 and 4) and torch
+    # SDPA's cuDNN kernel on the same shape: speed of light, pipes, warp
+    # states, instruction mix, L2 traffic and the stall reasons per issued
+    # instruction (bench/RESULTS.md version 33 compares the two this way).
+    # Clocks are not locked: compare cycles, not durations.
+    sec="--section SpeedOfLight --section ComputeWorkloadAnalysis --section WarpStateStats"
+    sec+=" --section SchedulerStats --section InstructionStats --section MemoryWorkloadAnalysis"
+    pmet='regex:^smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio$'
+    pmet+=',smsp__inst_executed_pipe_alu.sum,smsp__inst_executed_pipe_fma.sum'
+    pmet+=',smsp__inst_executed_pipe_xu.sum,smsp__inst_executed_pipe_lsu.sum'
+    pmet+=',smsp__inst_executed_pipe_cbu.sum,smsp__inst_executed_pipe_uniform.sum'
+    pmet+=',lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_ltcfabric.sum'
+    pmet+=',dram__bytes_read.sum,sm__cycles_elapsed.avg.per_second'
+    summary_of() { # an ncu report -> "name=value ..." of the lines the table of version 33 reads
+      grep -E '^ +(Duration|Elapsed Cycles|L2 Cache Throughput|Compute \(SM\) Throughput|Executed Instructions) ' "$1" |
+        awk '{v = $NF; u = $(NF - 1); NF -= 2; gsub(/ /, "_"); print $0 "=" v u}' | tr '\n' ' '
+    }
+    cat > "$work/cudnn_prefill.py" << 'PY'
+import sys
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+b = int(sys.argv[1])
+q = torch.randn(b, 32, 8192, 128, device="cuda", dtype=torch.bfloat16)
+k = torch.randn(b, 8, 8192, 128, device="cuda", dtype=torch.bfloat16)
+v = torch.randn_like(k)
+with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+    for _ in range(3):
+        F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    torch.cuda.synchronize()
+    torch.cuda.profiler.start()
+    F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
+PY
+    for b in 1 4; do
+      # shellcheck disable=SC2086
+      timeout "$(left)" ncu --clock-control none $sec --metrics "$pmet" -k regex:attn_prefill_kernel -c 1 \
+        "$PWD/$C/bin/gpu_attn_bench" --one 0 32 8 128 16 8192 8192 $b > "$work/ncu_prefill_x$b.txt" 2>&1
+      note "profile prefill x$b (rc $?): $(summary_of "$work/ncu_prefill_x$b.txt")"
+      # shellcheck disable=SC2086
+      timeout "$(left)" ncu --clock-control none $sec --metrics "$pmet" --profile-from-start off \
+        python3 "$work/cudnn_prefill.py" $b > "$work/ncu_cudnn_prefill_x$b.txt" 2>&1
+      note "profile cudnn prefill x$b (rc $?): $(summary_of "$work/ncu_cudnn_prefill_x$b.txt")"
+    done
     ;;
   ab-builds)
     other=${ATTNREG_RUN_AB_CARRY:-}

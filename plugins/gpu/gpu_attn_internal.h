@@ -348,7 +348,9 @@ __device__ __forceinline__ void attn_store_elem(void *base, int64_t i, int dtype
     }
 }
 
-/* Asynchronous 16-byte global -> shared copies, zero-filled when !valid.
+/* Asynchronous 16-byte global -> shared copies reading nbytes (16, or 0:
+ * zero-fill; src must still be an address inside the allocation, so callers
+ * that compute the count once per row need no select of the source).
  * On NVIDIA (sm_80+) these are cp.async: a program keeps several KV tiles in
  * flight while it computes on an earlier one, which is what hides memory
  * latency at the occupancy these kernels run at. Elsewhere they are plain
@@ -358,31 +360,25 @@ __device__ __forceinline__ void attn_store_elem(void *base, int64_t i, int dtype
  * 128-byte multiples read in full. Measured on an H100: decode 2 % faster at
  * batch >= 8 over bf16, 1 % over fp8 (bench/RESULTS.md, version 16). */
 template <bool L2_128B = false>
-__device__ __forceinline__ void attn_cp_async16(void *dst, const void *src, bool valid)
+__device__ __forceinline__ void attn_cp_async16_n(void *dst, const void *src, uint32_t nbytes)
 {
 #if defined(ATTN_PLATFORM_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     const uint32_t d = (uint32_t)__cvta_generic_to_shared(dst);
     if constexpr (L2_128B)
         asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src),
-                     "r"(valid ? 16 : 0));
+                     "r"(nbytes));
     else
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src),
-                     "r"(valid ? 16 : 0));
-#else
-    *(uint4 *)dst = valid ? *(const uint4 *)src : make_uint4(0u, 0u, 0u, 0u);
-#endif
-}
-/* The same copy with the bytes to read given (16, or 0: zero-fill; src must
- * still be an address inside the allocation): for callers that compute the
- * count once per row, without a select of the source. */
-__device__ __forceinline__ void attn_cp_async16_n(void *dst, const void *src, uint32_t nbytes)
-{
-#if defined(ATTN_PLATFORM_CUDA) && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    const uint32_t d = (uint32_t)__cvta_generic_to_shared(dst);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(d), "l"(src), "r"(nbytes));
+                     "r"(nbytes));
 #else
     *(uint4 *)dst = nbytes ? *(const uint4 *)src : make_uint4(0u, 0u, 0u, 0u);
 #endif
+}
+/* The copy by a flag: valid reads 16 bytes, else zero-fills. */
+template <bool L2_128B = false>
+__device__ __forceinline__ void attn_cp_async16(void *dst, const void *src, bool valid)
+{
+    attn_cp_async16_n<L2_128B>(dst, src, valid ? 16u : 0u);
 }
 __device__ __forceinline__ void attn_cp_async_commit()
 {

@@ -21,15 +21,18 @@
 # `gpu_attn_bench` runs for an A/B go in ATTNREG_RUN_AB, one per line, as
 # "LABEL ENV=VALUE ... -- BENCH ARGS" (e.g. "nseg8 ATTNREG_BENCH_NSEG=8 --
 # --mtp-only"): each writes bench_LABEL.json / .log beside the default run's.
-# ab-builds (not in the default list): an A/B of two builds, this carry's
-# bench (a) against the one in ATTNREG_RUN_AB_CARRY (b: a second carry folder,
-# `scripts/device-carry.sh --bench-only BUILD DEST`, carried too), in
-# ATTNREG_RUN_AB_ROUNDS alternating rounds (default 3) of `gpu_attn_bench
-# ATTNREG_RUN_AB_ARGS` (e.g. "--mtp-only") with ATTNREG_RUN_AB_ENVS set for
-# both (e.g. "ATTNREG_BENCH_KV_SETS=1"); b's GPU tests run first on the
-# families in ATTNREG_RUN_AB_TESTS (e.g. "mtp,mixed"; none if unset). ab.md:
-# every row's median over the rounds and the per-round ratios
-# (bench/gpu/ab_table.py).
+# ab-builds (not in the default list): an A/B of builds, this carry's
+# bench (a) against the ones in ATTNREG_RUN_AB_CARRY (b, c, ... up to h:
+# carry folders, `scripts/device-carry.sh --bench-only BUILD DEST`, carried
+# too, space-separated), in ATTNREG_RUN_AB_ROUNDS alternating rounds (default
+# 3) of `gpu_attn_bench ATTNREG_RUN_AB_ARGS` (e.g. "--mtp-only") with
+# ATTNREG_RUN_AB_ENVS set for all (e.g. "ATTNREG_BENCH_KV_SETS=1"); the other
+# builds' GPU tests run first on the families in ATTNREG_RUN_AB_TESTS (e.g.
+# "mtp,mixed"; none if unset). ab.md: every row's median over the rounds and
+# the per-round ratios to a (bench/gpu/ab_table.py). sass-prefill (not in the
+# default list): Nsight Compute's per-instruction source counters of the
+# prefill kernel and of cuDNN's at 32/8 D128 x 8192 tokens, read by
+# bench/gpu/sass_profile.py (bench/RESULTS.md version 34).
 # Environment: ATTNREG_RUN_BUDGET (seconds the whole run may take, default
 # 560: the device tool stops a command at 600), ATTNREG_RUN_TESTS (cases per
 # family, default 24; the test runs every family, the prefill ones at a
@@ -62,6 +65,29 @@ export LD_LIBRARY_PATH=$PWD/$C/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader \
   > "$work/gpu.txt" 2>&1
 note "device: $(head -1 "$work/gpu.txt")"
+
+# torch SDPA's cuDNN prefill on 32/8 D128 causal x 8192 tokens, batch
+# argv[1], one call between profiler start and stop (the profile steps' peer)
+write_cudnn_prefill_py() {
+  cat > "$work/cudnn_prefill.py" << 'PY'
+import sys
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+b = int(sys.argv[1])
+q = torch.randn(b, 32, 8192, 128, device="cuda", dtype=torch.bfloat16)
+k = torch.randn(b, 8, 8192, 128, device="cuda", dtype=torch.bfloat16)
+v = torch.randn_like(k)
+with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
+    for _ in range(3):
+        F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    torch.cuda.synchronize()
+    torch.cuda.profiler.start()
+    F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+    torch.cuda.synchronize()
+    torch.cuda.profiler.stop()
+PY
+}
 
 for step in $steps; do
   if [ "$(left)" -le 30 ]; then
@@ -171,24 +197,7 @@ PY
       grep -E '^ +(Duration|Elapsed Cycles|L2 Cache Throughput|Compute \(SM\) Throughput|Executed Instructions) ' "$1" |
         awk '{v = $NF; u = $(NF - 1); NF -= 2; gsub(/ /, "_"); print $0 "=" v u}' | tr '\n' ' '
     }
-    cat > "$work/cudnn_prefill.py" << 'PY'
-import sys
-import torch
-import torch.nn.functional as F
-from torch.nn.attention import SDPBackend, sdpa_kernel
-b = int(sys.argv[1])
-q = torch.randn(b, 32, 8192, 128, device="cuda", dtype=torch.bfloat16)
-k = torch.randn(b, 8, 8192, 128, device="cuda", dtype=torch.bfloat16)
-v = torch.randn_like(k)
-with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
-    for _ in range(3):
-        F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
-    torch.cuda.synchronize()
-    torch.cuda.profiler.start()
-    F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
-    torch.cuda.synchronize()
-    torch.cuda.profiler.stop()
-PY
+    write_cudnn_prefill_py
     for b in 1 4; do
       # shellcheck disable=SC2086
       timeout "$(left)" ncu --clock-control none $sec --metrics "$pmet" -k regex:attn_prefill_kernel -c 1 \
@@ -201,47 +210,81 @@ PY
     done
     ;;
   ab-builds)
-    other=${ATTNREG_RUN_AB_CARRY:-}
+    others=${ATTNREG_RUN_AB_CARRY:-}
     rounds=${ATTNREG_RUN_AB_ROUNDS:-3}
-    if [ -z "$other" ] || [ ! -f "$other/unpack.sh" ]; then
-      note "ab-builds: ATTNREG_RUN_AB_CARRY ('$other') is not a carry folder (scripts/device-carry.sh --bench-only)"
+    bad=""
+    for d in $others; do [ -f "$d/unpack.sh" ] || bad+=" '$d'"; done
+    if [ -z "$others" ] || [ -n "$bad" ]; then
+      note "ab-builds: ATTNREG_RUN_AB_CARRY ('$others') must name carry folders (scripts/device-carry.sh --bench-only);${bad:+ no unpack.sh in$bad}"
     elif ! [[ $rounds =~ ^[1-9][0-9]?$ ]]; then
       note "ab-builds: ATTNREG_RUN_AB_ROUNDS '$rounds' is not a count of rounds (1-99)"
     else
-      bash "$other/unpack.sh"
+      # builds a (this carry), then b, c, ... (ATTNREG_RUN_AB_CARRY, in order)
+      labels=(a) bins=("$C/bin/gpu_attn_bench") tests=() letters=(b c d e f g h)
+      for d in $others; do
+        l=${letters[${#labels[@]} - 1]:-}
+        [ -n "$l" ] || break
+        bash "$d/unpack.sh"
+        labels+=("$l") bins+=("$d/bin/gpu_attn_bench") tests+=("$l:$d/bin/gpu_attn_test")
+      done
       if [ -n "${ATTNREG_RUN_AB_TESTS:-}" ]; then
-        timeout "$(left)" "$other/bin/gpu_attn_test" $C/lib/attnreg/libattn_cpu_ref.so "$cases" \
-          "$ATTNREG_RUN_AB_TESTS" > "$work/ab_tests_b.log" 2>&1
-        note "ab-builds: b's tests (rc $?): $(grep -c 'configurations, 0 failed' "$work/ab_tests_b.log") families clean;" \
-          "$(grep -E '^[a-z].*configurations, [1-9]' "$work/ab_tests_b.log" | tr '\n' ' ')"
+        for lt in "${tests[@]}"; do
+          l=${lt%%:*}
+          timeout "$(left)" "${lt#*:}" $C/lib/attnreg/libattn_cpu_ref.so "$cases" \
+            "$ATTNREG_RUN_AB_TESTS" > "$work/ab_tests_$l.log" 2>&1
+          note "ab-builds: $l's tests (rc $?): $(grep -c 'configurations, 0 failed' "$work/ab_tests_$l.log") families clean;" \
+            "$(grep -E '^[a-z].*configurations, [1-9]' "$work/ab_tests_$l.log" | tr '\n' ' ')"
+        done
       fi
-      done_rounds="" # the rounds whose two runs both wrote their JSON
+      done_rounds="" # the rounds whose runs all wrote their JSON
       for r in $(seq 1 "$rounds"); do
         [ "$(left)" -le 30 ] && break
-        for v in a b; do
-          bin=$C/bin/gpu_attn_bench
-          [ $v = b ] && bin=$other/bin/gpu_attn_bench
+        all=1
+        for i in "${!labels[@]}"; do
           # shellcheck disable=SC2086
-          env ${ATTNREG_RUN_AB_ENVS:-} timeout "$(left)" "$bin" ${ATTNREG_RUN_AB_ARGS:-} \
-            "$work/ab_${v}_r$r.json" > "$work/ab_${v}_r$r.log" 2>&1
+          env ${ATTNREG_RUN_AB_ENVS:-} timeout "$(left)" "${bins[$i]}" ${ATTNREG_RUN_AB_ARGS:-} \
+            "$work/ab_${labels[$i]}_r$r.json" > "$work/ab_${labels[$i]}_r$r.log" 2>&1
+          [ -s "$work/ab_${labels[$i]}_r$r.json" ] || all=0
         done
-        [ -s "$work/ab_a_r$r.json" ] && [ -s "$work/ab_b_r$r.json" ] && done_rounds+=" $r"
+        [ $all = 1 ] && done_rounds+=" $r"
       done
       if [ -n "$done_rounds" ]; then
-        files() { # a|b -> the finished rounds' JSON files, comma-separated
+        files() { # LABEL -> the finished rounds' JSON files, comma-separated
           local r out=""
           for r in $done_rounds; do out+="${out:+,}$work/ab_$1_r$r.json"; done
           echo "$out"
         }
-        python3 bench/gpu/ab_table.py "a=$(files a)" "b=$(files b)" > "$work/ab.md" 2>&1
-        note "ab-builds: rounds$done_rounds of $rounds (rc $?), ab.md"
+        args=()
+        for l in "${labels[@]}"; do args+=("$l=$(files "$l")"); done
+        python3 bench/gpu/ab_table.py "${args[@]}" > "$work/ab.md" 2>&1
+        note "ab-builds: ${labels[*]}, rounds$done_rounds of $rounds (rc $?), ab.md"
       else
         note "ab-builds: no round finished"
       fi
     fi
     ;;
+  sass-prefill)
+    # Nsight Compute's per-instruction source counters of the prefill kernel
+    # (32/8 D128 causal x 8192 tokens, batch 1) and of torch SDPA's cuDNN
+    # kernel on the same shape, read by bench/gpu/sass_profile.py: the
+    # instructions a warp, the loops, the stall reasons by instruction
+    # (bench/RESULTS.md version 34 compares the two consumer loops this way).
+    # The CSVs go into the archive, xz-compressed.
+    sc="--section SourceCounters --section WarpStateStats --section InstructionStats"
+    sc+=" --page source --print-source sass --csv"
+    write_cudnn_prefill_py
+    # shellcheck disable=SC2086
+    timeout "$(left)" ncu --clock-control none $sc -k regex:attn_prefill_kernel -c 1 \
+      "$PWD/$C/bin/gpu_attn_bench" --one 0 32 8 128 16 8192 8192 1 > "$work/sass_prefill.csv" 2> "$work/sass_prefill.err"
+    note "sass-prefill ours (rc $?): $(python3 bench/gpu/sass_profile.py "$work/sass_prefill.csv" > "$work/sass_prefill.txt" 2>&1; sed -n 2p "$work/sass_prefill.txt")"
+    # shellcheck disable=SC2086
+    timeout "$(left)" ncu --clock-control none $sc --profile-from-start off -c 1 \
+      python3 "$work/cudnn_prefill.py" 1 > "$work/sass_cudnn_prefill.csv" 2> "$work/sass_cudnn_prefill.err"
+    note "sass-prefill cuDNN (rc $?): $(python3 bench/gpu/sass_profile.py "$work/sass_cudnn_prefill.csv" > "$work/sass_cudnn_prefill.txt" 2>&1; sed -n 2p "$work/sass_cudnn_prefill.txt")"
+    xz -T0 -f "$work"/sass_*.csv 2>/dev/null || gzip -f "$work"/sass_*.csv
+    ;;
   *)
-    note "$step: unknown step (tests, bench, verify, peers, python, profile, profile-prefill, ab-builds)"
+    note "$step: unknown step (tests, bench, verify, peers, python, profile, profile-prefill, sass-prefill, ab-builds)"
     ;;
   esac
   pack

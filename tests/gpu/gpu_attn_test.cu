@@ -17,6 +17,10 @@
  *   prefill kernel: every other case is built with more items than one
  *   wave (the dynamic grid), half of those with a workspace without room
  *   for its counters (one program an item); the summary counts each grid.
+ *   A third of the MTP and prefill-family cases scale key j of each
+ *   sequence by 1 + 24 j / k: their scores grow along the keys past the
+ *   kernels' rescale slack, so the running maxima move (and O is rescaled)
+ *   in later tiles too, not only in a row's first (Case::key_ramp).
  *
  * Tolerance, per element: |gpu - ref| <= atol + rtol * |ref|.
  *   rtol is the output rounding: half an ulp of the output type (bf16 2^-8,
@@ -134,6 +138,14 @@ struct Case {
      * results. */
     int small_ws = 0;
     int big = 0; /* built for the prefill kernel's dynamic grid (big_case) */
+    /* Key j of a sequence of k keys scaled by 1 + key_ramp x j / k: the
+     * scores grow along the keys by far more than the MTP and prefill
+     * kernels' rescale slack (ATTN_RESCALE_SLACK, 2^14 on the exponent),
+     * so their running maxima move and O is rescaled in later tiles too,
+     * which scores of uniform size (the other cases) never make happen
+     * after a row's first tile. 24 keeps fp8 keys (|k| <= 8) under
+     * e4m3fnuz's 240. */
+    float key_ramp = 0.f;
 };
 
 /* Element strides (block, token, head) of a layout, and the distance from
@@ -339,6 +351,16 @@ static bool run_case(const Case &c, Stats &st, bool verbose)
         store_raw(kc, c.kv_dtype, i, k);
         store_raw(vc, c.kv_dtype, i, v);
     }
+    if (c.key_ramp > 0.f)
+        for (int s = 0; s < S; s++)
+            for (int j = 0; j < c.klens[s]; j++) {
+                const float f = 1.f + c.key_ramp * (float)j / (float)c.klens[s];
+                for (int h = 0; h < c.hkv; h++)
+                    for (int d = 0; d < D; d++) {
+                        const size_t e = kv_row(s, j, h) * D + d;
+                        store_raw(kc, c.kv_dtype, e, load_raw(kc, c.kv_dtype, e) * f);
+                    }
+            }
     const int64_t q_sh = D + c.q_pad, q_st = (int64_t)c.hq * q_sh + c.q_pad;
     const int64_t o_sh = Dv + c.o_pad, o_st = (int64_t)c.hq * o_sh + 3 * c.o_pad;
     const size_t q_elems = (size_t)T * q_st, o_elems = (size_t)T * o_st;
@@ -752,7 +774,7 @@ static bool run_case(const Case &c, Stats &st, bool verbose)
     if (!ok || verbose) {
         printf("%s %s: %s T=%d S=%d hq=%d hkv=%d D=%d page=%d q=%s kv=%s out=%s comp=%s causal=%d "
                "win=(%d,%d) softcap=%g sinks=%d nseg=%d maxk=%d st=%d raw=%d layout=%d lse=%d "
-               "grid=%s | max err/allowed %.3g, rel L2 %.3g, bad %ld, cpu-ref bad %ld, "
+               "ramp=%g grid=%s | max err/allowed %.3g, rel L2 %.3g, bad %ld, cpu-ref bad %ld, "
                "lse bad %ld\n",
                ok ? "ok  " : "FAIL", c.name,
                c.kernel == GPU_ATTN_KERNEL_MTP ? "mtp" : on_prefill ? "prefill" : "generic", T, S,
@@ -760,7 +782,7 @@ static bool run_case(const Case &c, Stats &st, bool verbose)
                attn_dtype_spelling(c.q_dtype), attn_dtype_spelling(c.kv_dtype),
                attn_dtype_spelling(c.out_dtype), attn_dtype_spelling(c.compute_dtype), c.causal,
                c.wl, c.wr, c.softcap, c.sinks, nseg_used, maxk, c.stages, c.raw_kv, c.layout, c.lse,
-               grid == 2       ? "dynamic"
+               (double)c.key_ramp, grid == 2       ? "dynamic"
                : grid != 1     ? "-"
                : fallback      ? "item(small-ws)"
                                : "item",
@@ -918,6 +940,7 @@ static Case random_prefill_base(int i, const char *family)
     c.k_descale = pick({1.0f, 0.5f, 0.03125f, 3.0f});
     c.v_descale = pick({1.0f, 0.25f, 2.0f});
     c.q_descale = 1.0f;
+    c.key_ramp = i % 3 == 2 ? 24.f : 0.f; /* (no draw: the other cases stay as they were) */
     return c;
 }
 
@@ -1179,6 +1202,7 @@ static Case random_mtp(int i)
     c.k_descale = pick({1.0f, 0.5f, 0.0625f, 2.0f});
     c.v_descale = pick({1.0f, 0.25f, 4.0f});
     c.q_descale = 1.f;
+    c.key_ramp = i % 3 == 2 ? 24.f : 0.f;
     limit_cost(c);
     return c;
 }

@@ -133,6 +133,9 @@ for step in $steps; do
       timeout "$l" python3 .peer_bench/peer_bench.py --carry $C --budget-s $((l - 25)) \
         --out "$work" > "$work/peer.log" 2>&1
       note "peers (rc $?): peer_bench.md, peer_bench.json"
+      # the acceptance lines of issues 18 and 19 on this run (acceptance.txt has the rows)
+      python3 bench/gpu/acceptance.py "$work/peer_bench.json" > "$work/acceptance.txt" 2>&1
+      while read -r line; do note "$line"; done < <(grep -E '^(issue|note)' "$work/acceptance.txt")
     fi
     ;;
   python)

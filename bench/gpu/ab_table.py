@@ -18,12 +18,13 @@ time is then the median of its rounds' times, its rate is scaled to that time,
 and a last column gives the range of the per-round ratios (round i of a run
 over round i of the first run), which shows whether the rounds agree.
 """
-import argparse
 import json
 import os
 import statistics
 import sys
 import tempfile
+
+import tool_cli  # bench/gpu/tool_cli.py (the script's folder is on sys.path)
 
 
 def load(path):
@@ -113,13 +114,10 @@ def selftest():
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog=__doc__.split("\n\n", 1)[1])
+    ap = tool_cli.parser(__doc__, "check the table on built-in files")
     ap.add_argument("runs", nargs="*", metavar="LABEL=FILE.json[,FILE.json...]")
     ap.add_argument("--family", type=lambda s: s.split(","), help="families to show")
     ap.add_argument("--kernel", help="kernel column value to show (e.g. mtp)")
-    ap.add_argument("--selftest", action="store_true", help="check the table on built-in files")
     args = ap.parse_args(argv)
     if args.selftest:
         selftest()

@@ -30,9 +30,10 @@ notes it when it is not one. Exit status 0 when every line was judged
 none judged. Performance figures are never test thresholds: this is a
 report for a person and the notes, not a gate.
 """
-import argparse
 import json
 import sys
+
+import tool_cli  # bench/gpu/tool_cli.py (the script's folder is on sys.path)
 
 TB = 1e12
 
@@ -207,11 +208,8 @@ def selftest():
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog=__doc__.split("\n\n", 1)[1])
+    ap = tool_cli.parser(__doc__, "check the verdicts on built-in cases")
     ap.add_argument("files", nargs="*", metavar="FILE.json", help="peer_bench JSON files of one run")
-    ap.add_argument("--selftest", action="store_true", help="check the verdicts on built-in cases")
     args = ap.parse_args(argv)
     if args.selftest:
         selftest()

@@ -14,11 +14,12 @@ the kernel's first instruction ran), the instructions and stall samples of each 
 offsets from the kernel's start), the stall reasons, the most sampled instructions with their
 two main reasons, and the opcodes of the hottest loop a pass. This is how version 22 found
 decode-mma's fixed cost (bench/RESULTS.md): a Q store waiting on its own global load."""
-import argparse
 import collections
 import csv
 import io
 import sys
+
+import tool_cli  # bench/gpu/tool_cli.py (the script's folder is on sys.path)
 
 
 class Profile:
@@ -161,13 +162,10 @@ def selftest():
 
 
 def main(argv):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog=__doc__.split("\n\n", 1)[1])
+    ap = tool_cli.parser(__doc__, "check the parser on a built-in export")
     ap.add_argument("csv", nargs="?", help="ncu --page source --print-source sass --csv output")
     ap.add_argument("--cuts", help="region bounds, byte offsets from the kernel's start (0x3840,0x75a0)")
     ap.add_argument("--top", type=int, default=15, help="most sampled instructions to list")
-    ap.add_argument("--selftest", action="store_true", help="check the parser on a built-in export")
     a = ap.parse_args(argv)
     if a.selftest:
         selftest()

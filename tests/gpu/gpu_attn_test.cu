@@ -21,6 +21,8 @@
  *   sequence by 1 + 24 j / k: their scores grow along the keys past the
  *   kernels' rescale slack, so the running maxima move (and O is rescaled)
  *   in later tiles too, not only in a row's first (Case::key_ramp).
+ *   The K/V cache strides the forward must refuse come back as
+ *   ATTN_ERR_UNSUPPORTED naming the reason (check_kv_layout_rejections).
  *
  * Tolerance, per element: |gpu - ref| <= atol + rtol * |ref|.
  *   rtol is the output rounding: half an ulp of the output type (bf16 2^-8,
@@ -1235,6 +1237,83 @@ static Case upstream_case(gpu_attn_kernel kernel, int hq, int hkv, int out_dtype
 
 /* ---- KV append: the GPU cache must be byte-identical to cpu-ref's ------ */
 
+/* The K/V cache layouts the forward must refuse (resolve_kv_layout in
+ * gpu_attn.hip): ATTN_ERR_UNSUPPORTED with the reason in the message, before
+ * any read of the (here tiny) buffers. Returns the failures. */
+static int check_kv_layout_rejections()
+{
+    attn_shape shape;
+    memset(&shape, 0, sizeof shape);
+    shape.struct_size = sizeof shape;
+    shape.num_q_heads = 8;
+    shape.num_kv_heads = 2;
+    shape.head_dim = shape.head_dim_v = 128;
+    shape.q_dtype = shape.kv_dtype = shape.compute_dtype = shape.out_dtype = ATTN_DTYPE_BF16;
+    shape.page_size = 16;
+    shape.max_q_len = 4;
+    shape.max_kv_len = 64;
+    shape.causal = 1;
+    shape.window_left = shape.window_right = -1;
+    char err[512] = "";
+    gpu_attn_ctx *ctx = NULL;
+    if (gpu_attn_create(GPU_ATTN_KERNEL_GENERIC, &shape, &ctx, err, sizeof err) != ATTN_OK) {
+        printf("FAIL kv layout rejections: create: %s\n", err);
+        return 1;
+    }
+    void *buf = NULL;
+    CHECK_HIP(hipMalloc(&buf, 1 << 20));
+    struct Bad {
+        int64_t kb, kt, kh, vb, vt, vh; /* strides in elements (block, token, head) */
+        int misalign;                   /* the cache base 2 bytes off */
+        const char *why;                /* in the message */
+    };
+    const Bad bad[] = {
+        {4096, 256, 128, 4096, 264, 128, 0, "K and V strides differ"},
+        {4096, 260, 128, 4096, 260, 128, 0, "not 16-byte aligned"},
+        {4096, 256, 128, 4096, 256, 128, 1, "not 16-byte aligned"},
+        {4104, 256, 128, 4104, 256, 128, 0, "not a multiple of the token stride"},
+    };
+    int failed = 0;
+    for (const Bad &b : bad) {
+        attn_forward_args a;
+        memset(&a, 0, sizeof a);
+        a.struct_size = sizeof a;
+        a.num_seqs = 1;
+        a.num_tokens = 1;
+        uint8_t *base = (uint8_t *)buf;
+        a.q = a.out = base;
+        a.k_cache = a.v_cache = base + (b.misalign ? 2 : 0);
+        a.num_blocks = 1;
+        a.block_table = a.cu_seqlens_q = a.seqused_k = (const int32_t *)(base + 4096);
+        a.block_table_stride = 1;
+        a.max_seqlen_q = 1;
+        a.max_seqlen_k = 16;
+        a.scale = 1.f;
+        a.q_descale = a.k_descale = a.v_descale = 1.f;
+        a.k_stride_block = b.kb;
+        a.k_stride_token = b.kt;
+        a.k_stride_head = b.kh;
+        a.v_stride_block = b.vb;
+        a.v_stride_token = b.vt;
+        a.v_stride_head = b.vh;
+        err[0] = 0;
+        const attn_status rc = gpu_attn_forward(ctx, &a, err, sizeof err);
+        if (rc != ATTN_ERR_UNSUPPORTED || !strstr(err, b.why) || !strstr(err, "K/V cache strides")) {
+            printf("FAIL kv layout rejection (strides k %lld %lld %lld, v %lld %lld %lld%s): "
+                   "status %d, want ATTN_ERR_UNSUPPORTED with \"%s\"; message: %s\n",
+                   (long long)b.kb, (long long)b.kt, (long long)b.kh, (long long)b.vb,
+                   (long long)b.vt, (long long)b.vh, b.misalign ? ", base 2 bytes off" : "",
+                   (int)rc, b.why, err);
+            failed++;
+        }
+    }
+    CHECK_HIP(hipFree(buf));
+    gpu_attn_destroy(ctx);
+    printf("kv layout rejections: %d cases, %d failed\n", (int)(sizeof bad / sizeof bad[0]),
+           failed);
+    return failed;
+}
+
 /* Random tokens (some padding slots, -1) into a random cache in one of the
  * layouts, from f32/f16/bf16 rows with padded strides, into every cache
  * dtype with scales != 1 and values past the fp8 range (saturation); the
@@ -1567,6 +1646,7 @@ int main(int argc, char **argv)
         run_append_case(i, app);
     for (int i = 0; wants("merge") && i < count; i++)
         run_merge_case(i, mrg);
+    const int layout_failed = check_kv_layout_rejections();
 
     printf("generic: %d configurations, %d failed, worst error/allowed %.3g\n", gen.run, gen.failed,
            gen.worst_ratio);
@@ -1614,7 +1694,8 @@ int main(int argc, char **argv)
     printf("portable kernel, forced programs: %d multi-token cases on one K/V stage, %d on raw "
            "K/V\n",
            forced_one_stage, forced_raw_kv);
-    return gen.failed || mtp.failed || dec.failed || dmma.failed || dfp8.failed || pre.failed ||
+    return layout_failed || gen.failed || mtp.failed || dec.failed || dmma.failed || dfp8.failed ||
+                   pre.failed ||
                    chk.failed ||
                    mix.failed || app.failed || mrg.failed
                ? 1

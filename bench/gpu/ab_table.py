@@ -118,12 +118,9 @@ def main(argv):
     ap.add_argument("runs", nargs="*", metavar="LABEL=FILE.json[,FILE.json...]")
     ap.add_argument("--family", type=lambda s: s.split(","), help="families to show")
     ap.add_argument("--kernel", help="kernel column value to show (e.g. mtp)")
-    args = ap.parse_args(argv)
-    if args.selftest:
-        selftest()
+    args = tool_cli.parse(ap, argv, selftest, "runs", "at least one LABEL=FILE.json")
+    if args is None:
         return 0
-    if len(args.runs) < 1:
-        ap.error("give at least one LABEL=FILE.json (or --selftest)")
     runs = []
     for spec in args.runs:
         label, sep, paths = spec.partition("=")

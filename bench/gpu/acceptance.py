@@ -210,12 +210,9 @@ def selftest():
 def main(argv):
     ap = tool_cli.parser(__doc__, "check the verdicts on built-in cases")
     ap.add_argument("files", nargs="*", metavar="FILE.json", help="peer_bench JSON files of one run")
-    args = ap.parse_args(argv)
-    if args.selftest:
-        selftest()
+    args = tool_cli.parse(ap, argv, selftest, "files", "at least one peer_bench JSON file")
+    if args is None:
         return 0
-    if not args.files:
-        ap.error("give at least one peer_bench JSON file (or --selftest)")
     try:
         cases, devices = load(args.files)
     except (OSError, ValueError) as e:

@@ -166,12 +166,9 @@ def main(argv):
     ap.add_argument("csv", nargs="?", help="ncu --page source --print-source sass --csv output")
     ap.add_argument("--cuts", help="region bounds, byte offsets from the kernel's start (0x3840,0x75a0)")
     ap.add_argument("--top", type=int, default=15, help="most sampled instructions to list")
-    a = ap.parse_args(argv)
-    if a.selftest:
-        selftest()
+    a = tool_cli.parse(ap, argv, selftest, "csv", "the CSV export")
+    if a is None:
         return 0
-    if not a.csv:
-        ap.error("give the CSV export (or --selftest)")
     try:
         with open(a.csv, encoding="utf-8", errors="replace") as f:
             p = Profile(f.read())

@@ -273,17 +273,19 @@ PY
     # instructions a warp, the loops, the stall reasons by instruction
     # (bench/RESULTS.md version 34 compares the two consumer loops this way).
     # The CSVs go into the archive, xz-compressed.
-    sc="--section SourceCounters --section WarpStateStats --section InstructionStats"
-    sc+=" --page source --print-source sass --csv"
+    sass() { # LABEL NCU_ARGS...: the export, its read-out and the read-out's count line
+      local label=$1 rc
+      shift
+      timeout "$(left)" ncu --clock-control none --section SourceCounters --section WarpStateStats \
+        --section InstructionStats --page source --print-source sass --csv "$@" \
+        > "$work/sass_$label.csv" 2> "$work/sass_$label.err"
+      rc=$?
+      python3 bench/gpu/sass_profile.py "$work/sass_$label.csv" > "$work/sass_$label.txt" 2>&1
+      note "sass-prefill $label (rc $rc): $(sed -n 2p "$work/sass_$label.txt")"
+    }
     write_cudnn_prefill_py
-    # shellcheck disable=SC2086
-    timeout "$(left)" ncu --clock-control none $sc -k regex:attn_prefill_kernel -c 1 \
-      "$PWD/$C/bin/gpu_attn_bench" --one 0 32 8 128 16 8192 8192 1 > "$work/sass_prefill.csv" 2> "$work/sass_prefill.err"
-    note "sass-prefill ours (rc $?): $(python3 bench/gpu/sass_profile.py "$work/sass_prefill.csv" > "$work/sass_prefill.txt" 2>&1; sed -n 2p "$work/sass_prefill.txt")"
-    # shellcheck disable=SC2086
-    timeout "$(left)" ncu --clock-control none $sc --profile-from-start off -c 1 \
-      python3 "$work/cudnn_prefill.py" 1 > "$work/sass_cudnn_prefill.csv" 2> "$work/sass_cudnn_prefill.err"
-    note "sass-prefill cuDNN (rc $?): $(python3 bench/gpu/sass_profile.py "$work/sass_cudnn_prefill.csv" > "$work/sass_cudnn_prefill.txt" 2>&1; sed -n 2p "$work/sass_cudnn_prefill.txt")"
+    sass prefill -k regex:attn_prefill_kernel -c 1 "$PWD/$C/bin/gpu_attn_bench" --one 0 32 8 128 16 8192 8192 1
+    sass cudnn_prefill --profile-from-start off -c 1 python3 "$work/cudnn_prefill.py" 1
     xz -T0 -f "$work"/sass_*.csv 2>/dev/null || gzip -f "$work"/sass_*.csv
     ;;
   *)

@@ -1237,7 +1237,7 @@ static Case upstream_case(gpu_attn_kernel kernel, int hq, int hkv, int out_dtype
     return c;
 }
 
-/* ---- KV append: the GPU cache must be byte-identical to cpu-ref's ------ */
+/* ---- K/V layouts the forward refuses, by name -------------------------- */
 
 /* The K/V cache layouts the forward must refuse (resolve_kv_layout in
  * gpu_attn.hip): ATTN_ERR_UNSUPPORTED with the reason in the message, before
@@ -1315,6 +1315,8 @@ static int check_kv_layout_rejections()
            failed);
     return failed;
 }
+
+/* ---- KV append: the GPU cache must be byte-identical to cpu-ref's ------ */
 
 /* Random tokens (some padding slots, -1) into a random cache in one of the
  * layouts, from f32/f16/bf16 rows with padded strides, into every cache

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The command line the bench's self-checking tools share (sass_profile.py, ab_table.py,
-acceptance.py): the module docstring as help (its first paragraph the description, the rest
-the epilog, layout kept), a --selftest flag that checks the tool on built-in input, and the
-error when neither it nor the tool's input is given."""
+acceptance.py, sass_static.py): the module docstring as help (its first paragraph the
+description, the rest the epilog, layout kept), a --selftest flag that checks the tool on
+built-in input, and the error when neither it nor the tool's input is given."""
 import argparse
 
 

@@ -33,6 +33,10 @@
 # default list): Nsight Compute's per-instruction source counters of the
 # prefill kernel and of cuDNN's at 32/8 D128 x 8192 tokens, read by
 # bench/gpu/sass_profile.py (bench/RESULTS.md version 34).
+# ATTNREG_RUN_GATE=1: a tests step that is not clean (an exit status other
+# than 0, or a family with failures) skips every later step, so that a
+# candidate build's bench and peer rows are not measured on a wrong kernel
+# (the device time goes to the next call instead).
 # Environment: ATTNREG_RUN_BUDGET (seconds the whole run may take, default
 # 560: the device tool stops a command at 600), ATTNREG_RUN_TESTS (cases per
 # family, default 24; the test runs every family, the prefill ones at a
@@ -89,7 +93,12 @@ with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
 PY
 }
 
+gated="" # set when ATTNREG_RUN_GATE=1 and the tests step was not clean
 for step in $steps; do
+  if [ -n "$gated" ]; then
+    note "$step: skipped, $gated"
+    continue
+  fi
   if [ "$(left)" -le 30 ]; then
     note "$step: skipped, the budget is spent"
     continue
@@ -99,8 +108,12 @@ for step in $steps; do
     timeout "$(left)" $C/bin/gpu_attn_test $C/lib/attnreg/libattn_cpu_ref.so "$cases" \
       > "$work/tests.log" 2>&1
     rc=$?
+    failing=$(grep -E '^[a-z].*configurations, [1-9]' "$work/tests.log" | tr '\n' ' ')
     note "tests (rc $rc): $(grep -c 'configurations, 0 failed' "$work/tests.log") families clean;" \
-      "$(grep -E '^[a-z].*configurations, [1-9]' "$work/tests.log" | tr '\n' ' ')"
+      "$failing"
+    if [ "${ATTNREG_RUN_GATE:-0}" = 1 ] && { [ $rc != 0 ] || [ -n "$failing" ]; }; then
+      gated="the tests were not clean (ATTNREG_RUN_GATE=1)"
+    fi
     ;;
   bench)
     timeout "$(left)" $C/bin/gpu_attn_bench "$work/bench.json" > "$work/bench.log" 2>&1

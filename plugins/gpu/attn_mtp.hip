@@ -155,10 +155,6 @@ struct mtp_smem {
                   "merge buffer must fit in the stages");
 };
 
-/* How far (log2 units) a row's scores may pass its running maximum before
- * the maximum moves and the accumulator is rescaled (see the loop). */
-#define MTP_RESCALE_SLACK 14.f
-
 /* A barrier of the threads that share a program's tiles: the whole block,
  * or one warpgroup of a pair (named barriers 1 and 2). */
 template <bool PAIR> static __device__ __forceinline__ void mtp_tile_barrier(int wg)
@@ -619,7 +615,7 @@ __global__ void __launch_bounds__(PAIR ? 256 : 128, PAIR ? 1 : ATTN_MTP_PROGRAMS
         mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
         mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
         /* The running maximum moves only when a row's scores pass it by
-         * more than MTP_RESCALE_SLACK (log2 units): below that the tile's
+         * more than ATTN_RESCALE_SLACK (log2 units): below that the tile's
          * P stays under 2^14, a quarter of f16's largest finite value (f16
          * keeps its 11 significant bits at any magnitude, and the sums are
          * f32), and the 128 accumulators per thread need no rescale. With
@@ -627,8 +623,8 @@ __global__ void __launch_bounds__(PAIR ? 256 : 128, PAIR ? 1 : ATTN_MTP_PROGRAMS
          * in nearly every tile of random data and the rescale was a fifth
          * of the instructions executed. The partials carry the maximum
          * used, so the reduce and the log-sum-exp are unaffected. */
-        const float mn0 = mx0 > m0 + MTP_RESCALE_SLACK ? mx0 : m0;
-        const float mn1 = mx1 > m1 + MTP_RESCALE_SLACK ? mx1 : m1;
+        const float mn0 = mx0 > m0 + ATTN_RESCALE_SLACK ? mx0 : m0;
+        const float mn1 = mx1 > m1 + ATTN_RESCALE_SLACK ? mx1 : m1;
         const float mu0 = mn0 == -INFINITY ? 0.f : mn0, mu1 = mn1 == -INFINITY ? 0.f : mn1;
         const float al0 = attn_exp2_ftz(m0 - mu0), al1 = attn_exp2_ftz(m1 - mu1);
         m0 = mn0;

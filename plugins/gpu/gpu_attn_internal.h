@@ -107,6 +107,14 @@ typedef struct attn_kparams {
 enum { ATTN_PART_ALL = 0, ATTN_PART_SINGLE = 1, ATTN_PART_MULTI = 2 };
 
 #define ATTN_LOG2E 1.4426950408889634f
+/* How far (log2 units) a row's scores may pass its running maximum before
+ * the maximum moves and the output accumulator is rescaled (the MTP and
+ * prefill loops; FlashAttention-4's rule). Below it every exponent of a
+ * tile's P stays under 2^14, a quarter of f16's largest finite value (f16
+ * and bf16 keep their significant bits at any magnitude; the sums are f32),
+ * and no accumulator is rescaled. m and l stay a pair (the partials carry the
+ * maximum used), so O / l, the reduce and the log-sum-exp are unchanged. */
+#define ATTN_RESCALE_SLACK 14.f
 #define ATTN_LN2 0.6931471805599453f
 
 #if defined(__CUDACC__) || defined(__HIP__)

@@ -614,17 +614,11 @@ __global__ void __launch_bounds__(PAIR ? 256 : 128, PAIR ? 1 : ATTN_MTP_PROGRAMS
         mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
         mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
         mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-        /* The running maximum moves only when a row's scores pass it by
-         * more than ATTN_RESCALE_SLACK (log2 units): below that the tile's
-         * P stays under 2^14, a quarter of f16's largest finite value (f16
-         * keeps its 11 significant bits at any magnitude, and the sums are
-         * f32), and the 128 accumulators per thread need no rescale. With
-         * the maximum moving on every rise, as it did, some row of 64 rose
-         * in nearly every tile of random data and the rescale was a fifth
-         * of the instructions executed. The partials carry the maximum
-         * used, so the reduce and the log-sum-exp are unaffected. */
-        const float mn0 = mx0 > m0 + ATTN_RESCALE_SLACK ? mx0 : m0;
-        const float mn1 = mx1 > m1 + ATTN_RESCALE_SLACK ? mx1 : m1;
+        /* The running maximum moves only past the slack (attn_running_max):
+         * moved on every rise, as it did, some row of 64 rose in nearly
+         * every tile of random data, and the rescale of the 128 accumulators
+         * a thread was a fifth of the instructions executed. */
+        const float mn0 = attn_running_max(m0, mx0), mn1 = attn_running_max(m1, mx1);
         const float mu0 = mn0 == -INFINITY ? 0.f : mn0, mu1 = mn1 == -INFINITY ? 0.f : mn1;
         const float al0 = attn_exp2_ftz(m0 - mu0), al1 = attn_exp2_ftz(m1 - mu1);
         m0 = mn0;

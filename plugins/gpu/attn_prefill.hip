@@ -741,13 +741,11 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
             mx0 = fmaxf(mx0, __shfl_xor_sync(0xffffffffu, mx0, 2));
             mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 1));
             mx1 = fmaxf(mx1, __shfl_xor_sync(0xffffffffu, mx1, 2));
-            /* The running maximum moves only when a tile's passes it by more
-             * than ATTN_RESCALE_SLACK (gpu_attn_internal.h): moved on every
-             * rise, it cost an O rescale (64 FMUL a thread) on ~60 % of the
-             * tiles at 8192 tokens. */
-            const float c0 = mx0 * sc0, c1 = mx1 * sc1;
-            const float mn0 = c0 > m0 + ATTN_RESCALE_SLACK ? c0 : m0;
-            const float mn1 = c1 > m1 + ATTN_RESCALE_SLACK ? c1 : m1;
+            /* The running maximum moves only past the slack
+             * (attn_running_max): moved on every rise, it cost an O rescale
+             * (64 FMUL a thread) on ~60 % of the tiles at 8192 tokens. */
+            const float mn0 = attn_running_max(m0, mx0 * sc0);
+            const float mn1 = attn_running_max(m1, mx1 * sc1);
             /* (a row that has seen no key yet keeps -inf: subtract 0 instead) */
             const float mu0 = mn0 == -INFINITY ? 0.f : mn0, mu1 = mn1 == -INFINITY ? 0.f : mn1;
             al0 = attn_exp2_ftz(m0 - mu0);

@@ -184,6 +184,14 @@ __device__ __forceinline__ void attn_visible_keys(const attn_kparams &p, int K, 
         klo = max(klo, pos_lo - p.window_left);
 }
 
+/* A row's running maximum after a tile whose largest score is t (both in
+ * log2 units): it moves only past the slack (ATTN_RESCALE_SLACK). From -inf
+ * any finite t moves it; a tile with no visible key (t = -inf) never does. */
+__device__ __forceinline__ float attn_running_max(float m, float t)
+{
+    return t > m + ATTN_RESCALE_SLACK ? t : m;
+}
+
 /* The factor a row's unnormalised output is multiplied by when a program
  * writes it directly (one segment): v_descale over the softmax denominator
  * (l at the running max m, log2 units), with the row's sink joining the

@@ -313,7 +313,11 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
     if (tid < 128) {
         /* ---- producer ---- */
         attn_regs_release<C::PRODUCER_REGS>();
-        const int64_t row_bytes = p.kv_stride_token; /* one slot of the cache */
+        /* One slot of the cache, under 4 GiB (resolve_kv_layout in gpu_attn.hip
+         * checks it): a row's offset is one 32 x 32 -> 64-bit multiply-add
+         * (the 64-bit product of a signed slot took five instructions a row,
+         * eight rows a thread a tile; bench/RESULTS.md version 34). */
+        const uint32_t row_bytes = (uint32_t)p.kv_stride_token;
         const int pshift = p.page_shift, pmask = p.page - 1;
         constexpr int NB = DP / 64;
         const int lr = tid >> 3, c8 = tid & 7;
@@ -365,7 +369,8 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
     #pragma unroll
                         for (int i = 0; i < C::PASSES; i++) {
                             const int slot = tab[lr + 16 * i];
-                            off[i] = (int64_t)max(slot, 0) * row_bytes + col_bytes;
+                            off[i] = (int64_t)((uint64_t)(uint32_t)max(slot, 0) * row_bytes) +
+                                     col_bytes;
                             present |= slot >= 0 ? 1u << i : 0u;
                         }
                     };

@@ -574,9 +574,9 @@ extern "C" int gpu_attn_plan_prefill_grid(const gpu_attn_ctx *ctx, const attn_fo
  * kernels copy 16-byte chunks and read K and V at one offset from their two
  * bases, and the prefill kernel indexes a block's slots by the token
  * stride: so K and V must share their strides, every stride and both bases
- * must be 16-byte aligned, and the block stride a multiple of the token
- * stride. Anything else is ATTN_ERR_UNSUPPORTED naming the strides (never
- * a result read from the wrong rows). */
+ * must be 16-byte aligned, the block stride a multiple of the token stride
+ * and the token stride under 4 GiB. Anything else is ATTN_ERR_UNSUPPORTED
+ * naming the strides (never a result read from the wrong rows). */
 static attn_status resolve_kv_layout(const attn_shape *s, const attn_forward_args *a,
                                      attn_kparams *p, char *err, size_t err_size)
 {
@@ -596,6 +596,8 @@ static attn_status resolve_kv_layout(const attn_shape *s, const attn_forward_arg
         why = "a stride or a cache base is not 16-byte aligned";
     else if (k[1] <= 0 || k[0] % k[1] != 0 || k[0] / k[1] > INT32_MAX / 2)
         why = "the block stride is not a multiple of the token stride";
+    else if (k[1] * eb > (int64_t)UINT32_MAX)
+        why = "the token stride is 4 GiB or more (the prefill kernel's copies take it as 32 bits)";
     if (why) {
         attn_set_err(err, err_size,
                 "K/V cache strides k (%lld, %lld, %lld), v (%lld, %lld, %lld) (block, token, "

@@ -1274,6 +1274,9 @@ static int check_kv_layout_rejections()
         {4096, 260, 128, 4096, 260, 128, 0, "not 16-byte aligned"},
         {4096, 256, 128, 4096, 256, 128, 1, "not 16-byte aligned"},
         {4104, 256, 128, 4104, 256, 128, 0, "not a multiple of the token stride"},
+        /* 2^31 bf16 elements: a 4 GiB token stride (the prefill producer's
+         * offsets are 32 x 32 -> 64-bit products) */
+        {16ll << 31, 1ll << 31, 128, 16ll << 31, 1ll << 31, 128, 0, "token stride is 4 GiB"},
     };
     int failed = 0;
     for (const Bad &b : bad) {

@@ -102,6 +102,8 @@ struct prefill_cfg {
     static constexpr bool PINGPONG = true; /* the consumers take turns issuing wgmma */
     static_assert(STAGES >= 2, "two stages must fit");
     static_assert(BN % 16 == 0, "16 rows per pass of 128 producer threads");
+    static_assert(PASSES % 4 == 0 && BAR_BYTES % 16 == 0 && Q_BYTES % 16 == 0,
+                  "a thread's slots of the table: whole 16-byte reads at 16-byte offsets");
     static_assert(!KV8 || (D % 16 == 0 && BN * RCH % 128 == 0 && CPR <= 32 && 32 % CPR == 0),
                   "fp8: whole raw chunks, whole passes, a Q row within a warp");
     static_assert(2 * CONSUMER_REGS + PRODUCER_REGS <= 65536 / 128, "register file");
@@ -330,10 +332,12 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
             const int K = job.K, my_lo = job.my_lo, ntiles = job.ntiles;
             const int32_t *bt = p.block_table + (int64_t)job.s * p.bt_stride;
             const int64_t col_bytes = job.kvh * p.kv_stride_head + c8 * 16;
-            /* The cache slot of key `key`, -1 past K (zero-filled). */
+            /* The cache slot of key `key`; past K, -1 for the fp8 copies (which
+             * test it) and 0 for the 16-bit ones (a slot inside the cache, whose
+             * copies then read nothing: they zero-fill by the key's index). */
             auto slot_of = [&](int key) {
                 if (key >= K)
-                    return -1;
+                    return KV8 ? -1 : 0;
                 const int blk = pshift >= 0 ? bt[key >> pshift] : bt[key / p.page];
                 return blk * p.kv_block_slots + (pshift >= 0 ? key & pmask : key % p.page);
             };
@@ -341,12 +345,16 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
              * the block table, issued a tile ahead so that its latency hides
              * behind the copies), into a double-buffered table: the barrier below
              * also tells every producer thread that the table two tiles back is
-             * no longer read. */
-            int next_slot = ntiles > 0 && tid < BN ? slot_of(my_lo * BN + tid) : -1;
+             * no longer read. For the 16-bit copies key j of the tile sits at
+             * tab_pos(j), so that the PASSES keys lr + 16 i a copying thread
+             * needs are contiguous: one or two 16-byte reads (a bijection of 0
+             * .. BN - 1); the fp8 copies read key j at j. */
+            auto tab_pos = [](int j) { return KV8 ? j : (j & 15) * C::PASSES + (j >> 4); };
+            int next_slot = ntiles > 0 && tid < BN ? slot_of(my_lo * BN + tid) : 0;
             auto publish_table = [&](int it) {
                 int *tab = slot_tab + ((gt + it) & 1) * BN;
                 if (tid < BN) {
-                    tab[tid] = next_slot;
+                    tab[tab_pos(tid)] = next_slot;
                     if (it + 1 < ntiles)
                         next_slot = slot_of((my_lo + it + 1) * BN + tid);
                 }
@@ -354,44 +362,52 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
                 return (const int *)tab;
             };
             if constexpr (!KV8) {
+                /* K's base at this thread's column: a row's address in K is a
+                 * 32 x 32 -> 64-bit product plus that base (three SASS
+                 * instructions: ptxas folds the column into the IMAD.WIDE.U32
+                 * and adds the cache's base apart, in C and in PTX's mad.wide
+                 * alike), in V that address plus the distance between the
+                 * caches (two). */
+                const uint8_t *kbase = (const uint8_t *)p.k_cache + col_bytes;
+                const int64_t v_minus_k = (int64_t)((uintptr_t)p.v_cache - (uintptr_t)p.k_cache);
                 for (int it = 0; it < ntiles; it++) {
                     const int st = (gt + it) % ST, use = (gt + it) / ST;
                     const int *tab = publish_table(it);
-                    /* Where this thread's rows of the tile start in the cache,
-                     * once for K and V (the two caches share their strides),
-                     * and how many bytes each copy reads: 16, or 0 past K (the
-                     * copy then zero-fills; the clamped slot keeps its address
-                     * inside the cache, so no other source is selected). */
-                    int64_t off[C::PASSES];
-                    uint32_t present; /* bit i: row i is a key (few registers) */
-                    auto row_offsets = [&] {
-                        present = 0;
+                    /* This thread's rows lr + 16 i of the tile: their addresses in
+                     * K (held over the wait for V's stage), and how many of them
+                     * are keys: all but in the tile that reaches K (row i is one
+                     * iff 16 i < rem). */
+                    const uint8_t *krow[C::PASSES];
     #pragma unroll
-                        for (int i = 0; i < C::PASSES; i++) {
-                            const int slot = tab[lr + 16 * i];
-                            off[i] = (int64_t)((uint64_t)(uint32_t)max(slot, 0) * row_bytes) +
-                                     col_bytes;
-                            present |= slot >= 0 ? 1u << i : 0u;
-                        }
-                    };
-                    row_offsets();
+                    for (int i = 0; i < C::PASSES; i += 4) {
+                        const int4 s4 = *(const int4 *)(tab + lr * C::PASSES + i);
+                        const int s[4] = {s4.x, s4.y, s4.z, s4.w};
+    #pragma unroll
+                        for (int j = 0; j < 4; j++)
+                            krow[i + j] = kbase + (uint64_t)(uint32_t)s[j] * row_bytes;
+                    }
+                    const int key0 = (my_lo + it) * BN;
+                    const int rem = K - (key0 + lr);
+                    const bool tail = key0 + BN > K;
                     /* Thread t copies 16-byte chunk t % 8 of every 64-column
                      * block of rows t / 8 + 16 i: 8 consecutive threads copy the
                      * 128 contiguous bytes of one row's block, and their
                      * destinations (chunk c8 ^ (r & 7) of the row) fall in 8
                      * different bank groups. Every destination is a per-thread
                      * constant plus a compile-time offset (rows 16 apart keep
-                     * r & 7), and every source a row's offset plus a
+                     * r & 7), and every source a row's address plus a
                      * compile-time one, so a chunk costs its cp.async and
                      * little more (bench/RESULTS.md version 33: the producer's
-                     * instructions compete with the consumers' for issue). The
-                     * padding columns of D 80 / 96 hold the zeros written at
-                     * the start. */
-                    auto load = [&](uint8_t *dst, const uint8_t *cache) {
+                     * instructions compete with the consumers' for issue). A
+                     * tile of keys only (every tile but the last of a sequence)
+                     * reads 16 bytes a copy with no test. The padding columns
+                     * of D 80 / 96 hold the zeros written at the start. */
+                    auto load = [&](uint8_t *dst, int64_t from_k, auto has_tail) {
     #pragma unroll
                         for (int i = 0; i < C::PASSES; i++) {
-                            const uint8_t *src = cache + off[i];
-                            const uint32_t nbytes = (present >> i & 1u) * 16u;
+                            const uint8_t *src = (const uint8_t *)((uintptr_t)krow[i] + from_k);
+                            const uint32_t nbytes =
+                                !decltype(has_tail)::value || 16 * i < rem ? 16u : 0u;
     #pragma unroll
                             for (int b = 0; b < NB; b++)
                                 if (8 * b + c8 < C::DCH) /* always at D 64, 128 */
@@ -399,16 +415,20 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
                                                       src + b * 128, nbytes);
                         }
                     };
+                    auto load_tile = [&](uint8_t *dst, int64_t from_k) {
+                        if (tail)
+                            load(dst, from_k, std::true_type{});
+                        else
+                            load(dst, from_k, std::false_type{});
+                    };
                     uint8_t *Ks = KV + st * C::STAGE_BYTES;
                     if (use > 0)
                         attn_mbar_wait(&kfree[st], (use - 1) & 1);
-                    load(Ks, (const uint8_t *)p.k_cache);
+                    load_tile(Ks, 0);
                     attn_mbar_arrive_cp_async(&kfull[st]);
                     if (use > 0)
                         attn_mbar_wait(&vfree[st], (use - 1) & 1);
-                    if constexpr (C::DCH < CPR)
-                        row_offsets(); /* D 80 / 96: not held over the wait (registers) */
-                    load(Ks + C::TILE_BYTES, (const uint8_t *)p.v_cache);
+                    load_tile(Ks + C::TILE_BYTES, v_minus_k);
                     attn_mbar_arrive_cp_async(&vfull[st]);
                 }
             } else {

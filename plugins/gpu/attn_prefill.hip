@@ -515,7 +515,15 @@ __global__ void __launch_bounds__(384, 1) attn_prefill_kernel(const attn_kparams
 
     /* ---- consumers ---- */
     attn_regs_acquire<C::CONSUMER_REGS>();
-    const int cw = (tid >> 7) - 1; /* consumer warpgroup: rows 64 cw .. 64 cw + 63 */
+    /* The consumer warpgroup (rows 64 cw .. 64 cw + 63), broadcast from lane 0
+     * so that the compiler knows it is warp-uniform (CUTLASS's
+     * canonical_warp_group_idx does the same): Q's wgmma descriptors, which
+     * depend on it, then live in uniform registers. Computed from threadIdx
+     * directly, each of the 8 Q K^T steps a tile rebuilt its descriptor in
+     * regular registers and moved it over (IADD3, IMAD.X, UMOV, 2 R2UR),
+     * inside the warpgroup's wgmma turn (the SASS, bench/RESULTS.md
+     * version 35). */
+    const int cw = __shfl_sync(0xffffffffu, (tid >> 7) - 1, 0);
     const int ctid = tid & 127, warp = ctid >> 5, lane = tid & 31;
     const int g = lane >> 2, t = lane & 3;
     /* The pipeline's turn barrier protocol (below) and the ring's position

@@ -93,6 +93,13 @@ with sdpa_kernel([SDPBackend.CUDNN_ATTENTION]):
 PY
 }
 
+# A gpu_attn_test log's summary line into $summary ("N families clean;"
+# and the lines of the families with failures), those lines into $failing.
+summarize_tests() { # LOG
+  failing=$(grep -E '^[a-z].*configurations, [1-9]' "$1" | tr '\n' ' ')
+  summary="$(grep -c 'configurations, 0 failed' "$1") families clean; $failing"
+}
+
 gated="" # set when ATTNREG_RUN_GATE=1 and the tests step was not clean
 for step in $steps; do
   if [ -n "$gated" ]; then
@@ -108,9 +115,8 @@ for step in $steps; do
     timeout "$(left)" $C/bin/gpu_attn_test $C/lib/attnreg/libattn_cpu_ref.so "$cases" \
       > "$work/tests.log" 2>&1
     rc=$?
-    failing=$(grep -E '^[a-z].*configurations, [1-9]' "$work/tests.log" | tr '\n' ' ')
-    note "tests (rc $rc): $(grep -c 'configurations, 0 failed' "$work/tests.log") families clean;" \
-      "$failing"
+    summarize_tests "$work/tests.log"
+    note "tests (rc $rc): $summary"
     if [ "${ATTNREG_RUN_GATE:-0}" = 1 ] && { [ $rc != 0 ] || [ -n "$failing" ]; }; then
       gated="the tests were not clean (ATTNREG_RUN_GATE=1)"
     fi
@@ -248,8 +254,9 @@ PY
           l=${lt%%:*}
           timeout "$(left)" "${lt#*:}" $C/lib/attnreg/libattn_cpu_ref.so "$cases" \
             "$ATTNREG_RUN_AB_TESTS" > "$work/ab_tests_$l.log" 2>&1
-          note "ab-builds: $l's tests (rc $?): $(grep -c 'configurations, 0 failed' "$work/ab_tests_$l.log") families clean;" \
-            "$(grep -E '^[a-z].*configurations, [1-9]' "$work/ab_tests_$l.log" | tr '\n' ' ')"
+          rc=$?
+          summarize_tests "$work/ab_tests_$l.log"
+          note "ab-builds: $l's tests (rc $rc): $summary"
         done
       fi
       done_rounds="" # the rounds whose runs all wrote their JSON
